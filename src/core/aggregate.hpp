@@ -1,0 +1,57 @@
+// aggregate.hpp: replays a profile's events in time order and sums them per type.
+//
+// The threads' streams are merged by their timestamps; blocks are matched by
+// (thread, allocation number), so the counts are exact whatever the merge order,
+// and only the interleaving of different threads' events within one clock tick
+// (HEAPTYPE_CLOCK_US) is approximate for the peaks.
+#ifndef HEAPTYPE_CORE_AGGREGATE_HPP
+#define HEAPTYPE_CORE_AGGREGATE_HPP
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../format/profile_reader.hpp"
+
+namespace heaptype {
+namespace core {
+
+struct TypeStats {
+  uint64_t type_tag = 0;       // a representative tag of the row; 0: untyped
+  uint64_t allocations = 0;
+  uint64_t objects = 0;        // T[n] counts n; an untyped block counts one
+  uint64_t bytes = 0;
+  uint64_t live_bytes = 0;     // at the end of the profile
+  uint64_t live_blocks = 0;
+  uint64_t peak_bytes = 0;     // most live bytes of this type at any moment
+  uint64_t peak_time_us = 0;
+};
+
+struct Totals {
+  uint64_t allocations = 0;
+  uint64_t frees = 0;
+  uint64_t bytes = 0;
+  uint64_t live_bytes = 0;
+  uint64_t live_blocks = 0;
+  uint64_t peak_bytes = 0;
+  uint64_t peak_time_us = 0;
+  uint64_t duration_us = 0;
+  uint64_t unmatched_frees = 0;  // frees of blocks whose allocation is not in the file
+};
+
+struct Aggregate {
+  std::vector<TypeStats> rows;
+  Totals totals;
+  std::vector<std::string> warnings;
+};
+
+// `groups` maps type tags to row numbers 0..n-1 (several tags may share a row, e.g.
+// the same type's tag in two shared libraries); tags it lacks get rows of their own.
+Aggregate aggregate_by_type(const format::ProfileFile& file,
+                            const std::unordered_map<uint64_t, uint32_t>& groups);
+
+}  // namespace core
+}  // namespace heaptype
+
+#endif

@@ -1,0 +1,44 @@
+// heaptype/new.hpp: force-include this (`-include heaptype/new.hpp`) to type every
+// new-expression of a translation unit.
+//
+// `new T(...)` becomes `::heaptype_new_trick{} * new T(...)`; the operator* below
+// receives the T* the expression produced and reports heaptype::type_id<T> for it.
+// The trick struct lives in the global namespace, so argument-dependent lookup
+// finds the operator from any namespace, and `::new (p) T` still parses. Placement
+// new reports too, but the runtime only names blocks it tracks and has not named
+// yet, so it changes nothing.
+//
+// The standard headers are included first: they spell `::operator new` and
+// placement new, which must not see the macro. Headers of other libraries that do
+// the same belong between heaptype/undef_new.h and heaptype/define_new.h.
+#ifndef HEAPTYPE_NEW_HPP
+#define HEAPTYPE_NEW_HPP
+
+#ifdef __cplusplus
+
+#include "detail/std_headers.hpp"
+#include "heaptype.hpp"
+
+struct heaptype_new_trick {};
+
+template <class T>
+inline T* operator*(heaptype_new_trick, T* p) noexcept {
+  heaptype_tag_new(p, ::heaptype::tag_of<T>(), sizeof(T), alignof(T));
+  return p;
+}
+
+// Referenced from every translation unit: linking without libheaptype fails with
+// this name in the error.
+extern "C" const char
+    heaptype_link_error__program_compiled_with_heaptype_new_hpp_must_link_libheaptype;
+namespace heaptype {
+namespace detail {
+__attribute__((used)) static const char* const link_check =
+    &heaptype_link_error__program_compiled_with_heaptype_new_hpp_must_link_libheaptype;
+}  // namespace detail
+}  // namespace heaptype
+
+#include "define_new.h"
+
+#endif  // __cplusplus
+#endif

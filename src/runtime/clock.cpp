@@ -1,0 +1,79 @@
+#include "clock.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+namespace heaptype {
+namespace runtime {
+
+std::atomic<uint64_t> g_clock_us{0};
+
+namespace {
+
+uint64_t g_start_ns = 0;
+uint64_t g_interval_us = 1000;
+void (*g_on_second)() = nullptr;
+std::atomic<bool> g_running{false};
+
+uint64_t read_clock(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void publish_now() { g_clock_us.store((monotonic_ns() - g_start_ns) / 1000, std::memory_order_relaxed); }
+
+void* ticker_main(void*) {
+  timespec interval;
+  interval.tv_sec = static_cast<time_t>(g_interval_us / 1000000);
+  interval.tv_nsec = static_cast<long>((g_interval_us % 1000000) * 1000);
+  uint64_t last_second = monotonic_ns();
+  for (;;) {
+    nanosleep(&interval, nullptr);
+    publish_now();
+    uint64_t now = monotonic_ns();
+    if (now - last_second >= 1000000000ull && g_on_second) {
+      last_second = now;
+      g_on_second();
+    }
+  }
+  return nullptr;
+}
+
+void spawn_ticker() {
+  // The ticker must never run the program's signal handlers.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  pthread_t thread;
+  if (pthread_create(&thread, &attr, ticker_main, nullptr) != 0) g_running.store(false);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+}  // namespace
+
+uint64_t monotonic_ns() { return read_clock(CLOCK_MONOTONIC); }
+uint64_t realtime_ns() { return read_clock(CLOCK_REALTIME); }
+
+void start_clock(uint64_t interval_us, void (*on_tick_second)()) {
+  if (g_running.exchange(true)) return;
+  if (g_start_ns == 0) g_start_ns = monotonic_ns();
+  g_interval_us = interval_us ? interval_us : 1000;
+  g_on_second = on_tick_second;
+  publish_now();
+  spawn_ticker();
+}
+
+void clock_after_fork_in_child() {
+  g_running.store(false);
+  start_clock(g_interval_us, g_on_second);
+}
+
+}  // namespace runtime
+}  // namespace heaptype

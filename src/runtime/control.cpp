@@ -1,0 +1,346 @@
+// control.cpp: bringing the runtime up and down, the environment, the public C API,
+// and fork.
+//
+// Start-up happens on the first allocation, which may come from any static
+// constructor before main(): everything here is zero-initialised data, getenv()
+// and system calls. The profile is finished by a destructor that runs after the
+// program's static destructors; events after that are written through at once.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "clock.hpp"
+#include "internal_memory.hpp"
+#include "profile_writer.hpp"
+#include "registry.hpp"
+#include "thread_state.hpp"
+#include "tracker.hpp"
+
+extern "C" char* program_invocation_short_name;
+
+namespace heaptype {
+namespace runtime {
+
+std::atomic<int> g_state{kUninitialized};
+std::atomic<bool> g_recording{true};
+
+namespace {
+
+using format::put_varint;
+
+constexpr uint64_t kClockTickNs = 1000;  // TIME deltas are microseconds
+const char kDefaultOutput[] = "heaptype.%e.%p.htp";
+
+__thread bool tls_initializing __attribute__((tls_model("initial-exec"))) = false;
+bool g_finished = false;
+bool g_atfork_installed = false;
+char g_output_pattern[4096];
+
+void say(const char* a, const char* b = "", const char* c = "", const char* d = "") {
+  const char* parts[] = {"heaptype: ", a, b, c, d, "\n"};
+  for (const char* part : parts) {
+    size_t n = std::strlen(part);
+    if (n && write(STDERR_FILENO, part, n) < 0) return;
+  }
+}
+
+bool env_flag(const char* name) {
+  const char* v = getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0 && strcasecmp(v, "false") != 0 && strcasecmp(v, "no") != 0;
+}
+
+uint64_t env_number(const char* name, uint64_t fallback) {
+  const char* v = getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  unsigned long long n = strtoull(v, &end, 10);
+  return end && !*end && n ? n : fallback;
+}
+
+void append(char* out, size_t cap, size_t* used, const char* text) {
+  for (; *text && *used + 1 < cap; ++text) out[(*used)++] = *text;
+  out[*used] = '\0';
+}
+
+// Expands %p (pid), %e (program name) and %% in the output pattern. Without %p a
+// forked child writes to "<path>.<pid>", so parent and child never share a file.
+void expand_output_path(const char* pattern, bool child, char* out, size_t cap) {
+  char pid[24];
+  char digits[24];
+  int n = 0;
+  for (unsigned long v = static_cast<unsigned long>(getpid()); v || !n; v /= 10) digits[n++] = '0' + v % 10;
+  for (int i = 0; i < n; ++i) pid[i] = digits[n - 1 - i];
+  pid[n] = '\0';
+  size_t used = 0;
+  bool had_pid = false;
+  out[0] = '\0';
+  for (const char* p = pattern; *p; ++p) {
+    if (*p == '%' && p[1] == 'p') {
+      append(out, cap, &used, pid);
+      had_pid = true;
+      ++p;
+    } else if (*p == '%' && p[1] == 'e') {
+      append(out, cap, &used, program_invocation_short_name ? program_invocation_short_name : "program");
+      ++p;
+    } else if (*p == '%' && p[1] == '%') {
+      append(out, cap, &used, "%");
+      ++p;
+    } else {
+      char c[2] = {*p, '\0'};
+      append(out, cap, &used, c);
+    }
+  }
+  if (child && !had_pid) {
+    append(out, cap, &used, ".");
+    append(out, cap, &used, pid);
+  }
+}
+
+void flush_one(ThreadState* t, void*) {
+  commit_pending(t);
+  flush_events(t);
+}
+
+void flush_all_threads() { for_each_thread_state(flush_one, nullptr); }
+
+void periodic_flush() {
+  if (g_state.load(std::memory_order_acquire) == kActive) flush_all_threads();
+}
+
+// Growing byte buffer in mapped memory, for the LIVE and END chunks.
+struct Bytes {
+  uint8_t* data = nullptr;
+  size_t used = 0;
+  size_t capacity = 0;
+
+  bool reserve(size_t extra) {
+    if (used + extra <= capacity) return true;
+    size_t cap = capacity ? capacity * 2 : 64 * 1024;
+    while (cap < used + extra) cap *= 2;
+    uint8_t* bigger = static_cast<uint8_t*>(map_pages(cap));
+    if (!bigger) return false;
+    if (data) std::memcpy(bigger, data, used);
+    unmap_pages(data, capacity);
+    data = bigger;
+    capacity = cap;
+    return true;
+  }
+  void release() { unmap_pages(data, capacity); }
+};
+
+void add_live_block(const Block& b, void* context) {
+  Bytes* out = static_cast<Bytes*>(context);
+  if (!out->reserve(5 * format::kMaxVarint)) return;
+  uint8_t* p = out->data + out->used;
+  p = put_varint(p, b.thread);
+  p = put_varint(p, b.number);
+  p = put_varint(p, b.size);
+  p = put_varint(p, b.type_tag);
+  p = put_varint(p, b.count);
+  out->used = static_cast<size_t>(p - out->data);
+}
+
+struct Totals {
+  uint64_t allocations, frees, untracked_frees;
+};
+
+void add_thread_totals(ThreadState* t, void* context) {
+  Totals* totals = static_cast<Totals*>(context);
+  totals->allocations += t->allocations;
+  totals->frees += t->frees;
+  totals->untracked_frees += t->untracked_frees;
+}
+
+// Appends the LIVE and END chunks (headers included) describing this moment to `out`.
+void describe_finish(Bytes* out) {
+  Bytes live;
+  registry_for_each(add_live_block, &live);
+  Totals totals = {0, 0, 0};
+  for_each_thread_state(add_thread_totals, &totals);
+  uint8_t end[6 * format::kMaxVarint];
+  uint8_t* p = end;
+  p = put_varint(p, totals.allocations);
+  p = put_varint(p, totals.frees);
+  p = put_varint(p, totals.untracked_frees);
+  p = put_varint(p, bookkeeping_peak_bytes());
+  p = put_varint(p, registry_peak_live_blocks());
+  p = put_varint(p, sizeof(Block));
+  struct Part {
+    format::ChunkKind kind;
+    const void* data;
+    size_t size;
+  } parts[2] = {{format::ChunkKind::kLive, live.data, live.used},
+                {format::ChunkKind::kEnd, end, static_cast<size_t>(p - end)}};
+  for (const Part& part : parts) {
+    if (!out->reserve(sizeof(format::ChunkHeader) + part.size)) break;
+    format::ChunkHeader header;
+    std::memset(&header, 0, sizeof header);
+    header.magic = format::kChunkMagic;
+    header.kind = static_cast<uint8_t>(part.kind);
+    header.payload_size = static_cast<uint32_t>(part.size);
+    std::memcpy(out->data + out->used, &header, sizeof header);
+    if (part.size) std::memcpy(out->data + out->used + sizeof header, part.data, part.size);
+    out->used += sizeof header + part.size;
+  }
+  live.release();
+}
+
+void fork_prepare() {
+  if (g_state.load() != kActive) return;
+  thread_states_lock_all();
+  registry_lock_all();
+  writer_lock_for_fork();
+}
+
+void fork_parent() {
+  if (g_state.load() != kActive) return;
+  writer_unlock_after_fork();
+  registry_unlock_all();
+  thread_states_unlock_all();
+}
+
+void fork_child() {
+  if (g_state.load() != kActive) return;
+  writer_forget_in_child();
+  registry_clear_in_child();
+  registry_unlock_all();
+  thread_states_reset_in_child();
+  clock_after_fork_in_child();
+  char path[4096];
+  expand_output_path(g_output_pattern, true, path, sizeof path);
+  writer_open_later(path, kClockTickNs);
+  g_finished = false;
+}
+
+int start_up() {
+  if (env_flag("HEAPTYPE_DISABLE")) return kDisabled;
+  const char* start = getenv("HEAPTYPE_START");
+  if (start && (std::strcmp(start, "stopped") == 0 || std::strcmp(start, "0") == 0))
+    g_recording.store(false);
+  const char* pattern = getenv("HEAPTYPE_OUTPUT");
+  if (!pattern || !*pattern) pattern = kDefaultOutput;
+  size_t length = std::strlen(pattern);
+  if (length >= sizeof g_output_pattern) length = sizeof g_output_pattern - 1;
+  std::memcpy(g_output_pattern, pattern, length);
+  g_output_pattern[length] = '\0';
+  char path[4096];
+  expand_output_path(g_output_pattern, false, path, sizeof path);
+  if (!writer_open(path, kClockTickNs)) {
+    say("cannot create the profile file ", path, ": ", strerrordesc_np(errno));
+    return kDisabled;
+  }
+  thread_states_init();
+  start_clock(env_number("HEAPTYPE_CLOCK_US", 1000), periodic_flush);
+  if (!g_atfork_installed) g_atfork_installed = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
+  return kActive;
+}
+
+}  // namespace
+
+int ensure_initialized() {
+  for (;;) {
+    int state = g_state.load(std::memory_order_acquire);
+    if (state == kActive || state == kDisabled) return state;
+    if (state == kStarting) {
+      if (tls_initializing) return kStarting;  // our own start-up allocating
+      sched_yield();
+      continue;
+    }
+    if (!g_state.compare_exchange_strong(state, kStarting)) continue;
+    tls_initializing = true;
+    int result = start_up();
+    tls_initializing = false;
+    g_state.store(result, std::memory_order_release);
+    return result;
+  }
+}
+
+bool finished() { return g_finished; }
+
+void finish() {
+  if (g_state.load(std::memory_order_acquire) != kActive || g_finished) return;
+  flush_all_threads();
+  writer_modules();
+  Bytes tail;
+  describe_finish(&tail);
+  // The tail is whole chunks already; write its bytes through the writer's lock.
+  size_t offset = 0;
+  while (offset + sizeof(format::ChunkHeader) <= tail.used) {
+    format::ChunkHeader header;
+    std::memcpy(&header, tail.data + offset, sizeof header);
+    writer_chunk(static_cast<format::ChunkKind>(header.kind), header.thread,
+                 tail.data + offset + sizeof header, header.payload_size);
+    offset += sizeof header + header.payload_size;
+  }
+  tail.release();
+  g_finished = true;
+}
+
+bool dump(const char* path) {
+  if (!path || g_state.load(std::memory_order_acquire) != kActive) return false;
+  flush_all_threads();
+  writer_modules();
+  Bytes tail;
+  describe_finish(&tail);
+  bool ok = writer_copy(path, tail.data, tail.used);
+  tail.release();
+  return ok;
+}
+
+}  // namespace runtime
+}  // namespace heaptype
+
+namespace rt = heaptype::runtime;
+
+// Runs after the program's static destructors (those are atexit handlers, which
+// exit() runs before the .fini_array): what they free is in the profile.
+__attribute__((destructor)) static void heaptype_finish_at_exit() { rt::finish(); }
+
+extern "C" {
+
+// The force-included header refers to this symbol: a program built with it but
+// linked without the runtime fails to link, naming the problem.
+__attribute__((visibility("default"))) extern const char
+    heaptype_link_error__program_compiled_with_heaptype_new_hpp_must_link_libheaptype = 1;
+
+__attribute__((visibility("default"))) void heaptype_start(void) {
+  if (rt::ensure_initialized() == rt::kActive) rt::g_recording.store(true);
+}
+
+__attribute__((visibility("default"))) void heaptype_stop(void) {
+  if (rt::ensure_initialized() == rt::kActive) rt::g_recording.store(false);
+}
+
+__attribute__((visibility("default"))) int heaptype_dump(const char* path) {
+  rt::ensure_initialized();
+  return rt::dump(path) ? 1 : 0;
+}
+
+__attribute__((visibility("default"))) int heaptype_is_recording(void) {
+  return rt::ensure_initialized() == rt::kActive && rt::g_recording.load() ? 1 : 0;
+}
+
+__attribute__((visibility("default"))) const char* heaptype_output_path(void) {
+  return rt::ensure_initialized() == rt::kActive ? rt::writer_path() : nullptr;
+}
+
+__attribute__((visibility("default"))) void heaptype_tag_new(const void* p, const void* type_tag,
+                                                             size_t elem_size, size_t elem_align) {
+  rt::on_tag_new(p, reinterpret_cast<uintptr_t>(type_tag), elem_size, elem_align);
+}
+
+__attribute__((visibility("default"), noinline)) void heaptype_tag_block(const void* p,
+                                                                         const void* type_tag,
+                                                                         size_t elem_size,
+                                                                         size_t count) {
+  rt::on_tag_block(p, reinterpret_cast<uintptr_t>(type_tag), elem_size, count,
+                   reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
+}
+
+__attribute__((visibility("default"))) void heaptype_untag(const void* p) { rt::on_untag(p); }
+
+}  // extern "C"

@@ -1,0 +1,26 @@
+// internal_memory.hpp: the runtime's own storage, straight from mmap.
+//
+// Nothing the runtime keeps may come from malloc or operator new: those are the
+// functions it observes. Every byte mapped here is counted, so the profile can say
+// what HeapType's bookkeeping cost per live block.
+#ifndef HEAPTYPE_RUNTIME_INTERNAL_MEMORY_HPP
+#define HEAPTYPE_RUNTIME_INTERNAL_MEMORY_HPP
+
+#include <cstddef>
+#include <cstdint>
+
+namespace heaptype {
+namespace runtime {
+
+// Zero-filled, page-granular; nullptr when the kernel refuses.
+void* map_pages(size_t bytes);
+void unmap_pages(void* p, size_t bytes);
+
+// Bytes currently mapped by the runtime, and the most ever mapped at once.
+uint64_t bookkeeping_bytes();
+uint64_t bookkeeping_peak_bytes();
+
+}  // namespace runtime
+}  // namespace heaptype
+
+#endif

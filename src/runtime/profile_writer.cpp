@@ -1,0 +1,221 @@
+#include "profile_writer.hpp"
+
+#include <fcntl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "clock.hpp"
+#include "internal_memory.hpp"
+#include "spinlock.hpp"
+
+namespace heaptype {
+namespace runtime {
+namespace {
+
+SpinLock g_lock;
+int g_fd = -1;
+char g_path[4096];
+bool g_open_later = false;
+uint64_t g_clock_tick_ns = 1000;
+
+bool write_all(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size) {
+    ssize_t n = write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void write_chunk_locked(int fd, format::ChunkKind kind, uint32_t thread, const void* payload,
+                        size_t size) {
+  format::ChunkHeader header;
+  std::memset(&header, 0, sizeof header);
+  header.magic = format::kChunkMagic;
+  header.kind = static_cast<uint8_t>(kind);
+  header.thread = thread;
+  header.payload_size = static_cast<uint32_t>(size);
+  iovec parts[2] = {{&header, sizeof header}, {const_cast<void*>(payload), size}};
+  ssize_t total = static_cast<ssize_t>(sizeof header + size);
+  ssize_t n;
+  do {
+    n = writev(fd, parts, 2);
+  } while (n < 0 && errno == EINTR);
+  if (n >= 0 && n < total) {
+    // A short write (full disk, signal): finish it byte by byte from where it stopped.
+    size_t done = static_cast<size_t>(n);
+    if (done < sizeof header) {
+      write_all(fd, reinterpret_cast<char*>(&header) + done, sizeof header - done);
+      done = sizeof header;
+    }
+    write_all(fd, static_cast<const char*>(payload) + (done - sizeof header), total - done);
+  }
+}
+
+// Reads a whole /proc file into mapped memory; the caller unmaps `*capacity` bytes.
+char* read_proc_file(const char* path, size_t* size, size_t* capacity) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  size_t cap = 64 * 1024, used = 0;
+  char* buf = static_cast<char*>(map_pages(cap));
+  while (buf) {
+    if (used == cap) {
+      char* bigger = static_cast<char*>(map_pages(cap * 2));
+      if (bigger) std::memcpy(bigger, buf, used);
+      unmap_pages(buf, cap);
+      buf = bigger;
+      cap *= 2;
+      if (!buf) break;
+    }
+    ssize_t n = read(fd, buf + used, cap - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    used += static_cast<size_t>(n);
+  }
+  close(fd);
+  *size = used;
+  *capacity = cap;
+  return buf;
+}
+
+// Keeps the lines of /proc/self/maps that name a file: only those can hold symbols.
+size_t keep_file_backed_lines(char* text, size_t size) {
+  size_t out = 0, line_start = 0;
+  for (size_t i = 0; i < size; ++i) {
+    if (text[i] != '\n') continue;
+    const char* line = text + line_start;
+    size_t length = i + 1 - line_start;
+    const void* slash = std::memchr(line, '/', length);
+    if (slash) {
+      std::memmove(text + out, line, length);
+      out += length;
+    }
+    line_start = i + 1;
+  }
+  return out;
+}
+
+void write_program_chunk() {
+  char payload[8192];
+  ssize_t exe = readlink("/proc/self/exe", payload, sizeof payload - 1);
+  size_t used = exe > 0 ? static_cast<size_t>(exe) : 0;
+  payload[used++] = '\0';
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n = read(fd, payload + used, sizeof payload - used);
+    if (n > 0) used += static_cast<size_t>(n);
+    close(fd);
+  }
+  write_chunk_locked(g_fd, format::ChunkKind::kProgram, 0, payload, used);
+}
+
+void remember_path(const char* path) {
+  size_t length = std::strlen(path);
+  if (length >= sizeof g_path) length = sizeof g_path - 1;
+  std::memmove(g_path, path, length);
+  g_path[length] = '\0';
+}
+
+void write_modules_locked() {
+  size_t size = 0, capacity = 0;
+  char* maps = read_proc_file("/proc/self/maps", &size, &capacity);
+  if (!maps) return;
+  size = keep_file_backed_lines(maps, size);
+  write_chunk_locked(g_fd, format::ChunkKind::kModules, 0, maps, size);
+  unmap_pages(maps, capacity);
+}
+
+bool open_locked(const char* path, uint64_t clock_tick_ns) {
+  g_open_later = false;
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  remember_path(path);
+  format::FileHeader header;
+  std::memset(&header, 0, sizeof header);
+  std::memcpy(header.magic, format::kFileMagic, sizeof header.magic);
+  header.version = format::kVersion;
+  header.header_size = sizeof header;
+  header.pid = static_cast<uint64_t>(getpid());
+  header.start_unix_ns = realtime_ns();
+  header.clock_tick_ns = clock_tick_ns;
+  header.pointer_size = sizeof(void*);
+  write_all(fd, &header, sizeof header);
+  g_fd = fd;
+  write_program_chunk();
+  write_modules_locked();
+  return true;
+}
+
+void open_if_deferred_locked() {
+  if (g_fd < 0 && g_open_later) open_locked(g_path, g_clock_tick_ns);
+}
+
+}  // namespace
+
+bool writer_open(const char* path, uint64_t clock_tick_ns) {
+  LockGuard guard(g_lock);
+  return open_locked(path, clock_tick_ns);
+}
+
+void writer_open_later(const char* path, uint64_t clock_tick_ns) {
+  LockGuard guard(g_lock);
+  remember_path(path);
+  g_clock_tick_ns = clock_tick_ns;
+  g_open_later = true;
+}
+
+bool writer_is_open() { return g_fd >= 0 || g_open_later; }
+const char* writer_path() { return g_path; }
+
+void writer_chunk(format::ChunkKind kind, uint32_t thread, const void* payload, size_t size) {
+  LockGuard guard(g_lock);
+  open_if_deferred_locked();
+  if (g_fd >= 0) write_chunk_locked(g_fd, kind, thread, payload, size);
+}
+
+void writer_modules() {
+  LockGuard guard(g_lock);
+  open_if_deferred_locked();
+  if (g_fd >= 0) write_modules_locked();
+}
+
+bool writer_copy(const char* path, const void* tail, size_t tail_size) {
+  LockGuard guard(g_lock);
+  open_if_deferred_locked();
+  if (g_fd < 0) return false;
+  int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) return false;
+  char buf[16384];
+  off_t offset = 0;
+  bool ok = true;
+  for (;;) {
+    ssize_t n = pread(g_fd, buf, sizeof buf, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    ok = ok && write_all(out, buf, static_cast<size_t>(n));
+    offset += n;
+  }
+  ok = ok && write_all(out, tail, tail_size);
+  close(out);
+  return ok;
+}
+
+void writer_lock_for_fork() { g_lock.lock(); }
+void writer_unlock_after_fork() { g_lock.unlock(); }
+
+void writer_forget_in_child() {
+  if (g_fd >= 0) close(g_fd);
+  g_fd = -1;
+  g_lock.unlock();
+}
+
+}  // namespace runtime
+}  // namespace heaptype

@@ -1,0 +1,40 @@
+// profile_writer.hpp: appends whole chunks to the profile file.
+//
+// One lock serialises chunk writes, so each chunk lands contiguous and a reader
+// never sees two threads' bytes interleaved. Only flushes take it (once per 64 KiB
+// of events per thread), never an allocation.
+#ifndef HEAPTYPE_RUNTIME_PROFILE_WRITER_HPP
+#define HEAPTYPE_RUNTIME_PROFILE_WRITER_HPP
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../format/profile_format.hpp"
+
+namespace heaptype {
+namespace runtime {
+
+// Creates `path` and writes the file header, the program and the module map.
+// `clock_tick_ns` is the unit of the events' TIME deltas.
+bool writer_open(const char* path, uint64_t clock_tick_ns);
+// Like writer_open, but only when the first chunk is written: a forked child that
+// goes straight to exec() leaves no empty profile behind.
+void writer_open_later(const char* path, uint64_t clock_tick_ns);
+bool writer_is_open();
+void writer_chunk(format::ChunkKind kind, uint32_t thread, const void* payload, size_t size);
+// Snapshot of the file-backed mappings (/proc/self/maps): the load bias of every
+// module, so that addresses can be symbolised after the process is gone.
+void writer_modules();
+// Copies the file written so far to `path`, then appends `tail` (whole chunks).
+bool writer_copy(const char* path, const void* tail, size_t tail_size);
+// Fork: hold the writer across fork(); the parent resumes, the child drops the
+// parent's file without touching it (it opens its own on first use).
+void writer_lock_for_fork();
+void writer_unlock_after_fork();
+void writer_forget_in_child();
+const char* writer_path();
+
+}  // namespace runtime
+}  // namespace heaptype
+
+#endif

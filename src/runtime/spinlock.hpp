@@ -1,0 +1,59 @@
+// spinlock.hpp: the runtime's only lock.
+//
+// A pthread mutex may allocate or be unusable during static initialisation; this
+// lock is a zero-initialised byte, valid before any constructor has run. Critical
+// sections are a few dozen instructions, so spinning briefly and then yielding the
+// CPU beats sleeping.
+#ifndef HEAPTYPE_RUNTIME_SPINLOCK_HPP
+#define HEAPTYPE_RUNTIME_SPINLOCK_HPP
+
+#include <sched.h>
+
+#include <atomic>
+
+namespace heaptype {
+namespace runtime {
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+class SpinLock {
+ public:
+  void lock() noexcept {
+    for (;;) {
+      if (!locked_.exchange(true, std::memory_order_acquire)) return;
+      for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
+        if (spins < 64) {
+          cpu_relax();
+        } else {
+          sched_yield();
+        }
+      }
+    }
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
+class LockGuard {
+ public:
+  explicit LockGuard(SpinLock& lock) noexcept : lock_(lock) { lock_.lock(); }
+  ~LockGuard() { lock_.unlock(); }
+  LockGuard(const LockGuard&) = delete;
+  LockGuard& operator=(const LockGuard&) = delete;
+
+ private:
+  SpinLock& lock_;
+};
+
+}  // namespace runtime
+}  // namespace heaptype
+
+#endif

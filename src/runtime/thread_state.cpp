@@ -1,0 +1,274 @@
+#include "thread_state.hpp"
+
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "internal_memory.hpp"
+#include "profile_writer.hpp"
+
+namespace heaptype {
+namespace runtime {
+namespace {
+
+using format::put_varint;
+
+SpinLock g_list_lock;
+ThreadState* g_all = nullptr;
+ThreadState* g_free = nullptr;
+std::atomic<uint32_t> g_next_number{1};
+pthread_key_t g_exit_key;
+bool g_key_ready = false;
+
+__thread ThreadState* tls_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// --- site table ----------------------------------------------------------------------
+
+inline uint64_t hash_site(const format::Site& s) {
+  uint64_t h = s.size * 0x9E3779B97F4A7C15ull;
+  h ^= (s.type_tag + (h << 6) + (h >> 2)) * 0xC2B2AE3D27D4EB4Full;
+  h ^= (s.call_site + (h << 6) + (h >> 2)) * 0x165667B19E3779F9ull;
+  h ^= s.count * 0x27D4EB2F165667C5ull;
+  return h ^ (h >> 31);
+}
+
+inline bool same_site(const format::Site& a, const format::Site& b) {
+  return a.size == b.size && a.call_site == b.call_site && a.type_tag == b.type_tag &&
+         a.count == b.count;
+}
+
+bool grow_sites(SiteTable& table) {
+  size_t capacity = table.capacity ? table.capacity * 2 : 256;
+  SiteSlot* slots = static_cast<SiteSlot*>(map_pages(capacity * sizeof(SiteSlot)));
+  if (!slots) return false;
+  for (size_t i = 0; i < table.capacity; ++i) {
+    if (!table.slots[i].used) continue;
+    size_t j = hash_site(table.slots[i].site) & (capacity - 1);
+    while (slots[j].used) j = (j + 1) & (capacity - 1);
+    slots[j] = table.slots[i];
+  }
+  unmap_pages(table.slots, table.capacity * sizeof(SiteSlot));
+  table.slots = slots;
+  table.capacity = capacity;
+  return true;
+}
+
+inline uint8_t* tail(ThreadState* t) { return t->buffer + t->used; }
+
+// Guarantees room for one record, flushing the buffer if needed.
+inline void reserve_record(ThreadState* t) {
+  if (t->used + kMaxRecordSize > kEventBufferSize) flush_events(t);
+}
+
+// The thread's number for a site, writing its SITE record on first use.
+uint32_t site_number(ThreadState* t, const format::Site& site) {
+  SiteTable& table = t->sites;
+  if ((table.used + 1) * 4 > table.capacity * 3 && !grow_sites(table)) return 0;
+  size_t mask = table.capacity - 1;
+  for (size_t i = hash_site(site) & mask;; i = (i + 1) & mask) {
+    SiteSlot& slot = table.slots[i];
+    if (slot.used && same_site(slot.site, site)) return slot.id;
+    if (slot.used) continue;
+    slot.site = site;
+    slot.used = 1;
+    slot.id = static_cast<uint32_t>(table.used++);
+    reserve_record(t);
+    uint8_t* p = tail(t);
+    p = put_varint(p, format::control_record_head(format::ControlOp::kSite));
+    p = put_varint(p, site.size);
+    p = put_varint(p, site.count);
+    p = put_varint(p, site.type_tag);
+    p = put_varint(p, site.call_site);
+    t->used = static_cast<size_t>(p - t->buffer);
+    return slot.id;
+  }
+}
+
+inline void emit_time(ThreadState* t, uint64_t time_us) {
+  if (time_us <= t->last_time_us) return;
+  uint8_t* p = tail(t);
+  p = put_varint(p, format::control_record_head(format::ControlOp::kTime));
+  p = put_varint(p, time_us - t->last_time_us);
+  t->used = static_cast<size_t>(p - t->buffer);
+  t->last_time_us = time_us;
+}
+
+void write_thread_chunk(ThreadState* t) {
+  uint8_t payload[64];
+  uint8_t* p = put_varint(payload, static_cast<uint64_t>(syscall(SYS_gettid)));
+  char name[17] = {0};
+  prctl(PR_GET_NAME, name, 0, 0, 0);
+  size_t length = std::strlen(name);
+  std::memcpy(p, name, length);
+  writer_chunk(format::ChunkKind::kThread, t->number,
+               payload, static_cast<size_t>(p - payload) + length);
+}
+
+void reset_stream(ThreadState* t, uint32_t number) {
+  t->number = number;
+  t->exited = false;
+  t->announced = false;
+  t->used = 0;
+  t->next_alloc_number = 0;
+  t->last_address = 0;
+  t->last_time_us = 0;
+  if (t->sites.capacity) std::memset(t->sites.slots, 0, t->sites.capacity * sizeof(SiteSlot));
+  t->sites.used = 0;
+  t->pending.valid = false;
+  t->allocations = t->frees = t->untracked_frees = 0;
+}
+
+ThreadState* new_state() {
+  {
+    LockGuard guard(g_list_lock);
+    if (ThreadState* reused = g_free) {
+      g_free = reused->next_free;
+      reused->next_free = nullptr;
+      reset_stream(reused, g_next_number.fetch_add(1));
+      return reused;
+    }
+  }
+  ThreadState* t = static_cast<ThreadState*>(map_pages(sizeof(ThreadState)));
+  if (!t) return nullptr;
+  t->buffer = static_cast<uint8_t*>(map_pages(kEventBufferSize));
+  if (!t->buffer) {
+    unmap_pages(t, sizeof(ThreadState));
+    return nullptr;
+  }
+  reset_stream(t, g_next_number.fetch_add(1));
+  LockGuard guard(g_list_lock);
+  t->next = g_all;
+  g_all = t;
+  return t;
+}
+
+// pthread key destructor: the thread is exiting; its events must not wait for exit().
+void on_thread_exit(void* state) {
+  ThreadState* t = static_cast<ThreadState*>(state);
+  t->lock.lock();
+  commit_pending(t);
+  flush_events(t);
+  t->exited = true;
+  t->lock.unlock();
+  tls_state = nullptr;
+  LockGuard guard(g_list_lock);
+  t->next_free = g_free;
+  g_free = t;
+}
+
+}  // namespace
+
+ThreadState* this_thread_state_if_any() { return tls_state; }
+
+ThreadState* this_thread_state() {
+  if (ThreadState* t = tls_state) return t;
+  ThreadState* t = new_state();
+  if (!t) return nullptr;
+  tls_state = t;
+  if (g_key_ready) pthread_setspecific(g_exit_key, t);
+  return t;
+}
+
+void thread_states_init() {
+  if (!g_key_ready) g_key_ready = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
+}
+
+void for_each_thread_state(void (*visit)(ThreadState*, void*), void* context) {
+  LockGuard guard(g_list_lock);
+  for (ThreadState* t = g_all; t; t = t->next) {
+    LockGuard state_guard(t->lock);
+    visit(t, context);
+  }
+}
+
+void commit_pending(ThreadState* t) {
+  if (!t->pending.valid) return;
+  PendingAlloc& a = t->pending;
+  a.valid = false;
+  format::Site site = {a.size, a.count, a.type_tag, a.call_site};
+  uint32_t id = site_number(t, site);
+  reserve_record(t);
+  emit_time(t, a.time_us);
+  int64_t delta = static_cast<int64_t>(a.address - t->last_address);
+  bool byte_units = (delta & ((1 << format::kAllocUnitShift) - 1)) != 0;
+  if (!byte_units) delta >>= format::kAllocUnitShift;
+  uint8_t* p = tail(t);
+  p = put_varint(p, format::alloc_record_head(id, byte_units));
+  p = put_varint(p, format::zigzag(delta));
+  t->used = static_cast<size_t>(p - t->buffer);
+  t->last_address = a.address;
+  ++t->allocations;
+}
+
+void emit_free(ThreadState* t, uint32_t thread, uint64_t number, uint64_t time_us) {
+  reserve_record(t);
+  emit_time(t, time_us);
+  uint8_t* p = tail(t);
+  if (thread == t->number) {
+    p = put_varint(p, (t->next_alloc_number - number) << 1);
+  } else {
+    p = put_varint(p, format::control_record_head(format::ControlOp::kFreeRemote));
+    p = put_varint(p, thread);
+    p = put_varint(p, number);
+  }
+  t->used = static_cast<size_t>(p - t->buffer);
+  ++t->frees;
+}
+
+void emit_retype(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t count,
+                 uint64_t time_us) {
+  reserve_record(t);
+  emit_time(t, time_us);
+  uint8_t* p = tail(t);
+  p = put_varint(p, format::control_record_head(format::ControlOp::kRetype));
+  p = put_varint(p, thread);
+  p = put_varint(p, number);
+  p = put_varint(p, type_tag);
+  p = put_varint(p, count);
+  t->used = static_cast<size_t>(p - t->buffer);
+}
+
+void flush_events(ThreadState* t) {
+  if (!t->used) return;
+  if (!t->announced) {
+    write_thread_chunk(t);
+    t->announced = true;
+  }
+  writer_chunk(format::ChunkKind::kEvents, t->number, t->buffer, t->used);
+  t->used = 0;
+}
+
+void thread_states_lock_all() {
+  g_list_lock.lock();
+  for (ThreadState* t = g_all; t; t = t->next) t->lock.lock();
+}
+
+void thread_states_unlock_all() {
+  for (ThreadState* t = g_all; t; t = t->next) t->lock.unlock();
+  g_list_lock.unlock();
+}
+
+void thread_states_reset_in_child() {
+  // Only the forking thread lives on. Its buffered events belong to the parent's
+  // profile (which the parent will write): the child starts an empty stream.
+  g_next_number.store(1);
+  g_free = nullptr;
+  ThreadState* self = tls_state;
+  for (ThreadState* t = g_all; t; t = t->next) {
+    if (t != self) {
+      t->exited = true;
+      t->used = 0;
+      t->pending.valid = false;
+    }
+  }
+  if (self) reset_stream(self, g_next_number.fetch_add(1));
+  for (ThreadState* t = g_all; t; t = t->next) t->lock.unlock();
+  g_list_lock.unlock();
+}
+
+}  // namespace runtime
+}  // namespace heaptype

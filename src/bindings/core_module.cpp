@@ -88,7 +88,7 @@ py::list threads_list(const ProfileFile& file) {
 py::list live_list(const ProfileFile& file) {
   py::list out;
   for (const auto& b : file.live_at_finish())
-    out.append(py::make_tuple(b.thread, b.number, b.size, b.type_tag, b.count));
+    out.append(py::make_tuple(b.thread, b.number, b.size, b.type_tag));
   return out;
 }
 

@@ -56,7 +56,8 @@ enum class ChunkKind : uint8_t {
   kModules = 2,   // payload: text lines "start end offset perms path" (hex numbers)
   kThread = 3,    // payload: varint os_tid, then thread name bytes
   kEvents = 4,    // payload: records of ChunkHeader::thread (see above)
-  kLive = 5,      // payload: varint pairs (thread, allocation number) live at finish
+  kLive = 5,      // payload: varints (thread, allocation number, size, type tag) of
+                  //          each block live when the profile was finished
   kEnd = 6,       // payload: varints allocations, frees, untracked_frees, bookkeeping
                   //          bytes, registry peak entries; marks a finished profile
 };

@@ -130,15 +130,15 @@ void ProfileFile::read_chunk(const ChunkRef& chunk) {
       live_.clear();
       const uint8_t* p = chunk.data;
       const uint8_t* end = chunk.data + chunk.size;
-      uint64_t v[5];
+      uint64_t v[4];
       while (p < end) {
         int n = 0;
-        while (n < 5 && get_varint(&p, end, &v[n])) ++n;
-        if (n < 5) {
+        while (n < 4 && get_varint(&p, end, &v[n])) ++n;
+        if (n < 4) {
           warnings_.push_back("the list of blocks live at exit is damaged");
           break;
         }
-        live_.push_back({static_cast<uint32_t>(v[0]), v[1], v[2], v[3], v[4]});
+        live_.push_back({static_cast<uint32_t>(v[0]), v[1], v[2], v[3]});
       }
       break;
     }

@@ -51,7 +51,6 @@ struct LiveBlock {
   uint64_t number;
   uint64_t size;
   uint64_t type_tag;
-  uint64_t count;
 };
 
 class ProfileFile {

@@ -1,13 +1,26 @@
-// allocation_hooks.cpp: the replaced global allocation and deallocation functions.
+// allocation_hooks.cpp: the replaced allocation and deallocation functions.
 //
-// All of them: plain, array, nothrow, align_val_t and sized forms, so no allocation
-// of the program escapes and every block is freed through the function that
-// matches how it was obtained. Memory comes from malloc / posix_memalign; the
-// tracker only observes.
+// All of C++'s global forms (plain, array, nothrow, align_val_t, sized) and C's
+// malloc family, so no allocation of the program escapes: C allocations count as
+// untyped blocks, as in heaptrack's figures. Memory always comes from glibc's own
+// allocator through its __libc_* entry points, so an operator new is counted once,
+// not again as the malloc inside it; the tracker only observes.
+#include <errno.h>
+
 #include <cstdlib>
 #include <new>
 
 #include "tracker.hpp"
+
+extern "C" {
+void* __libc_malloc(size_t size);
+void* __libc_calloc(size_t count, size_t size);
+void* __libc_realloc(void* p, size_t size);
+void* __libc_memalign(size_t alignment, size_t size);
+void* __libc_valloc(size_t size);
+void* __libc_pvalloc(size_t size);
+void __libc_free(void* p);
+}
 
 namespace {
 
@@ -16,10 +29,9 @@ namespace rt = heaptype::runtime;
 inline size_t at_least_one(size_t size) { return size ? size : 1; }
 
 void* raw_allocate(size_t size, size_t alignment) {
-  if (alignment <= alignof(std::max_align_t)) return std::malloc(at_least_one(size));
-  void* p = nullptr;
+  if (alignment <= alignof(std::max_align_t)) return __libc_malloc(at_least_one(size));
   if (alignment < sizeof(void*)) alignment = sizeof(void*);
-  return posix_memalign(&p, alignment, at_least_one(size)) == 0 ? p : nullptr;
+  return __libc_memalign(alignment, at_least_one(size));
 }
 
 // [new.delete.single]: call the new_handler until it succeeds or there is none.
@@ -48,8 +60,10 @@ inline void* tracked(void* p, size_t size, void* call_site) {
 inline void release(void* p) noexcept {
   if (!p) return;
   rt::on_free(p);
-  std::free(p);
+  __libc_free(p);
 }
+
+inline bool is_power_of_two(size_t n) { return n && !(n & (n - 1)); }
 
 constexpr size_t kDefault = alignof(std::max_align_t);
 
@@ -95,3 +109,60 @@ HEAPTYPE_EXPORT void operator delete(void* p, std::align_val_t, const std::nothr
 HEAPTYPE_EXPORT void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p); }
 HEAPTYPE_EXPORT void operator delete(void* p, size_t, std::align_val_t) noexcept { release(p); }
 HEAPTYPE_EXPORT void operator delete[](void* p, size_t, std::align_val_t) noexcept { release(p); }
+
+// --- the C allocation functions ------------------------------------------------------
+
+extern "C" {
+
+HEAPTYPE_EXPORT void* malloc(size_t size) { return tracked(__libc_malloc(size), size, HEAPTYPE_CALLER); }
+
+HEAPTYPE_EXPORT void free(void* p) { release(p); }
+
+HEAPTYPE_EXPORT void* calloc(size_t count, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) bytes = 0;  // glibc fails the call itself
+  return tracked(__libc_calloc(count, size), bytes, HEAPTYPE_CALLER);
+}
+
+HEAPTYPE_EXPORT void* realloc(void* old, size_t size) {
+  if (!old) return tracked(__libc_malloc(size), size, HEAPTYPE_CALLER);
+  // Record the free first: once glibc has released `old`, another thread may be
+  // handed the same address, and its allocation must not be mistaken for this one.
+  size_t old_size = 0;
+  bool was_tracked = rt::on_free_sized(old, &old_size);
+  void* p = __libc_realloc(old, size);
+  if (p) return tracked(p, size, HEAPTYPE_CALLER);
+  if (size && was_tracked) rt::on_alloc(old, old_size, reinterpret_cast<uintptr_t>(HEAPTYPE_CALLER));
+  return nullptr;  // failed: `old` is still the caller's (or freed, for size 0)
+}
+
+HEAPTYPE_EXPORT void* reallocarray(void* old, size_t count, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(old, bytes);
+}
+
+HEAPTYPE_EXPORT void* memalign(size_t alignment, size_t size) {
+  return tracked(__libc_memalign(alignment, size), size, HEAPTYPE_CALLER);
+}
+
+HEAPTYPE_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
+  return tracked(__libc_memalign(alignment, size), size, HEAPTYPE_CALLER);
+}
+
+HEAPTYPE_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
+  if (!is_power_of_two(alignment) || alignment % sizeof(void*) != 0) return EINVAL;
+  void* p = __libc_memalign(alignment, size);
+  if (!p) return ENOMEM;
+  *out = tracked(p, size, HEAPTYPE_CALLER);
+  return 0;
+}
+
+HEAPTYPE_EXPORT void* valloc(size_t size) { return tracked(__libc_valloc(size), size, HEAPTYPE_CALLER); }
+
+HEAPTYPE_EXPORT void* pvalloc(size_t size) { return tracked(__libc_pvalloc(size), size, HEAPTYPE_CALLER); }
+
+}  // extern "C"

@@ -134,13 +134,12 @@ struct Bytes {
 
 void add_live_block(const Block& b, void* context) {
   Bytes* out = static_cast<Bytes*>(context);
-  if (!out->reserve(5 * format::kMaxVarint)) return;
+  if (!out->reserve(4 * format::kMaxVarint)) return;
   uint8_t* p = out->data + out->used;
-  p = put_varint(p, b.thread);
-  p = put_varint(p, b.number);
+  p = put_varint(p, owner_thread(b.owner));
+  p = put_varint(p, owner_number(b.owner));
   p = put_varint(p, b.size);
   p = put_varint(p, b.type_tag);
-  p = put_varint(p, b.count);
   out->used = static_cast<size_t>(p - out->data);
 }
 

@@ -12,7 +12,8 @@ namespace {
 
 constexpr unsigned kShardBits = 6;
 constexpr size_t kShards = size_t{1} << kShardBits;
-constexpr size_t kInitialSlots = 256;
+constexpr size_t kInitialSlots = 128;  // one page of entries
+constexpr unsigned kRegionBits = 16;
 
 struct alignas(64) Shard {
   SpinLock lock;
@@ -25,9 +26,17 @@ Shard g_shards[kShards];
 std::atomic<uint64_t> g_live{0};
 std::atomic<uint64_t> g_peak{0};
 
+// Regions of 64 KiB are scattered over shards and over each table; inside a region
+// the slot follows the address, 16 bytes a slot.
+inline uint64_t region_hash(uintptr_t address) {
+  uint64_t h = static_cast<uint64_t>(address >> kRegionBits) * 0x9E3779B97F4A7C15ull;
+  return h ^ (h >> 31);
+}
+
 inline uint64_t mix(uintptr_t address) {
-  uint64_t h = static_cast<uint64_t>(address >> 4) * 0x9E3779B97F4A7C15ull;
-  return h ^ (h >> 29);
+  uint64_t region = region_hash(address);
+  uint64_t slot = (address >> 4) + (region & 0xffffffffull);
+  return (region & ~((~0ull) >> kShardBits)) | (slot & ((~0ull) >> kShardBits));
 }
 
 inline Shard& shard_for(uint64_t hash) { return g_shards[hash >> (64 - kShardBits)]; }
@@ -135,15 +144,13 @@ bool registry_lookup(uintptr_t address, Block* out) {
   return true;
 }
 
-bool registry_set_type(uintptr_t address, uintptr_t type_tag, uint64_t count, bool only_if_untyped,
-                       Block* out) {
+bool registry_set_type(uintptr_t address, uintptr_t type_tag, bool only_if_untyped, Block* out) {
   uint64_t hash = mix(address);
   Shard& shard = shard_for(hash);
   LockGuard guard(shard.lock);
   Block* b = find(shard, address, hash);
   if (!b || (only_if_untyped && b->type_tag)) return false;
   b->type_tag = type_tag;
-  b->count = count;
   *out = *b;
   return true;
 }

@@ -58,15 +58,14 @@ void record_replaced(ThreadState* t, const Block& stale) {
   // The address came back from malloc while still registered: its block was
   // released without operator delete. Close it so it is not reported as live.
   commit_pending(t);
-  emit_free(t, stale.thread, stale.number, now_us());
+  emit_free(t, owner_thread(stale.owner), owner_number(stale.owner), now_us());
 }
 
 void register_block(ThreadState* t, uintptr_t address, uint64_t size, uintptr_t call_site,
                     uintptr_t type_tag, uint64_t count) {
   uint64_t now = now_us();
   commit_pending(t);
-  Block block = {address, size, t->next_alloc_number++, type_tag, call_site, count, now,
-                 t->number, 0};
+  Block block = {address, size, make_owner(t->number, t->next_alloc_number++), type_tag};
   Block stale;
   if (registry_insert(block, &stale)) record_replaced(t, stale);
   t->pending = {address, size, call_site, type_tag, count, now, true};
@@ -81,9 +80,9 @@ bool retype_registered(ThreadState* t, uintptr_t block_address, uintptr_t p, uin
   uint64_t count = 0;
   if (!registry_lookup(block_address, &b) || b.type_tag) return false;
   if (!objects_in_block(b.address, b.size, p, elem_size, elem_align, &count)) return false;
-  if (!registry_set_type(block_address, type_tag, count, true, &b)) return false;
+  if (!registry_set_type(block_address, type_tag, true, &b)) return false;
   commit_pending(t);
-  emit_retype(t, b.thread, b.number, type_tag, count, now_us());
+  emit_retype(t, owner_thread(b.owner), owner_number(b.owner), type_tag, count, now_us());
   return true;
 }
 
@@ -95,18 +94,25 @@ void on_alloc(void* p, size_t size, uintptr_t call_site) {
   if (ThreadState* t = scope.get()) register_block(t, reinterpret_cast<uintptr_t>(p), size, call_site, 0, 0);
 }
 
-void on_free(void* p) {
-  if (!runtime_active()) return;
+bool on_free_sized(void* p, size_t* size) {
+  if (!runtime_active()) return false;
   ThreadScope scope(true);
   ThreadState* t = scope.get();
-  if (!t) return;
+  if (!t) return false;
   Block b;
   if (!registry_remove(reinterpret_cast<uintptr_t>(p), &b)) {
     ++t->untracked_frees;
-    return;
+    return false;
   }
   commit_pending(t);
-  emit_free(t, b.thread, b.number, now_us());
+  emit_free(t, owner_thread(b.owner), owner_number(b.owner), now_us());
+  *size = b.size;
+  return true;
+}
+
+void on_free(void* p) {
+  size_t size;
+  on_free_sized(p, &size);
 }
 
 void on_tag_new(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t elem_align) {
@@ -122,7 +128,7 @@ void on_tag_new(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t el
     a.type_tag = type_tag;
     a.count = count;
     Block b;
-    registry_set_type(a.address, type_tag, count, false, &b);
+    registry_set_type(a.address, type_tag, false, &b);
     commit_pending(t);
     return;
   }
@@ -145,14 +151,14 @@ void on_tag_block(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t 
     a.type_tag = type_tag;
     a.count = count;
     Block b;
-    registry_set_type(p, type_tag, count, false, &b);
+    registry_set_type(p, type_tag, false, &b);
     commit_pending(t);
     return;
   }
   Block b;
-  if (registry_set_type(p, type_tag, count, false, &b)) {
+  if (registry_set_type(p, type_tag, false, &b)) {
     commit_pending(t);
-    emit_retype(t, b.thread, b.number, type_tag, count, now_us());
+    emit_retype(t, owner_thread(b.owner), owner_number(b.owner), type_tag, count, now_us());
     return;
   }
   // Memory HeapType never saw (malloc, a pool): it becomes a tracked block, until

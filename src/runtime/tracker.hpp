@@ -35,6 +35,8 @@ inline bool runtime_active() {
 
 void on_alloc(void* p, size_t size, uintptr_t call_site);
 void on_free(void* p);
+// on_free that also says whether the block was tracked, and its size.
+bool on_free_sized(void* p, size_t* size);
 // From the new-expression macro and the allocator shim: `p` is what the expression
 // (or allocate()) returned, possibly past an array cookie.
 void on_tag_new(const void* p, uintptr_t type_tag, size_t elem_size, size_t elem_align);

@@ -1,0 +1,62 @@
+"""Compiler and linker flags for programs profiled with HeapType.
+
+The flag lists live in ``flags.json`` beside this file: one source of truth that
+``heaptype --cflags/--ldflags``, the CMake package and the Bazel rules all read.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def include_dir() -> Path:
+    """Public headers (``heaptype/new.hpp`` ...), installed with the package."""
+    return PACKAGE_DIR / "include"
+
+
+def stl_shim_dir() -> Path:
+    """Include directory with the typed ``bits/c++allocator.h`` for libstdc++."""
+    return include_dir() / "heaptype-stl"
+
+
+def lib_dir() -> Path:
+    return PACKAGE_DIR / "lib"
+
+
+@lru_cache(maxsize=None)
+def _table() -> dict:
+    return json.loads((PACKAGE_DIR / "flags.json").read_text())
+
+
+def _expand(flags: list[str]) -> list[str]:
+    places = {"include": str(include_dir()), "stl_shim": str(stl_shim_dir()), "lib": str(lib_dir())}
+    return [flag.format(**places) for flag in flags]
+
+
+def compile_flags(*, types: bool = True, stl_types: bool = True, debug: bool = True) -> list[str]:
+    """Flags for every compile of a profiled program."""
+    table = _table()["compile"]
+    flags = list(table["headers"])
+    if types:
+        flags += table["types"]
+    if stl_types:
+        flags += table["stl_types"]
+    if debug:
+        flags += table["debug"]
+    return _expand(flags)
+
+
+def link_flags(*, shared: bool = False) -> list[str]:
+    """Flags for linking a profiled program with the runtime (static by default)."""
+    return _expand(_table()["link"]["shared" if shared else "static"])
+
+
+def check_installed() -> None:
+    """Raise FileNotFoundError naming what is missing from a broken install."""
+    for path in (include_dir() / "heaptype" / "new.hpp", lib_dir() / "libheaptype.a"):
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: reinstall heaptype (pip install heaptype)")

@@ -49,6 +49,7 @@ class Totals:
     live_blocks: int
     peak_time_us: int
     duration_us: int
+    peak_live_blocks: int
 
 
 SORT_KEYS = {
@@ -100,11 +101,16 @@ class Profile:
         """What the runtime reported at exit: its own counts and bookkeeping cost."""
         return self._raw.end
 
-    def bookkeeping_bytes_per_live_block(self) -> float | None:
+    def bookkeeping_bytes(self) -> int | None:
+        """Memory the runtime used for itself: buffers, tables and the registry."""
         end = self._raw.end
-        if not end or not end["registry_peak_blocks"]:
+        return end["buffer_bytes"] + end["registry_bytes"] if end else None
+
+    def bookkeeping_bytes_per_live_block(self) -> float | None:
+        total = self.bookkeeping_bytes()
+        if total is None or not self.totals.peak_live_blocks:
             return None
-        return end["bookkeeping_peak_bytes"] / end["registry_peak_blocks"]
+        return total / self.totals.peak_live_blocks
 
     def by_type(self, sort: str = "peak") -> list[TypeRow]:
         """Rows per type, largest first by ``sort`` (peak, bytes, allocations, live)."""
@@ -149,7 +155,7 @@ def load(path: str | os.PathLike, map_files: dict[str, str] | None = None) -> Pr
     rows = _merge_rows(result["rows"], names)
     t = result["totals"]
     totals = Totals(t["allocations"], t["frees"], t["bytes"], t["peak_bytes"], t["live_bytes"],
-                    t["live_blocks"], t["peak_time_us"], t["duration_us"])
+                    t["live_blocks"], t["peak_time_us"], t["duration_us"], t["peak_live_blocks"])
     return Profile(path, raw, rows, totals, warnings)
 
 

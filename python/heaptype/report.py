@@ -77,7 +77,8 @@ def render_text(profile: Profile, sort: str = "peak", top: int | None = None) ->
     ]
     per_block = profile.bookkeeping_bytes_per_live_block()
     if per_block is not None:
-        lines.append(f"  overhead   {per_block:.0f} B of HeapType bookkeeping per live block at peak")
+        lines.append(f"  overhead   {format_bytes(profile.bookkeeping_bytes())} of HeapType bookkeeping, "
+                     f"{per_block:.0f} B per block live at peak ({format_count(t.peak_live_blocks)})")
     lines.append("")
     rows = rows_for(profile, sort, top)
     header = ("type", "allocations", "objects", "bytes", "peak", "live at exit")

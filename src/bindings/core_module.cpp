@@ -25,6 +25,7 @@ py::dict totals_dict(const heaptype::core::Totals& t) {
   d["live_blocks"] = t.live_blocks;
   d["peak_bytes"] = t.peak_bytes;
   d["peak_time_us"] = t.peak_time_us;
+  d["peak_live_blocks"] = t.peak_live_blocks;
   d["duration_us"] = t.duration_us;
   d["unmatched_frees"] = t.unmatched_frees;
   return d;
@@ -67,9 +68,8 @@ py::object end_summary(const ProfileFile& file) {
   d["allocations"] = e.allocations;
   d["frees"] = e.frees;
   d["untracked_frees"] = e.untracked_frees;
-  d["bookkeeping_peak_bytes"] = e.bookkeeping_peak_bytes;
-  d["registry_peak_blocks"] = e.registry_peak_blocks;
-  d["registry_entry_bytes"] = e.registry_entry_bytes;
+  d["buffer_bytes"] = e.buffer_bytes;
+  d["registry_bytes"] = e.registry_bytes;
   return d;
 }
 
@@ -88,7 +88,7 @@ py::list threads_list(const ProfileFile& file) {
 py::list live_list(const ProfileFile& file) {
   py::list out;
   for (const auto& b : file.live_at_finish())
-    out.append(py::make_tuple(b.thread, b.number, b.size, b.type_tag));
+    out.append(py::make_tuple(b.thread, b.number));
   return out;
 }
 

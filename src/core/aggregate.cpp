@@ -14,12 +14,13 @@ using format::Event;
 struct LiveBlock {
   uint64_t size;
   uint64_t objects;
+  uint64_t type_tag;
   uint32_t row;
 };
 
+// A RETYPE or NAME that arrived before its block's allocation in the merge.
 struct PendingRetype {
-  uint64_t type_tag;
-  uint64_t count;
+  Event event;
 };
 
 inline uint64_t block_key(uint32_t thread, uint64_t number) {
@@ -50,7 +51,8 @@ class TypeAccounting {
         release(key, e.time_us);
         break;
       case Event::kRetype:
-        retype(key, e.type_tag, e.count, e.time_us);
+      case Event::kName:
+        retype(key, e);
         break;
     }
   }
@@ -94,12 +96,9 @@ class TypeAccounting {
 
   void allocate(uint64_t key, const Event& e) {
     const format::Site& site = *e.site;
-    LiveBlock b = {site.size, site.count ? site.count : 1, row_of(site.type_tag)};
-    if (PendingRetype* r = early_retypes_.find(key)) {
-      b.row = row_of(r->type_tag);
-      b.objects = r->count ? r->count : 1;
-      early_retypes_.erase(key, nullptr);
-    }
+    LiveBlock b = {site.size, site.count ? site.count : 1, site.type_tag, row_of(site.type_tag)};
+    PendingRetype early;
+    if (early_retypes_.erase(key, &early)) apply_type(&b, early.event);
     add(b.row, b, e.time_us);
     Totals& t = out_->totals;
     ++t.allocations;
@@ -110,6 +109,7 @@ class TypeAccounting {
       t.peak_bytes = t.live_bytes;
       t.peak_time_us = e.time_us;
     }
+    if (t.live_blocks > t.peak_live_blocks) t.peak_live_blocks = t.live_blocks;
     if (early_frees_.erase(key, nullptr)) {
       subtract_live(b.row, b.size);
       close_block(b.size);
@@ -137,21 +137,42 @@ class TypeAccounting {
     close_block(b.size);
   }
 
-  void retype(uint64_t key, uint64_t type_tag, uint64_t count, uint64_t time_us) {
+  // The type a RETYPE (first type wins, cookie checked) or NAME (always) gives a
+  // block, applied to `b`; false when it does not apply.
+  bool apply_type(LiveBlock* b, const Event& e) {
+    uint64_t count;
+    if (e.kind == Event::kName) {
+      count = e.count;
+    } else {
+      if (b->type_tag || !e.elem_size) return false;
+      if (e.offset == 0) {
+        count = b->size % e.elem_size == 0 ? b->size / e.elem_size : 1;
+      } else {
+        if (b->size < e.offset || b->size - e.offset != e.count * e.elem_size) return false;
+        count = e.count;
+      }
+    }
+    b->type_tag = e.type_tag;
+    b->row = row_of(e.type_tag);
+    b->objects = count ? count : 1;
+    return true;
+  }
+
+  void retype(uint64_t key, const Event& e) {
     LiveBlock* b = live_.find(key);
     if (!b) {
-      early_retypes_.insert(key, {type_tag, count});
+      early_retypes_.insert(key, {e});
       return;
     }
     // Move the block from the row it was counted in to its real type.
-    TypeStats& old = out_->rows[b->row];
+    LiveBlock before = *b;
+    if (!apply_type(b, e)) return;
+    TypeStats& old = out_->rows[before.row];
     --old.allocations;
-    old.objects -= b->objects;
-    old.bytes -= b->size;
-    subtract_live(b->row, b->size);
-    b->row = row_of(type_tag);
-    b->objects = count ? count : 1;
-    add(b->row, *b, time_us);
+    old.objects -= before.objects;
+    old.bytes -= before.size;
+    subtract_live(before.row, before.size);
+    add(b->row, *b, e.time_us);
   }
 
   const std::unordered_map<uint64_t, uint32_t>& groups_;

@@ -36,6 +36,7 @@ struct Totals {
   uint64_t live_blocks = 0;
   uint64_t peak_bytes = 0;
   uint64_t peak_time_us = 0;
+  uint64_t peak_live_blocks = 0;  // most blocks live at once
   uint64_t duration_us = 0;
   uint64_t unmatched_frees = 0;  // frees of blocks whose allocation is not in the file
 };

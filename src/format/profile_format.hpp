@@ -56,10 +56,11 @@ enum class ChunkKind : uint8_t {
   kModules = 2,   // payload: text lines "start end offset perms path" (hex numbers)
   kThread = 3,    // payload: varint os_tid, then thread name bytes
   kEvents = 4,    // payload: records of ChunkHeader::thread (see above)
-  kLive = 5,      // payload: varints (thread, allocation number, size, type tag) of
-                  //          each block live when the profile was finished
-  kEnd = 6,       // payload: varints allocations, frees, untracked_frees, bookkeeping
-                  //          bytes, registry peak entries; marks a finished profile
+  kLive = 5,      // payload: varint pairs (thread, allocation number), one for each
+                  //          block live when the profile was finished
+  kEnd = 6,       // payload: varints allocations, frees, untracked frees, peak bytes of
+                  //          the runtime's buffers and tables, bytes of the registry's
+                  //          shadow table; marks a finished profile
 };
 
 struct ChunkHeader {
@@ -76,7 +77,15 @@ enum class ControlOp : uint8_t {
   kSite = 1,         // defines this thread's next site number:
                      //   varint size, varint count, varint type tag, varint call site
   kFreeRemote = 2,   // varint thread, varint allocation number (another thread's block)
-  kRetype = 3,       // varint thread, varint number, varint type tag, varint count
+  kRetype = 3,       // a new-expression's type for a block committed untyped (its
+                     // constructor allocated first, or placement new reused it):
+                     //   varint thread, varint number, varint type tag, varint element
+                     //   size, varint offset of the object in the block (0, or the
+                     //   array cookie's size), varint the cookie's count word.
+                     // The reader applies it only to a block still untyped, and
+                     // only if size == offset + count * element size.
+  kName = 4,         // heaptype::tag<T>(p, n) on a tracked block, applied always:
+                     //   varint thread, varint number, varint type tag, varint count
 };
 
 // A site is what an allocation has in common with others of its kind; each

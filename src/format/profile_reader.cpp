@@ -130,22 +130,22 @@ void ProfileFile::read_chunk(const ChunkRef& chunk) {
       live_.clear();
       const uint8_t* p = chunk.data;
       const uint8_t* end = chunk.data + chunk.size;
-      uint64_t v[4];
+      uint64_t v[2];
       while (p < end) {
         int n = 0;
-        while (n < 4 && get_varint(&p, end, &v[n])) ++n;
-        if (n < 4) {
+        while (n < 2 && get_varint(&p, end, &v[n])) ++n;
+        if (n < 2) {
           warnings_.push_back("the list of blocks live at exit is damaged");
           break;
         }
-        live_.push_back({static_cast<uint32_t>(v[0]), v[1], v[2], v[3]});
+        live_.push_back({static_cast<uint32_t>(v[0]), v[1]});
       }
       break;
     }
     case ChunkKind::kEnd: {
-      std::vector<uint64_t> v = varints(chunk, 6);
-      v.resize(6, 0);
-      end_ = {true, v[0], v[1], v[2], v[3], v[4], v[5]};
+      std::vector<uint64_t> v = varints(chunk, 5);
+      v.resize(5, 0);
+      end_ = {true, v[0], v[1], v[2], v[3], v[4]};
       break;
     }
   }
@@ -179,7 +179,7 @@ bool ThreadEvents::next(Event* out) {
     if ((v & 1) == 0) {  // FREE of one of this thread's blocks
       uint64_t distance = v >> 1;
       if (distance == 0 || distance > next_number_) return fail("free of an allocation never made");
-      *out = {Event::kFree, thread_, next_number_ - distance, time_us_, nullptr, 0, 0, 0};
+      *out = {Event::kFree, thread_, next_number_ - distance, time_us_, nullptr, 0, 0, 0, 0, 0};
       return true;
     }
     if ((v & 3) == 1) {  // ALLOC
@@ -190,30 +190,36 @@ bool ThreadEvents::next(Event* out) {
       int64_t step = unzigzag(delta);
       if (!(v & 4)) step = static_cast<int64_t>(static_cast<uint64_t>(step) << kAllocUnitShift);
       last_address_ += static_cast<uint64_t>(step);
-      *out = {Event::kAlloc, thread_, next_number_++, time_us_, &sites_[site], last_address_, 0, 0};
+      *out = {Event::kAlloc, thread_, next_number_++, time_us_, &sites_[site], last_address_, 0, 0, 0, 0};
       return true;
     }
-    uint64_t operands[4];
+    uint64_t operands[6];
     switch (static_cast<ControlOp>(v >> 2)) {
       case ControlOp::kTime:
         if (!get_varint(&pos_, end_, &operands[0])) return fail("time record cut short");
         time_us_ += operands[0];
         continue;
       case ControlOp::kSite:
-        for (uint64_t& operand : operands)
-          if (!get_varint(&pos_, end_, &operand)) return fail("site record cut short");
+        for (int i = 0; i < 4; ++i)
+          if (!get_varint(&pos_, end_, &operands[i])) return fail("site record cut short");
         sites_.push_back({operands[0], operands[1], operands[2], operands[3]});
         continue;
       case ControlOp::kFreeRemote:
         for (int i = 0; i < 2; ++i)
           if (!get_varint(&pos_, end_, &operands[i])) return fail("free record cut short");
-        *out = {Event::kFree, static_cast<uint32_t>(operands[0]), operands[1], time_us_, nullptr, 0, 0, 0};
+        *out = {Event::kFree, static_cast<uint32_t>(operands[0]), operands[1], time_us_, nullptr, 0, 0, 0, 0, 0};
         return true;
       case ControlOp::kRetype:
         for (uint64_t& operand : operands)
           if (!get_varint(&pos_, end_, &operand)) return fail("retype record cut short");
         *out = {Event::kRetype, static_cast<uint32_t>(operands[0]), operands[1], time_us_, nullptr, 0,
-                operands[2], operands[3]};
+                operands[2], operands[5], operands[3], operands[4]};
+        return true;
+      case ControlOp::kName:
+        for (int i = 0; i < 4; ++i)
+          if (!get_varint(&pos_, end_, &operands[i])) return fail("name record cut short");
+        *out = {Event::kName, static_cast<uint32_t>(operands[0]), operands[1], time_us_, nullptr, 0,
+                operands[2], operands[3], 0, 0};
         return true;
       default:
         return fail(("unknown record " + hex(v)).c_str());

@@ -41,16 +41,13 @@ struct EndSummary {
   uint64_t allocations = 0;
   uint64_t frees = 0;
   uint64_t untracked_frees = 0;
-  uint64_t bookkeeping_peak_bytes = 0;
-  uint64_t registry_peak_blocks = 0;
-  uint64_t registry_entry_bytes = 0;
+  uint64_t buffer_bytes = 0;    // peak bytes of the runtime's buffers and tables
+  uint64_t registry_bytes = 0;  // the registry's shadow table at the end
 };
 
 struct LiveBlock {
   uint32_t thread;
   uint64_t number;
-  uint64_t size;
-  uint64_t type_tag;
 };
 
 class ProfileFile {
@@ -100,14 +97,16 @@ class ProfileFile {
 };
 
 struct Event {
-  enum Kind : uint8_t { kAlloc, kFree, kRetype } kind;
+  enum Kind : uint8_t { kAlloc, kFree, kRetype, kName } kind;
   uint32_t thread;       // the thread that allocated the block concerned
   uint64_t number;       // the block's allocation number within that thread
   uint64_t time_us;
   const Site* site;      // kAlloc: the block's site
   uint64_t address;      // kAlloc
-  uint64_t type_tag;     // kRetype
-  uint64_t count;        // kRetype
+  uint64_t type_tag;     // kRetype, kName
+  uint64_t count;        // kName: objects; kRetype: the array cookie's count word
+  uint64_t elem_size;    // kRetype
+  uint64_t offset;       // kRetype: where the object starts in the block
 };
 
 // Decodes the records of one thread, across its chunks.

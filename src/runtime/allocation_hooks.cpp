@@ -126,14 +126,12 @@ HEAPTYPE_EXPORT void* calloc(size_t count, size_t size) {
 
 HEAPTYPE_EXPORT void* realloc(void* old, size_t size) {
   if (!old) return tracked(__libc_malloc(size), size, HEAPTYPE_CALLER);
-  // Record the free first: once glibc has released `old`, another thread may be
-  // handed the same address, and its allocation must not be mistaken for this one.
-  size_t old_size = 0;
-  bool was_tracked = rt::on_free_sized(old, &old_size);
+  // Detach first: once glibc has released `old`, another thread may be handed the
+  // same address, and its allocation must not be mistaken for this one.
+  uint64_t old_owner = rt::detach_block(old);
   void* p = __libc_realloc(old, size);
-  if (p) return tracked(p, size, HEAPTYPE_CALLER);
-  if (size && was_tracked) rt::on_alloc(old, old_size, reinterpret_cast<uintptr_t>(HEAPTYPE_CALLER));
-  return nullptr;  // failed: `old` is still the caller's (or freed, for size 0)
+  rt::on_realloc_done(old_owner, old, p, size, reinterpret_cast<uintptr_t>(HEAPTYPE_CALLER));
+  return p;
 }
 
 HEAPTYPE_EXPORT void* reallocarray(void* old, size_t count, size_t size) {

@@ -22,6 +22,12 @@
 
 extern "C" char* program_invocation_short_name;
 
+// libstdc++'s hook for leak checkers: releases its emergency exception pool and
+// other once-per-process buffers. Weak: absent with other standard libraries.
+namespace __gnu_cxx {
+void __freeres() __attribute__((weak));
+}
+
 namespace heaptype {
 namespace runtime {
 
@@ -132,14 +138,12 @@ struct Bytes {
   void release() { unmap_pages(data, capacity); }
 };
 
-void add_live_block(const Block& b, void* context) {
+void add_live_block(uintptr_t, uint64_t owner, void* context) {
   Bytes* out = static_cast<Bytes*>(context);
-  if (!out->reserve(4 * format::kMaxVarint)) return;
+  if (!out->reserve(2 * format::kMaxVarint)) return;
   uint8_t* p = out->data + out->used;
-  p = put_varint(p, owner_thread(b.owner));
-  p = put_varint(p, owner_number(b.owner));
-  p = put_varint(p, b.size);
-  p = put_varint(p, b.type_tag);
+  p = put_varint(p, owner_thread(owner));
+  p = put_varint(p, owner_number(owner));
   out->used = static_cast<size_t>(p - out->data);
 }
 
@@ -160,14 +164,13 @@ void describe_finish(Bytes* out) {
   registry_for_each(add_live_block, &live);
   Totals totals = {0, 0, 0};
   for_each_thread_state(add_thread_totals, &totals);
-  uint8_t end[6 * format::kMaxVarint];
+  uint8_t end[5 * format::kMaxVarint];
   uint8_t* p = end;
   p = put_varint(p, totals.allocations);
   p = put_varint(p, totals.frees);
   p = put_varint(p, totals.untracked_frees);
   p = put_varint(p, bookkeeping_peak_bytes());
-  p = put_varint(p, registry_peak_live_blocks());
-  p = put_varint(p, sizeof(Block));
+  p = put_varint(p, registry_resident_bytes());
   struct Part {
     format::ChunkKind kind;
     const void* data;
@@ -191,14 +194,12 @@ void describe_finish(Bytes* out) {
 void fork_prepare() {
   if (g_state.load() != kActive) return;
   thread_states_lock_all();
-  registry_lock_all();
   writer_lock_for_fork();
 }
 
 void fork_parent() {
   if (g_state.load() != kActive) return;
   writer_unlock_after_fork();
-  registry_unlock_all();
   thread_states_unlock_all();
 }
 
@@ -206,7 +207,6 @@ void fork_child() {
   if (g_state.load() != kActive) return;
   writer_forget_in_child();
   registry_clear_in_child();
-  registry_unlock_all();
   thread_states_reset_in_child();
   clock_after_fork_in_child();
   char path[4096];
@@ -230,6 +230,10 @@ int start_up() {
   expand_output_path(g_output_pattern, false, path, sizeof path);
   if (!writer_open(path, kClockTickNs)) {
     say("cannot create the profile file ", path, ": ", strerrordesc_np(errno));
+    return kDisabled;
+  }
+  if (!registry_init()) {
+    say("cannot reserve address space for the block registry: profiling is off");
     return kDisabled;
   }
   thread_states_init();
@@ -262,6 +266,9 @@ bool finished() { return g_finished; }
 
 void finish() {
   if (g_state.load(std::memory_order_acquire) != kActive || g_finished) return;
+  // As heaptrack and valgrind do: what the C++ runtime keeps for the whole process
+  // is not the program's leak.
+  if (__gnu_cxx::__freeres) __gnu_cxx::__freeres();
   flush_all_threads();
   writer_modules();
   Bytes tail;

@@ -1,186 +1,130 @@
 #include "registry.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
-#include <cstring>
 
 #include "internal_memory.hpp"
-#include "spinlock.hpp"
 
 namespace heaptype {
 namespace runtime {
 namespace {
 
-constexpr unsigned kShardBits = 6;
-constexpr size_t kShards = size_t{1} << kShardBits;
-constexpr size_t kInitialSlots = 128;  // one page of entries
-constexpr unsigned kRegionBits = 16;
+constexpr unsigned kGranuleBits = 3;   // one owner word per 8 bytes
+constexpr unsigned kRegionBits = 26;   // 64 MiB of heap per leaf
+constexpr unsigned kAddressBits = 48;
+constexpr size_t kLeafWords = size_t{1} << (kRegionBits - kGranuleBits);
+constexpr size_t kLeafBytes = kLeafWords * sizeof(uint64_t);
+constexpr size_t kDirectorySize = size_t{1} << (kAddressBits - kRegionBits);
 
-struct alignas(64) Shard {
-  SpinLock lock;
-  Block* slots;
-  size_t capacity;  // a power of two, or 0 before first use
-  size_t used;
-};
+using Leaf = std::atomic<uint64_t>;
 
-Shard g_shards[kShards];
-std::atomic<uint64_t> g_live{0};
-std::atomic<uint64_t> g_peak{0};
+std::atomic<Leaf*>* g_directory = nullptr;
 
-// Regions of 64 KiB are scattered over shards and over each table; inside a region
-// the slot follows the address, 16 bytes a slot.
-inline uint64_t region_hash(uintptr_t address) {
-  uint64_t h = static_cast<uint64_t>(address >> kRegionBits) * 0x9E3779B97F4A7C15ull;
-  return h ^ (h >> 31);
+void* reserve(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
 }
 
-inline uint64_t mix(uintptr_t address) {
-  uint64_t region = region_hash(address);
-  uint64_t slot = (address >> 4) + (region & 0xffffffffull);
-  return (region & ~((~0ull) >> kShardBits)) | (slot & ((~0ull) >> kShardBits));
+inline size_t region_of(uintptr_t address) { return (address >> kRegionBits) & (kDirectorySize - 1); }
+inline size_t word_of(uintptr_t address) { return (address >> kGranuleBits) & (kLeafWords - 1); }
+
+inline Leaf* leaf_if_any(uintptr_t address) {
+  return g_directory ? g_directory[region_of(address)].load(std::memory_order_acquire) : nullptr;
 }
 
-inline Shard& shard_for(uint64_t hash) { return g_shards[hash >> (64 - kShardBits)]; }
-
-inline size_t home_slot(const Shard& shard, uint64_t hash) { return hash & (shard.capacity - 1); }
-
-bool grow(Shard& shard) {
-  size_t capacity = shard.capacity ? shard.capacity * 2 : kInitialSlots;
-  Block* slots = static_cast<Block*>(map_pages(capacity * sizeof(Block)));
-  if (!slots) return false;
-  for (size_t i = 0; i < shard.capacity; ++i) {
-    const Block& b = shard.slots[i];
-    if (!b.address) continue;
-    size_t j = mix(b.address) & (capacity - 1);
-    while (slots[j].address) j = (j + 1) & (capacity - 1);
-    slots[j] = b;
-  }
-  unmap_pages(shard.slots, shard.capacity * sizeof(Block));
-  shard.slots = slots;
-  shard.capacity = capacity;
-  return true;
+Leaf* leaf_for_insert(uintptr_t address) {
+  std::atomic<Leaf*>& slot = g_directory[region_of(address)];
+  Leaf* leaf = slot.load(std::memory_order_acquire);
+  if (__builtin_expect(leaf != nullptr, 1)) return leaf;
+  Leaf* fresh = static_cast<Leaf*>(reserve(kLeafBytes));
+  if (!fresh) return nullptr;
+  if (slot.compare_exchange_strong(leaf, fresh, std::memory_order_acq_rel)) return fresh;
+  munmap(fresh, kLeafBytes);  // another thread installed this leaf first
+  return leaf;
 }
 
-Block* find(Shard& shard, uintptr_t address, uint64_t hash) {
-  if (!shard.capacity) return nullptr;
-  for (size_t i = home_slot(shard, hash);; i = (i + 1) & (shard.capacity - 1)) {
-    Block& b = shard.slots[i];
-    if (b.address == address) return &b;
-    if (!b.address) return nullptr;
-  }
-}
-
-// Backward-shift deletion: pull later members of the probe run into the hole.
-void erase_slot(Shard& shard, Block* victim) {
-  size_t mask = shard.capacity - 1;
-  size_t hole = static_cast<size_t>(victim - shard.slots);
-  for (size_t i = (hole + 1) & mask;; i = (i + 1) & mask) {
-    Block& b = shard.slots[i];
-    if (!b.address) break;
-    size_t home = mix(b.address) & mask;
-    // b may move into the hole if its home is not in (hole, i] (cyclically).
-    bool home_between = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
-    if (!home_between) {
-      shard.slots[hole] = b;
-      hole = i;
+template <class F>
+void for_each_leaf(F&& f) {
+  if (!g_directory) return;
+  for (size_t r = 0; r < kDirectorySize; ++r) {
+    // Skip directory pages that were never touched without faulting them in.
+    if (r % (4096 / sizeof(void*)) == 0) {
+      unsigned char resident = 0;
+      if (mincore(reinterpret_cast<void*>(g_directory + r), 4096, &resident) == 0 && !(resident & 1)) {
+        r += 4096 / sizeof(void*) - 1;
+        continue;
+      }
     }
+    if (Leaf* leaf = g_directory[r].load(std::memory_order_acquire)) f(r, leaf);
   }
-  shard.slots[hole].address = 0;
-  --shard.used;
 }
 
-void note_live_change(int delta) {
-  uint64_t live = g_live.fetch_add(static_cast<uint64_t>(delta), std::memory_order_relaxed) + delta;
-  if (delta > 0) {
-    uint64_t peak = g_peak.load(std::memory_order_relaxed);
-    while (live > peak && !g_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-    }
-  }
+// Calls f(page_index) for each resident page of a leaf.
+template <class F>
+void for_each_resident_page(Leaf* leaf, F&& f) {
+  const size_t page = 4096;
+  const size_t pages = kLeafBytes / page;
+  unsigned char* residency = static_cast<unsigned char*>(map_pages(pages));
+  if (!residency) return;
+  if (mincore(leaf, kLeafBytes, residency) == 0)
+    for (size_t i = 0; i < pages; ++i)
+      if (residency[i] & 1) f(i);
+  unmap_pages(residency, pages);
 }
 
 }  // namespace
 
-bool registry_insert(const Block& block, Block* replaced) {
-  uint64_t hash = mix(block.address);
-  Shard& shard = shard_for(hash);
-  {
-    LockGuard guard(shard.lock);
-    if ((shard.used + 1) * 10 > shard.capacity * 7 && !grow(shard)) return false;
-    size_t i = home_slot(shard, hash);
-    while (shard.slots[i].address && shard.slots[i].address != block.address)
-      i = (i + 1) & (shard.capacity - 1);
-    if (shard.slots[i].address) {
-      *replaced = shard.slots[i];
-      shard.slots[i] = block;
-      return true;
-    }
-    shard.slots[i] = block;
-    ++shard.used;
-  }
-  note_live_change(+1);
-  return false;
+bool registry_init() {
+  if (g_directory) return true;
+  g_directory = static_cast<std::atomic<Leaf*>*>(reserve(kDirectorySize * sizeof(Leaf*)));
+  return g_directory != nullptr;
 }
 
-bool registry_remove(uintptr_t address, Block* out) {
-  uint64_t hash = mix(address);
-  Shard& shard = shard_for(hash);
-  {
-    LockGuard guard(shard.lock);
-    Block* b = find(shard, address, hash);
-    if (!b) return false;
-    *out = *b;
-    erase_slot(shard, b);
-  }
-  note_live_change(-1);
-  return true;
+uint64_t registry_insert(uintptr_t address, uint64_t owner) {
+  Leaf* leaf = leaf_for_insert(address);
+  if (!leaf) return 0;
+  Leaf& word = leaf[word_of(address)];
+  uint64_t stale = word.load(std::memory_order_relaxed);
+  word.store(owner, std::memory_order_relaxed);
+  return stale;
 }
 
-bool registry_lookup(uintptr_t address, Block* out) {
-  uint64_t hash = mix(address);
-  Shard& shard = shard_for(hash);
-  LockGuard guard(shard.lock);
-  Block* b = find(shard, address, hash);
-  if (!b) return false;
-  *out = *b;
-  return true;
+uint64_t registry_remove(uintptr_t address) {
+  Leaf* leaf = leaf_if_any(address);
+  if (!leaf) return 0;
+  Leaf& word = leaf[word_of(address)];
+  uint64_t owner = word.load(std::memory_order_relaxed);
+  if (owner) word.store(0, std::memory_order_relaxed);
+  return owner;
 }
 
-bool registry_set_type(uintptr_t address, uintptr_t type_tag, bool only_if_untyped, Block* out) {
-  uint64_t hash = mix(address);
-  Shard& shard = shard_for(hash);
-  LockGuard guard(shard.lock);
-  Block* b = find(shard, address, hash);
-  if (!b || (only_if_untyped && b->type_tag)) return false;
-  b->type_tag = type_tag;
-  *out = *b;
-  return true;
+uint64_t registry_lookup(uintptr_t address) {
+  Leaf* leaf = leaf_if_any(address);
+  return leaf ? leaf[word_of(address)].load(std::memory_order_relaxed) : 0;
 }
 
-void registry_for_each(void (*visit)(const Block&, void*), void* context) {
-  registry_lock_all();
-  for (Shard& shard : g_shards)
-    for (size_t i = 0; i < shard.capacity; ++i)
-      if (shard.slots[i].address) visit(shard.slots[i], context);
-  registry_unlock_all();
+void registry_for_each(void (*visit)(uintptr_t, uint64_t, void*), void* context) {
+  for_each_leaf([&](size_t region, Leaf* leaf) {
+    for_each_resident_page(leaf, [&](size_t page) {
+      const size_t words_per_page = 4096 / sizeof(uint64_t);
+      for (size_t w = page * words_per_page; w < (page + 1) * words_per_page; ++w) {
+        uint64_t owner = leaf[w].load(std::memory_order_relaxed);
+        if (owner) visit((static_cast<uintptr_t>(region) << kRegionBits) | (w << kGranuleBits), owner, context);
+      }
+    });
+  });
 }
 
-uint64_t registry_live_blocks() { return g_live.load(std::memory_order_relaxed); }
-uint64_t registry_peak_live_blocks() { return g_peak.load(std::memory_order_relaxed); }
-
-void registry_lock_all() {
-  for (Shard& shard : g_shards) shard.lock.lock();
-}
-
-void registry_unlock_all() {
-  for (Shard& shard : g_shards) shard.lock.unlock();
+uint64_t registry_resident_bytes() {
+  uint64_t bytes = 0;
+  for_each_leaf([&](size_t, Leaf* leaf) { for_each_resident_page(leaf, [&](size_t) { bytes += 4096; }); });
+  return bytes;
 }
 
 void registry_clear_in_child() {
-  for (Shard& shard : g_shards) {
-    if (shard.capacity) std::memset(shard.slots, 0, shard.capacity * sizeof(Block));
-    shard.used = 0;
-  }
-  g_live.store(0);
-  g_peak.store(0);
+  for_each_leaf([](size_t, Leaf* leaf) { madvise(leaf, kLeafBytes, MADV_DONTNEED); });
 }
 
 }  // namespace runtime

@@ -219,12 +219,27 @@ void emit_free(ThreadState* t, uint32_t thread, uint64_t number, uint64_t time_u
   ++t->frees;
 }
 
-void emit_retype(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t count,
-                 uint64_t time_us) {
+void emit_retype(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t elem_size,
+                 uint64_t offset, uint64_t cookie_word, uint64_t time_us) {
   reserve_record(t);
   emit_time(t, time_us);
   uint8_t* p = tail(t);
   p = put_varint(p, format::control_record_head(format::ControlOp::kRetype));
+  p = put_varint(p, thread);
+  p = put_varint(p, number);
+  p = put_varint(p, type_tag);
+  p = put_varint(p, elem_size);
+  p = put_varint(p, offset);
+  p = put_varint(p, cookie_word);
+  t->used = static_cast<size_t>(p - t->buffer);
+}
+
+void emit_name(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t count,
+               uint64_t time_us) {
+  reserve_record(t);
+  emit_time(t, time_us);
+  uint8_t* p = tail(t);
+  p = put_varint(p, format::control_record_head(format::ControlOp::kName));
   p = put_varint(p, thread);
   p = put_varint(p, number);
   p = put_varint(p, type_tag);

@@ -75,8 +75,12 @@ void for_each_thread_state(void (*visit)(ThreadState*, void*), void* context);
 // Encoder: all of these require the state's lock.
 void commit_pending(ThreadState* t);
 void emit_free(ThreadState* t, uint32_t thread, uint64_t number, uint64_t time_us);
-void emit_retype(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t count,
-                 uint64_t time_us);
+// A type for a block that was committed untyped (see ControlOp::kRetype).
+void emit_retype(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t elem_size,
+                 uint64_t offset, uint64_t cookie_word, uint64_t time_us);
+// heaptype::tag<T>(p, n) on a tracked block: its type from now on.
+void emit_name(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t count,
+               uint64_t time_us);
 // Appends the buffered records as one chunk to the profile.
 void flush_events(ThreadState* t);
 

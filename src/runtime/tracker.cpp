@@ -34,10 +34,26 @@ class ThreadScope {
   ThreadState* t_ = nullptr;
 };
 
-// How many T a block holds when a new-expression returned `p` for it: `p` is the
-// block itself, or the block plus an array cookie holding the element count
-// (Itanium C++ ABI: types with non-trivial destructors; the cookie is
-// max(sizeof(size_t), alignof(T)) bytes and its last word is the count).
+void record_replaced(ThreadState* t, uint64_t stale_owner) {
+  // The address came back from malloc while still registered: its block was
+  // released without operator delete. Close it so it is not reported as live.
+  commit_pending(t);
+  emit_free(t, owner_thread(stale_owner), owner_number(stale_owner), now_us());
+}
+
+void register_block(ThreadState* t, uintptr_t address, uint64_t size, uintptr_t call_site,
+                    uintptr_t type_tag, uint64_t count) {
+  uint64_t now = now_us();
+  commit_pending(t);
+  uint64_t stale = registry_insert(address, make_owner(t->number, t->next_alloc_number++));
+  if (stale) record_replaced(t, stale);
+  t->pending = {address, size, call_site, type_tag, count, now, true};
+}
+
+// Does a new-expression's result `p` belong to the block at `block`? It does if it
+// is the block itself, or the block plus an array cookie (Itanium C++ ABI: arrays
+// of types with non-trivial destructors; the cookie is max(sizeof(size_t),
+// alignof(T)) bytes and its last word holds the element count). Sets the count.
 bool objects_in_block(uintptr_t block, uint64_t size, uintptr_t p, size_t elem_size,
                       size_t elem_align, uint64_t* count) {
   if (!elem_size) return false;
@@ -46,44 +62,15 @@ bool objects_in_block(uintptr_t block, uint64_t size, uintptr_t p, size_t elem_s
     return true;
   }
   size_t cookie = elem_align > sizeof(size_t) ? elem_align : sizeof(size_t);
-  if (p != block + cookie || size < cookie) return false;
+  if (p != block + cookie || size < cookie || (size - cookie) % elem_size != 0) return false;
   uint64_t n = (size - cookie) / elem_size;
-  if ((size - cookie) % elem_size != 0) return false;
   if (*reinterpret_cast<const size_t*>(p - sizeof(size_t)) != n) return false;
   *count = n;
   return true;
 }
 
-void record_replaced(ThreadState* t, const Block& stale) {
-  // The address came back from malloc while still registered: its block was
-  // released without operator delete. Close it so it is not reported as live.
-  commit_pending(t);
-  emit_free(t, owner_thread(stale.owner), owner_number(stale.owner), now_us());
-}
-
-void register_block(ThreadState* t, uintptr_t address, uint64_t size, uintptr_t call_site,
-                    uintptr_t type_tag, uint64_t count) {
-  uint64_t now = now_us();
-  commit_pending(t);
-  Block block = {address, size, make_owner(t->number, t->next_alloc_number++), type_tag};
-  Block stale;
-  if (registry_insert(block, &stale)) record_replaced(t, stale);
-  t->pending = {address, size, call_site, type_tag, count, now, true};
-}
-
-// A type report for a block that is no longer pending: name it in the registry
-// (first type wins) and tell the profile with a RETYPE record. False when
-// `block_address` holds no tracked block that `p` can be the object of.
-bool retype_registered(ThreadState* t, uintptr_t block_address, uintptr_t p, uintptr_t type_tag,
-                       size_t elem_size, size_t elem_align) {
-  Block b;
-  uint64_t count = 0;
-  if (!registry_lookup(block_address, &b) || b.type_tag) return false;
-  if (!objects_in_block(b.address, b.size, p, elem_size, elem_align, &count)) return false;
-  if (!registry_set_type(block_address, type_tag, true, &b)) return false;
-  commit_pending(t);
-  emit_retype(t, owner_thread(b.owner), owner_number(b.owner), type_tag, count, now_us());
-  return true;
+inline size_t cookie_size(size_t elem_align) {
+  return elem_align > sizeof(size_t) ? elem_align : sizeof(size_t);
 }
 
 }  // namespace
@@ -94,25 +81,46 @@ void on_alloc(void* p, size_t size, uintptr_t call_site) {
   if (ThreadState* t = scope.get()) register_block(t, reinterpret_cast<uintptr_t>(p), size, call_site, 0, 0);
 }
 
-bool on_free_sized(void* p, size_t* size) {
-  if (!runtime_active()) return false;
+uint64_t detach_block(void* p) {
+  if (!runtime_active()) return 0;
   ThreadScope scope(true);
   ThreadState* t = scope.get();
-  if (!t) return false;
-  Block b;
-  if (!registry_remove(reinterpret_cast<uintptr_t>(p), &b)) {
-    ++t->untracked_frees;
-    return false;
-  }
+  if (!t) return 0;
+  uint64_t owner = registry_remove(reinterpret_cast<uintptr_t>(p));
+  if (!owner) ++t->untracked_frees;
+  return owner;
+}
+
+void record_free(uint64_t owner) {
+  ThreadScope scope(true);
+  ThreadState* t = scope.get();
+  if (!t) return;
   commit_pending(t);
-  emit_free(t, owner_thread(b.owner), owner_number(b.owner), now_us());
-  *size = b.size;
-  return true;
+  emit_free(t, owner_thread(owner), owner_number(owner), now_us());
 }
 
 void on_free(void* p) {
-  size_t size;
-  on_free_sized(p, &size);
+  if (!runtime_active()) return;
+  ThreadScope scope(true);
+  ThreadState* t = scope.get();
+  if (!t) return;
+  uint64_t owner = registry_remove(reinterpret_cast<uintptr_t>(p));
+  if (!owner) {
+    ++t->untracked_frees;
+    return;
+  }
+  commit_pending(t);
+  emit_free(t, owner_thread(owner), owner_number(owner), now_us());
+}
+
+void on_realloc_done(uint64_t old_owner, void* old, void* p, size_t size, uintptr_t call_site) {
+  if (!p && size) {
+    // Failed: `old` was not released; it is tracked again under its own record.
+    if (old_owner) registry_insert(reinterpret_cast<uintptr_t>(old), old_owner);
+    return;
+  }
+  if (old_owner) record_free(old_owner);
+  if (p) on_alloc(p, size, call_site);
 }
 
 void on_tag_new(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t elem_align) {
@@ -127,16 +135,24 @@ void on_tag_new(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t el
     // The common case: the block operator new just returned. One record, typed.
     a.type_tag = type_tag;
     a.count = count;
-    Block b;
-    registry_set_type(a.address, type_tag, false, &b);
     commit_pending(t);
     return;
   }
-  // The constructor allocated in between, or this is placement new: look the
-  // address up, as the block itself or behind an array cookie.
-  size_t cookie = elem_align > sizeof(size_t) ? elem_align : sizeof(size_t);
-  if (!retype_registered(t, p, p, type_tag, elem_size, elem_align) && p > cookie)
-    retype_registered(t, p - cookie, p, type_tag, elem_size, elem_align);
+  // The constructor allocated in between, or this is placement new: if a tracked
+  // block starts at the address, or one array cookie before it, the profile
+  // hears of it; the reader keeps the first type a block gets and checks the
+  // cookie against the block's size.
+  uint64_t owner = registry_lookup(p);
+  uint64_t offset = 0, cookie_word = 0;
+  if (!owner && p > cookie_size(elem_align)) {
+    offset = cookie_size(elem_align);
+    owner = registry_lookup(p - offset);
+    if (owner) cookie_word = *reinterpret_cast<const size_t*>(p - sizeof(size_t));
+  }
+  if (!owner) return;
+  commit_pending(t);
+  emit_retype(t, owner_thread(owner), owner_number(owner), type_tag, elem_size, offset, cookie_word,
+              now_us());
 }
 
 void on_tag_block(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t count,
@@ -150,19 +166,16 @@ void on_tag_block(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t 
   if (a.valid && a.address == p) {
     a.type_tag = type_tag;
     a.count = count;
-    Block b;
-    registry_set_type(p, type_tag, false, &b);
     commit_pending(t);
     return;
   }
-  Block b;
-  if (registry_set_type(p, type_tag, false, &b)) {
+  if (uint64_t owner = registry_lookup(p)) {
     commit_pending(t);
-    emit_retype(t, owner_thread(b.owner), owner_number(b.owner), type_tag, count, now_us());
+    emit_name(t, owner_thread(owner), owner_number(owner), type_tag, count, now_us());
     return;
   }
-  // Memory HeapType never saw (malloc, a pool): it becomes a tracked block, until
-  // heaptype::untag() releases it.
+  // Memory HeapType never saw (malloc before start(), a pool): it becomes a
+  // tracked block, until heaptype::untag() releases it.
   if (!g_recording.load(std::memory_order_relaxed)) return;
   register_block(t, p, static_cast<uint64_t>(elem_size) * count, call_site, type_tag, count);
   commit_pending(t);

@@ -35,8 +35,10 @@ inline bool runtime_active() {
 
 void on_alloc(void* p, size_t size, uintptr_t call_site);
 void on_free(void* p);
-// on_free that also says whether the block was tracked, and its size.
-bool on_free_sized(void* p, size_t* size);
+// realloc: detach the old block before glibc may hand its address to another
+// thread, then record the outcome (a failed realloc re-attaches it).
+uint64_t detach_block(void* p);
+void on_realloc_done(uint64_t old_owner, void* old, void* p, size_t size, uintptr_t call_site);
 // From the new-expression macro and the allocator shim: `p` is what the expression
 // (or allocate()) returned, possibly past an array cookie.
 void on_tag_new(const void* p, uintptr_t type_tag, size_t elem_size, size_t elem_align);

@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.cflags or args.ldflags or args.include_dir or args.lib_dir:
+        if args.cflags or args.ldflags or args.include_dir or args.lib_dir or args.cmake_dir:
             return print_build_info(args)
         if not getattr(args, "handler", None):
             parser.print_help()
@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --cflags: leave std::allocator untyped (no libstdc++ shim)")
     parser.add_argument("--include-dir", action="store_true", help="print the public header directory")
     parser.add_argument("--lib-dir", action="store_true", help="print the runtime library directory")
+    parser.add_argument("--cmake-dir", "--cmakedir", action="store_true", dest="cmake_dir",
+                        help="print the directory of HeapTypeConfig.cmake (for -DHeapType_DIR=)")
     sub = parser.add_subparsers(metavar="command")
 
     run = sub.add_parser("run", help="run a profiled program and keep its profile",
@@ -98,6 +100,8 @@ def print_build_info(args) -> int:
         print(flags.include_dir())
     if args.lib_dir:
         print(flags.lib_dir())
+    if args.cmake_dir:
+        print(flags.cmake_dir())
     return 0
 
 

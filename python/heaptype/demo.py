@@ -34,12 +34,28 @@ def step(message: str) -> None:
     print(f"==> {message}", file=sys.stderr, flush=True)
 
 
-def build(cxx: str, sources: list[Path], output: Path) -> None:
-    command = [cxx, "-std=c++17", "-O2", *flags.compile_flags(), *map(str, sources),
-               *flags.link_flags(), "-o", str(output)]
+def run_step(command: list[str]) -> None:
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"building the demo failed:\n$ {' '.join(command)}\n{result.stderr}")
+        raise RuntimeError(f"building the demo failed:\n$ {' '.join(command)}\n{result.stdout}{result.stderr}")
+
+
+def build_with_cmake(cmake: str, cxx: str, source: Path, build_dir: Path) -> Path:
+    """Configure and build the example the way a user's project would: find_package."""
+    run_step([cmake, "-S", str(source), "-B", str(build_dir), f"-DCMAKE_CXX_COMPILER={cxx}",
+              "-DCMAKE_BUILD_TYPE=RelWithDebInfo", f"-DHeapType_DIR={flags.cmake_dir()}"])
+    run_step([cmake, "--build", str(build_dir)])
+    return build_dir / "indexer"
+
+
+def build_directly(cxx: str, source: Path, build_dir: Path) -> Path:
+    """Without CMake: the flags `heaptype --cflags` and `--ldflags` print."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    binary = build_dir / "indexer"
+    sources = sorted(str(p) for p in (source / "src").glob("*.cpp"))
+    run_step([cxx, "-std=c++17", "-O2", *flags.compile_flags(), *sources, *flags.link_flags(),
+              "-o", str(binary)])
+    return binary
 
 
 def run_demo(workdir: str | None = None, cxx: str | None = None) -> int:
@@ -49,15 +65,21 @@ def run_demo(workdir: str | None = None, cxx: str | None = None) -> int:
     try:
         flags.check_installed()
         compiler = find_compiler(cxx)
-        sources = sorted((example_dir() / "src").glob("*.cpp"))
+        source = example_dir()
     except FileNotFoundError as e:
         raise CommandError(str(e)) from None
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="heaptype-demo-"))
     base.mkdir(parents=True, exist_ok=True)
-    binary, profile_path = base / "indexer", base / "indexer.htp"
-    step(f"building {EXAMPLE} with {compiler} and HeapType's flags in {base}")
+    profile_path = base / "indexer.htp"
+    cmake = shutil.which("cmake")
     try:
-        build(compiler, sources, binary)
+        if cmake:
+            step(f"building {EXAMPLE} with CMake (find_package(HeapType), heaptype_instrument) "
+                 f"and {compiler} in {base}")
+            binary = build_with_cmake(cmake, compiler, source, base / "build")
+        else:
+            step(f"cmake not found: building {EXAMPLE} with {compiler} and `heaptype --cflags/--ldflags`")
+            binary = build_directly(compiler, source, base / "build")
     except RuntimeError as e:
         raise CommandError(str(e)) from None
     step(f"running {binary.name} with profiling on")

@@ -27,27 +27,33 @@ def lib_dir() -> Path:
     return PACKAGE_DIR / "lib"
 
 
+def cmake_dir() -> Path:
+    """Directory of HeapTypeConfig.cmake: pass it as -DHeapType_DIR=..."""
+    return PACKAGE_DIR / "cmake"
+
+
 @lru_cache(maxsize=None)
 def _table() -> dict:
     return json.loads((PACKAGE_DIR / "flags.json").read_text())
 
 
-def _expand(flags: list[str]) -> list[str]:
-    places = {"include": str(include_dir()), "stl_shim": str(stl_shim_dir()), "lib": str(lib_dir())}
-    return [flag.format(**places) for flag in flags]
+def _expand(options: list[list[str]], **extra: str) -> list[str]:
+    """Flatten token groups into one argument list, filling in the directories."""
+    places = {"include": str(include_dir()), "stl_shim": str(stl_shim_dir()), "lib": str(lib_dir()), **extra}
+    return [token.format(**places) for option in options for token in option]
 
 
 def compile_flags(*, types: bool = True, stl_types: bool = True, debug: bool = True) -> list[str]:
     """Flags for every compile of a profiled program."""
     table = _table()["compile"]
-    flags = list(table["headers"])
+    options = list(table["headers"])
     if types:
-        flags += table["types"]
+        options += table["types"]
     if stl_types:
-        flags += table["stl_types"]
+        options += table["stl_types"]
     if debug:
-        flags += table["debug"]
-    return _expand(flags)
+        options += table["debug"]
+    return _expand(options)
 
 
 def link_flags(*, shared: bool = False) -> list[str]:

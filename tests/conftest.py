@@ -1,0 +1,1 @@
+"""Puts tests/ on sys.path, so every test folder can `import tooling`."""

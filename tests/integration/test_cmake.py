@@ -1,0 +1,231 @@
+"""The CMake package, used the way projects use it: real cmake, real compilers."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+import heaptype
+from heaptype import flags
+from tooling import require_tool
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "cmake-basic"
+CMAKE_DIR = str(flags.cmake_dir())
+
+
+def cmake() -> str:
+    return require_tool("cmake")
+
+
+def configure(source: Path, build: Path, *args: str, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([cmake(), "-S", str(source), "-B", str(build), *args],
+                          capture_output=True, text=True, env=env)
+
+
+def build_ok(build: Path) -> None:
+    result = subprocess.run([cmake(), "--build", str(build)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def write_project(root: Path, body: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "main.cpp").write_text(
+        "struct Widget { int a[4]; };\n"
+        "int main() { Widget* w = new Widget[3]; delete[] w; return 0; }\n")
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.19)\nproject(p LANGUAGES CXX)\n" + body)
+    return root
+
+
+def run_indexer(binary: Path, tmp_path: Path) -> heaptype.Profile:
+    out = tmp_path / "indexer.htp"
+    subprocess.run([str(binary)], check=True, capture_output=True,
+                   env={**os.environ, "HEAPTYPE_OUTPUT": str(out)})
+    return heaptype.load(out)
+
+
+def check_indexer_profile(profile: heaptype.Profile) -> None:
+    """The example's truth: 200 documents of 400 words, 12 distinct words, a
+    50-node cache of which one node leaks with the Entry it shares."""
+    token = profile.type_row("Token")
+    assert token is not None and token.allocations == 2000  # 10 vector growths per document
+    assert token.live_bytes == 0
+    cache = profile.type_row("CacheNode")
+    assert (cache.allocations, cache.live_blocks) == (50, 1)
+    entries = [r for r in profile.by_type() if r.type and r.type.startswith("std::_Sp_counted_ptr_inplace<Entry,")]
+    assert len(entries) == 1 and entries[0].allocations == 12 and entries[0].live_blocks == 1
+    nodes = [r for r in profile.by_type() if r.type and r.type.startswith("std::_Rb_tree_node<std::pair<")]
+    assert len(nodes) == 1 and nodes[0].allocations == 12 and nodes[0].live_bytes == 0
+    posting = profile.type_row("Posting")
+    assert posting is not None and posting.live_blocks == 1  # the leaked Entry's postings
+
+
+@pytest.mark.parametrize("compiler,generator", [
+    ("g++", "Ninja"), ("g++", "Unix Makefiles"), ("clang++", "Ninja"), ("clang++", "Unix Makefiles"),
+])
+def test_example_builds_and_profiles(tmp_path, compiler, generator):
+    cxx = require_tool(compiler)
+    require_tool("ninja" if generator == "Ninja" else "make")
+    build = tmp_path / "build"
+    result = configure(EXAMPLE, build, "-G", generator, f"-DCMAKE_CXX_COMPILER={cxx}",
+                       f"-DHeapType_DIR={CMAKE_DIR}")
+    assert result.returncode == 0, result.stderr
+    build_ok(build)
+    assert (build / "indexer.map").is_file()
+    check_indexer_profile(run_indexer(build / "indexer", tmp_path))
+
+
+def test_stripped_binary_names_types_from_its_map_file(tmp_path):
+    build = tmp_path / "build"
+    assert configure(EXAMPLE, build, f"-DHeapType_DIR={CMAKE_DIR}").returncode == 0
+    build_ok(build)
+    subprocess.run([require_tool("strip"), str(build / "indexer")], check=True)
+    check_indexer_profile(run_indexer(build / "indexer", tmp_path))
+
+
+@pytest.fixture(scope="session")
+def venv_with_heaptype(tmp_path_factory) -> Path:
+    """A fresh virtual environment with the package installed from a wheel."""
+    root = tmp_path_factory.mktemp("venv")
+    wheels = root / "wheels"
+    # Its own build dir: the project's build/ may be in use by another build.
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels),
+                    "-C", f"build-dir={root / 'build'}", str(REPO)], check=True, capture_output=True)
+    venv = root / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    wheel = next(wheels.glob("heaptype-*.whl"))
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "--force-reinstall", str(wheel)],
+                   check=True, capture_output=True)
+    return venv
+
+
+def activated(venv: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HeapType")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
+    env["VIRTUAL_ENV"] = str(venv)
+    return env
+
+
+def test_plain_find_package_in_activated_venv(tmp_path, venv_with_heaptype):
+    build = tmp_path / "build"
+    result = configure(EXAMPLE, build, env=activated(venv_with_heaptype))
+    assert result.returncode == 0, result.stderr
+    cache = (build / "CMakeCache.txt").read_text()
+    found = re.search(r"^HeapType_DIR:PATH=(.*)$", cache, re.M).group(1)
+    assert Path(found).resolve() == (venv_with_heaptype / "share" / "cmake" / "HeapType").resolve()
+    build_ok(build)
+    check_indexer_profile(run_indexer(build / "indexer", tmp_path))
+
+
+def test_installed_config_files_name_no_build_machine_paths(venv_with_heaptype):
+    site = Path(subprocess.run([str(venv_with_heaptype / "bin" / "python"), "-c",
+                                "import heaptype, os; print(os.path.dirname(heaptype.__file__))"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    files = list((site / "cmake").glob("*.cmake"))
+    files += list((venv_with_heaptype / "share" / "cmake" / "HeapType").glob("*.cmake"))
+    assert len(files) == 5
+    for f in files:
+        text = f.read_text()
+        for forbidden in (str(REPO), "/tmp/", "build/", str(venv_with_heaptype), sysconfig.get_path("data")):
+            assert forbidden not in text, f"{f} contains {forbidden}"
+
+
+@pytest.mark.parametrize("requested,ok", [("0.1", True), ("0.1.0", True), ("0.2", False), ("1.0", False)])
+def test_find_package_honours_the_version(tmp_path, requested, ok):
+    project = write_project(tmp_path / "p", f"find_package(HeapType {requested} CONFIG REQUIRED)\n")
+    result = configure(project, tmp_path / "b", f"-DHeapType_DIR={CMAKE_DIR}")
+    assert (result.returncode == 0) == ok, result.stderr
+    if not ok:
+        assert "HeapType" in result.stderr and "version" in result.stderr.lower()
+
+
+def test_instrumenting_twice_adds_the_flags_once(tmp_path):
+    project = write_project(tmp_path / "p", (
+        "find_package(HeapType CONFIG REQUIRED)\n"
+        "add_executable(app main.cpp)\n"
+        "heaptype_instrument(app)\nheaptype_instrument(app)\n"))
+    build = tmp_path / "b"
+    assert configure(project, build, f"-DHeapType_DIR={CMAKE_DIR}", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON").returncode == 0
+    commands = json.loads((build / "compile_commands.json").read_text())
+    assert commands[0]["command"].count("heaptype/new.hpp") == 1
+    build_ok(build)
+    out = tmp_path / "app.htp"
+    subprocess.run([str(build / "app")], check=True, env={**os.environ, "HEAPTYPE_OUTPUT": str(out)})
+    widget = heaptype.load(out).type_row("Widget")
+    assert (widget.allocations, widget.objects, widget.bytes) == (1, 3, 48)
+
+
+def test_interface_library_is_a_clear_configure_error(tmp_path):
+    project = write_project(tmp_path / "p", (
+        "find_package(HeapType CONFIG REQUIRED)\n"
+        "add_library(headers INTERFACE)\nheaptype_instrument(headers)\n"))
+    result = configure(project, tmp_path / "b", f"-DHeapType_DIR={CMAKE_DIR}")
+    assert result.returncode != 0
+    assert "heaptype_instrument(headers): cannot instrument a INTERFACE_LIBRARY target" in result.stderr
+
+
+def test_unknown_option_is_a_clear_configure_error(tmp_path):
+    project = write_project(tmp_path / "p", (
+        "find_package(HeapType CONFIG REQUIRED)\n"
+        "add_executable(app main.cpp)\nheaptype_instrument(app CALLSTAK none)\n"))
+    result = configure(project, tmp_path / "b", f"-DHeapType_DIR={CMAKE_DIR}")
+    assert result.returncode != 0
+    assert "unknown argument 'CALLSTAK'" in result.stderr
+
+
+def test_target_compiled_for_heaptype_without_runtime_fails_to_link(tmp_path):
+    project = write_project(tmp_path / "p", (
+        "find_package(HeapType CONFIG REQUIRED)\n"
+        "heaptype_compile_options(opts TYPES ON STL_TYPES ON CALLSTACK none)\n"
+        "add_executable(app main.cpp)\ntarget_compile_options(app PRIVATE ${opts})\n"))
+    build = tmp_path / "b"
+    assert configure(project, build, f"-DHeapType_DIR={CMAKE_DIR}").returncode == 0
+    result = subprocess.run([cmake(), "--build", str(build)], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "heaptype_link_error__program_compiled_with_heaptype_new_hpp_must_link_libheaptype" in (
+        result.stdout + result.stderr)
+
+
+def test_instrument_all_switch_and_interface_target(tmp_path):
+    project = write_project(tmp_path / "p", (
+        "find_package(HeapType CONFIG REQUIRED)\n"
+        "add_executable(app main.cpp)\n"
+        "add_executable(app2 main.cpp)\ntarget_link_libraries(app2 PRIVATE HeapType::instrument)\n"))
+    build = tmp_path / "b"
+    assert configure(project, build, f"-DHeapType_DIR={CMAKE_DIR}", "-DHEAPTYPE_INSTRUMENT_ALL=ON").returncode == 0
+    build_ok(build)
+    for app in ("app", "app2"):
+        out = tmp_path / f"{app}.htp"
+        subprocess.run([str(build / app)], check=True, env={**os.environ, "HEAPTYPE_OUTPUT": str(out)})
+        assert heaptype.load(out).type_row("Widget").objects == 3
+
+
+def test_shared_and_static_libraries_can_be_instrumented(tmp_path):
+    root = tmp_path / "p"
+    write_project(root, (
+        "find_package(HeapType CONFIG REQUIRED)\n"
+        "add_library(shapes SHARED shapes.cpp)\nadd_library(more STATIC more.cpp)\n"
+        "add_executable(app app.cpp)\ntarget_link_libraries(app PRIVATE shapes more)\n"
+        "heaptype_instrument(shapes)\nheaptype_instrument(more)\nheaptype_instrument(app)\n"))
+    (root / "shapes.cpp").write_text("struct Circle { double r; };\nvoid* make_circle() { return new Circle{1.0}; }\n")
+    (root / "more.cpp").write_text("struct Square { double s[2]; };\nvoid* make_square() { return new Square{}; }\n")
+    (root / "app.cpp").write_text(
+        "void* make_circle(); void* make_square();\n"
+        "int main() { for (int i = 0; i < 5; ++i) { make_circle(); make_square(); } }\n")
+    build = tmp_path / "b"
+    assert configure(root, build, f"-DHeapType_DIR={CMAKE_DIR}").returncode == 0
+    build_ok(build)
+    out = tmp_path / "app.htp"
+    subprocess.run([str(build / "app")], check=True, env={**os.environ, "HEAPTYPE_OUTPUT": str(out)})
+    profile = heaptype.load(out)
+    assert (profile.type_row("Circle").allocations, profile.type_row("Circle").live_blocks) == (5, 5)
+    assert (profile.type_row("Square").allocations, profile.type_row("Square").live_blocks) == (5, 5)

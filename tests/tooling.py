@@ -1,0 +1,23 @@
+"""Helpers shared by the test folders (tests/ is on sys.path through tests/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+
+def require_tool(name: str) -> str:
+    """Return the path of an external tool, or skip the test when it is missing.
+
+    CI sets HEAPTYPE_REQUIRE_TOOLS=1 so that a missing compiler or linker fails
+    loudly instead of silently shrinking the test suite.
+    """
+    path = shutil.which(name)
+    if path is not None:
+        return path
+    message = f"{name} is not installed"
+    if os.environ.get("HEAPTYPE_REQUIRE_TOOLS") == "1":
+        pytest.fail(f"{message} (HEAPTYPE_REQUIRE_TOOLS=1)", pytrace=False)
+    pytest.skip(message)

@@ -58,6 +58,23 @@ py::dict aggregate(ProfileFile& file, const std::unordered_map<uint64_t, uint32_
   out["rows"] = rows_list(a);
   out["totals"] = totals_dict(a.totals);
   out["warnings"] = a.warnings;
+  // Calling contexts: (thread, node, call site) each; per (context, row) figures;
+  // each thread's tree as (parent, function, call site) with index 0 the root.
+  py::list contexts;
+  for (const auto& c : a.contexts) contexts.append(py::make_tuple(c.thread, c.node, c.call_site));
+  out["contexts"] = contexts;
+  py::list context_rows;
+  for (const auto& s : a.context_rows)
+    context_rows.append(py::make_tuple(s.context, s.row, s.allocations, s.objects, s.bytes, s.live_bytes,
+                                       s.peak_bytes));
+  out["context_rows"] = context_rows;
+  py::dict nodes;
+  for (const auto& entry : a.nodes) {
+    py::list tree;
+    for (const auto& n : entry.second) tree.append(py::make_tuple(n.parent, n.function, n.call_site));
+    nodes[py::int_(entry.first)] = tree;
+  }
+  out["nodes"] = nodes;
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "aggregate.hpp"
 
+#include <deque>
 #include <memory>
 #include <queue>
 
@@ -16,6 +17,7 @@ struct LiveBlock {
   uint64_t objects;
   uint64_t type_tag;
   uint32_t row;
+  uint32_t stats;  // index into context_rows
 };
 
 // A RETYPE or NAME that arrived before its block's allocation in the merge.
@@ -27,10 +29,27 @@ inline uint64_t block_key(uint32_t thread, uint64_t number) {
   return (static_cast<uint64_t>(thread) << 40) | (number & ((uint64_t{1} << 40) - 1));
 }
 
+// The object count a RETYPE or NAME gives a block of `size` bytes whose current
+// type is `type_tag`; false when it does not apply (RETYPE: the first type wins,
+// and an array cookie must agree with the block's size).
+bool type_change_count(uint64_t size, uint64_t type_tag, const Event& e, uint64_t* count) {
+  if (e.kind == Event::kName) {
+    *count = e.count ? e.count : 1;
+    return true;
+  }
+  if (type_tag || !e.elem_size) return false;
+  if (e.offset == 0) {
+    *count = size % e.elem_size == 0 ? size / e.elem_size : 1;
+    return true;
+  }
+  if (size < e.offset || size - e.offset != e.count * e.elem_size) return false;
+  *count = e.count ? e.count : 1;
+  return true;
+}
+
 class TypeAccounting {
  public:
-  TypeAccounting(const std::unordered_map<uint64_t, uint32_t>& groups, Aggregate* out)
-      : groups_(groups), out_(out) {
+  TypeAccounting(const std::unordered_map<uint64_t, uint32_t>& groups, Aggregate* out) : out_(out) {
     uint32_t rows = 0;
     for (const auto& g : groups) rows = std::max(rows, g.second + 1);
     out_->rows.resize(rows);
@@ -48,7 +67,7 @@ class TypeAccounting {
         allocate(key, e);
         break;
       case Event::kFree:
-        release(key, e.time_us);
+        release(key);
         break;
       case Event::kRetype:
       case Event::kName:
@@ -75,8 +94,34 @@ class TypeAccounting {
     return row;
   }
 
-  void add(uint32_t row, const LiveBlock& b, uint64_t time_us) {
-    TypeStats& s = out_->rows[row];
+  uint32_t context_of(uint32_t thread, const format::Site& site) {
+    uint64_t key = (static_cast<uint64_t>(thread) << 40) ^ (site.node << 20) ^ site.call_site;
+    auto range = contexts_.equal_range(key);
+    for (auto it = range.first; it != range.second; ++it) {
+      const Context& c = out_->contexts[it->second];
+      if (c.thread == thread && c.node == site.node && c.call_site == site.call_site) return it->second;
+    }
+    uint32_t id = static_cast<uint32_t>(out_->contexts.size());
+    out_->contexts.push_back({thread, site.node, site.call_site});
+    contexts_.emplace(key, id);
+    return id;
+  }
+
+  uint32_t stats_of(uint32_t context, uint32_t row) {
+    uint64_t key = (static_cast<uint64_t>(context) << 32) | row;
+    auto it = stats_index_.find(key);
+    if (it != stats_index_.end()) return it->second;
+    uint32_t id = static_cast<uint32_t>(out_->context_rows.size());
+    ContextStats s;
+    s.context = context;
+    s.row = row;
+    out_->context_rows.push_back(s);
+    stats_index_.emplace(key, id);
+    return id;
+  }
+
+  void add(const LiveBlock& b, uint64_t time_us) {
+    TypeStats& s = out_->rows[b.row];
     ++s.allocations;
     s.objects += b.objects;
     s.bytes += b.size;
@@ -86,20 +131,48 @@ class TypeAccounting {
       s.peak_bytes = s.live_bytes;
       s.peak_time_us = time_us;
     }
+    ContextStats& c = out_->context_rows[b.stats];
+    ++c.allocations;
+    c.objects += b.objects;
+    c.bytes += b.size;
+    c.live_bytes += b.size;
+    if (c.live_bytes > c.peak_bytes) c.peak_bytes = c.live_bytes;
   }
 
-  void subtract_live(uint32_t row, uint64_t size) {
-    TypeStats& s = out_->rows[row];
-    s.live_bytes -= size;
+  void subtract_live(const LiveBlock& b) {
+    TypeStats& s = out_->rows[b.row];
+    s.live_bytes -= b.size;
     --s.live_blocks;
+    out_->context_rows[b.stats].live_bytes -= b.size;
+  }
+
+  void subtract_allocation(const LiveBlock& b) {
+    TypeStats& s = out_->rows[b.row];
+    --s.allocations;
+    s.objects -= b.objects;
+    s.bytes -= b.size;
+    ContextStats& c = out_->context_rows[b.stats];
+    --c.allocations;
+    c.objects -= b.objects;
+    c.bytes -= b.size;
+    subtract_live(b);
   }
 
   void allocate(uint64_t key, const Event& e) {
-    const format::Site& site = *e.site;
-    LiveBlock b = {site.size, site.count ? site.count : 1, site.type_tag, row_of(site.type_tag)};
+    const format::Site& site = e.site;
+    uint32_t context = context_of(e.thread, site);
+    LiveBlock b = {site.size, site.count ? site.count : 1, site.type_tag, row_of(site.type_tag), 0};
     PendingRetype early;
-    if (early_retypes_.erase(key, &early)) apply_type(&b, early.event);
-    add(b.row, b, e.time_us);
+    if (early_retypes_.erase(key, &early)) {
+      uint64_t count;
+      if (type_change_count(b.size, b.type_tag, early.event, &count)) {
+        b.type_tag = early.event.type_tag;
+        b.row = row_of(b.type_tag);
+        b.objects = count;
+      }
+    }
+    b.stats = stats_of(context, b.row);
+    add(b, e.time_us);
     Totals& t = out_->totals;
     ++t.allocations;
     t.bytes += b.size;
@@ -111,7 +184,7 @@ class TypeAccounting {
     }
     if (t.live_blocks > t.peak_live_blocks) t.peak_live_blocks = t.live_blocks;
     if (early_frees_.erase(key, nullptr)) {
-      subtract_live(b.row, b.size);
+      subtract_live(b);
       close_block(b.size);
       return;
     }
@@ -125,37 +198,15 @@ class TypeAccounting {
     --t.live_blocks;
   }
 
-  void release(uint64_t key, uint64_t time_us) {
-    (void)time_us;
+  void release(uint64_t key) {
     LiveBlock b;
     if (!live_.erase(key, &b)) {
       // Another thread's allocation whose record comes later in the merge.
       early_frees_.insert(key, 1);
       return;
     }
-    subtract_live(b.row, b.size);
+    subtract_live(b);
     close_block(b.size);
-  }
-
-  // The type a RETYPE (first type wins, cookie checked) or NAME (always) gives a
-  // block, applied to `b`; false when it does not apply.
-  bool apply_type(LiveBlock* b, const Event& e) {
-    uint64_t count;
-    if (e.kind == Event::kName) {
-      count = e.count;
-    } else {
-      if (b->type_tag || !e.elem_size) return false;
-      if (e.offset == 0) {
-        count = b->size % e.elem_size == 0 ? b->size / e.elem_size : 1;
-      } else {
-        if (b->size < e.offset || b->size - e.offset != e.count * e.elem_size) return false;
-        count = e.count;
-      }
-    }
-    b->type_tag = e.type_tag;
-    b->row = row_of(e.type_tag);
-    b->objects = count ? count : 1;
-    return true;
   }
 
   void retype(uint64_t key, const Event& e) {
@@ -164,23 +215,72 @@ class TypeAccounting {
       early_retypes_.insert(key, {e});
       return;
     }
+    uint64_t count;
+    if (!type_change_count(b->size, b->type_tag, e, &count)) return;
     // Move the block from the row it was counted in to its real type.
-    LiveBlock before = *b;
-    if (!apply_type(b, e)) return;
-    TypeStats& old = out_->rows[before.row];
-    --old.allocations;
-    old.objects -= before.objects;
-    old.bytes -= before.size;
-    subtract_live(before.row, before.size);
-    add(b->row, *b, e.time_us);
+    subtract_allocation(*b);
+    uint32_t context = out_->context_rows[b->stats].context;
+    b->type_tag = e.type_tag;
+    b->row = row_of(e.type_tag);
+    b->objects = count;
+    b->stats = stats_of(context, b->row);
+    add(*b, e.time_us);
   }
 
-  const std::unordered_map<uint64_t, uint32_t>& groups_;
   Aggregate* out_;
   std::unordered_map<uint64_t, uint32_t> rows_of_tag_;
+  std::unordered_multimap<uint64_t, uint32_t> contexts_;
+  std::unordered_map<uint64_t, uint32_t> stats_index_;
   FlatMap<LiveBlock> live_;
   FlatMap<uint8_t> early_frees_;
   FlatMap<PendingRetype> early_retypes_;
+};
+
+// One thread's events with a short lookahead. A block whose constructor allocates
+// is committed untyped and named by a RETYPE a few events later; folding that
+// RETYPE into the allocation counts the block under its type from the start, so
+// no row's peak sees it twice.
+class LookaheadStream {
+ public:
+  static constexpr size_t kLookahead = 256;
+
+  LookaheadStream(uint32_t thread, const std::vector<format::ChunkRef>& chunks) : events_(thread, chunks) {
+    fill();
+  }
+
+  bool empty() const { return queue_.empty(); }
+  const Event& front() const { return queue_.front(); }
+  void pop() {
+    queue_.pop_front();
+    fill();
+  }
+  const format::ThreadEvents& events() const { return events_; }
+
+ private:
+  void fill() {
+    Event e;
+    while (queue_.size() < kLookahead && events_.next(&e)) queue_.push_back(e);
+    if (!queue_.empty()) fold_retype(queue_.front());
+  }
+
+  void fold_retype(Event& alloc) {
+    if (alloc.kind != Event::kAlloc || alloc.site.type_tag) return;
+    for (auto it = queue_.begin() + 1; it != queue_.end(); ++it) {
+      if (it->thread != alloc.thread || it->number != alloc.number) continue;
+      if (it->kind == Event::kFree) return;  // freed untyped
+      if (it->kind != Event::kRetype && it->kind != Event::kName) continue;
+      uint64_t count;
+      if (type_change_count(alloc.site.size, 0, *it, &count)) {
+        alloc.site.type_tag = it->type_tag;
+        alloc.site.count = count;
+        queue_.erase(it);
+      }
+      return;
+    }
+  }
+
+  format::ThreadEvents events_;
+  std::deque<Event> queue_;
 };
 
 // Merges the threads' streams by time; ties go to the lower thread number.
@@ -188,46 +288,41 @@ class EventMerge {
  public:
   explicit EventMerge(const format::ProfileFile& file) {
     for (const auto& entry : file.event_chunks())
-      streams_.emplace_back(new format::ThreadEvents(entry.first, entry.second));
-    for (size_t i = 0; i < streams_.size(); ++i) refill(i);
+      streams_.emplace_back(new LookaheadStream(entry.first, entry.second));
+    for (size_t i = 0; i < streams_.size(); ++i)
+      if (!streams_[i]->empty()) heap_.push({streams_[i]->front().time_us, i});
   }
 
   bool next(Event* out) {
     if (heap_.empty()) return false;
-    Head head = heap_.top();
+    size_t i = heap_.top().stream;
     heap_.pop();
-    *out = head.event;
-    pending_index_ = head.stream;
+    *out = streams_[i]->front();
+    streams_[i]->pop();
+    if (!streams_[i]->empty()) heap_.push({streams_[i]->front().time_us, i});
     return true;
   }
 
-  // Call after handling the event returned by next(): the stream moves on. (The
-  // event's site pointer stays valid until then.)
-  void advance() { refill(pending_index_); }
-
-  void collect_errors(std::vector<std::string>* warnings) const {
-    for (const auto& s : streams_)
-      if (!s->error().empty()) warnings->push_back("damaged events: " + s->error());
+  void finish(Aggregate* out) const {
+    for (const auto& s : streams_) {
+      const format::ThreadEvents& events = s->events();
+      if (!events.error().empty()) out->warnings.push_back("damaged events: " + events.error());
+      out->nodes[events.thread()] = events.nodes();
+    }
   }
 
  private:
   struct Head {
-    Event event;
+    uint64_t time_us;
     size_t stream;
     bool operator<(const Head& other) const {  // std::priority_queue is a max-heap
-      if (event.time_us != other.event.time_us) return event.time_us > other.event.time_us;
+      if (time_us != other.time_us) return time_us > other.time_us;
       return stream > other.stream;
     }
   };
 
-  void refill(size_t i) {
-    Event e;
-    if (streams_[i]->next(&e)) heap_.push({e, i});
-  }
-
-  std::vector<std::unique_ptr<format::ThreadEvents>> streams_;
+  std::vector<std::unique_ptr<LookaheadStream>> streams_;
   std::priority_queue<Head> heap_;
-  size_t pending_index_ = 0;
 };
 
 }  // namespace
@@ -238,12 +333,9 @@ Aggregate aggregate_by_type(const format::ProfileFile& file,
   TypeAccounting accounting(groups, &out);
   EventMerge merge(file);
   Event e;
-  while (merge.next(&e)) {
-    accounting.on_event(e);
-    merge.advance();
-  }
+  while (merge.next(&e)) accounting.on_event(e);
   accounting.finish();
-  merge.collect_errors(&out.warnings);
+  merge.finish(&out);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #define HEAPTYPE_CORE_AGGREGATE_HPP
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,9 +42,31 @@ struct Totals {
   uint64_t unmatched_frees = 0;  // frees of blocks whose allocation is not in the file
 };
 
+// Where allocations came from: a thread's calling-context node and the return
+// address of the allocation call inside it.
+struct Context {
+  uint32_t thread;
+  uint64_t node;
+  uint64_t call_site;
+};
+
+// One type's figures at one context.
+struct ContextStats {
+  uint32_t context = 0;
+  uint32_t row = 0;
+  uint64_t allocations = 0;
+  uint64_t objects = 0;
+  uint64_t bytes = 0;
+  uint64_t live_bytes = 0;
+  uint64_t peak_bytes = 0;
+};
+
 struct Aggregate {
   std::vector<TypeStats> rows;
   Totals totals;
+  std::vector<Context> contexts;
+  std::vector<ContextStats> context_rows;
+  std::map<uint32_t, std::vector<format::NodeDef>> nodes;  // each thread's tree
   std::vector<std::string> warnings;
 };
 

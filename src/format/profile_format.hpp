@@ -75,7 +75,8 @@ static_assert(sizeof(ChunkHeader) == 16, "chunk header is 16 bytes");
 enum class ControlOp : uint8_t {
   kTime = 0,         // varint: clock ticks since this thread's previous TIME
   kSite = 1,         // defines this thread's next site number:
-                     //   varint size, varint count, varint type tag, varint call site
+                     //   varint size, varint count, varint type tag, varint call site,
+                     //   varint calling-context node (0: none)
   kFreeRemote = 2,   // varint thread, varint allocation number (another thread's block)
   kRetype = 3,       // a new-expression's type for a block committed untyped (its
                      // constructor allocated first, or placement new reused it):
@@ -86,6 +87,10 @@ enum class ControlOp : uint8_t {
                      // only if size == offset + count * element size.
   kName = 4,         // heaptype::tag<T>(p, n) on a tracked block, applied always:
                      //   varint thread, varint number, varint type tag, varint count
+  kNode = 5,         // defines this thread's next calling-context node (numbered from
+                     // 1; 0 is the thread's root): varint parent node, varint function
+                     // entered (0 when only the return address is known), varint call
+                     // site (the return address in the caller)
 };
 
 // A site is what an allocation has in common with others of its kind; each
@@ -95,6 +100,7 @@ struct Site {
   uint64_t count;      // objects in the block: n for T[n], 1 otherwise, 0 if untyped
   uint64_t type_tag;   // runtime address of heaptype::type_id<T>::tag, 0 if untyped
   uint64_t call_site;  // return address of the allocation call
+  uint64_t node;       // the thread's calling-context node of the allocation (0: none)
 };
 
 constexpr uint64_t kAllocUnitShift = 4;  // malloc blocks are 16-byte aligned

@@ -96,12 +96,20 @@ class ProfileFile {
   std::vector<std::string> warnings_;
 };
 
+// A node of a thread's calling-context tree: `function` was entered from
+// `call_site` (a return address in the parent node's function).
+struct NodeDef {
+  uint64_t parent;       // 0: the thread's root
+  uint64_t function;     // 0 when only the return address is known
+  uint64_t call_site;
+};
+
 struct Event {
   enum Kind : uint8_t { kAlloc, kFree, kRetype, kName } kind;
   uint32_t thread;       // the thread that allocated the block concerned
   uint64_t number;       // the block's allocation number within that thread
   uint64_t time_us;
-  const Site* site;      // kAlloc: the block's site
+  Site site;             // kAlloc: the block's site
   uint64_t address;      // kAlloc
   uint64_t type_tag;     // kRetype, kName
   uint64_t count;        // kName: objects; kRetype: the array cookie's count word
@@ -118,6 +126,8 @@ class ThreadEvents {
   bool next(Event* out);
   const std::string& error() const { return error_; }
   uint32_t thread() const { return thread_; }
+  // The calling-context nodes defined so far; index 0 is the root.
+  const std::vector<NodeDef>& nodes() const { return nodes_; }
 
  private:
   bool load_chunk();
@@ -132,6 +142,7 @@ class ThreadEvents {
   uint64_t last_address_ = 0;
   uint64_t time_us_ = 0;
   std::vector<Site> sites_;
+  std::vector<NodeDef> nodes_{NodeDef{0, 0, 0}};
   std::string error_;
 };
 

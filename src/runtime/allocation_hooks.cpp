@@ -52,8 +52,10 @@ void* allocate_or_null(size_t size, size_t alignment) noexcept {
   }
 }
 
-inline void* tracked(void* p, size_t size, void* call_site) {
-  if (p) rt::on_alloc(p, size, reinterpret_cast<uintptr_t>(call_site));
+// `frame` is the hook's own frame address: 16 bytes above it is the allocating
+// code's stack pointer at the call (the runtime keeps frame pointers).
+inline void* tracked(void* p, size_t size, void* call_site, void* frame) {
+  if (p) rt::on_alloc(p, size, reinterpret_cast<uintptr_t>(call_site), reinterpret_cast<uintptr_t>(frame) + 16);
   return p;
 }
 
@@ -69,7 +71,17 @@ constexpr size_t kDefault = alignof(std::max_align_t);
 
 }  // namespace
 
-#define HEAPTYPE_CALLER __builtin_return_address(0)
+// The force-included header refers to this symbol: a program built with it but
+// linked without the runtime fails to link, naming the problem. It lives here so
+// that a static link always pulls in the hooks, even into a program that never
+// names malloc or operator new itself (its allocations happen inside libc or
+// libstdc++).
+extern "C" {
+__attribute__((visibility("default"))) extern const char
+    heaptype_link_error__program_compiled_with_heaptype_new_hpp_must_link_libheaptype = 1;
+}
+
+#define HEAPTYPE_CALLER __builtin_return_address(0), __builtin_frame_address(0)
 #define HEAPTYPE_EXPORT __attribute__((visibility("default"), noinline))
 
 HEAPTYPE_EXPORT void* operator new(size_t size) {
@@ -130,7 +142,8 @@ HEAPTYPE_EXPORT void* realloc(void* old, size_t size) {
   // same address, and its allocation must not be mistaken for this one.
   uint64_t old_owner = rt::detach_block(old);
   void* p = __libc_realloc(old, size);
-  rt::on_realloc_done(old_owner, old, p, size, reinterpret_cast<uintptr_t>(HEAPTYPE_CALLER));
+  rt::on_realloc_done(old_owner, old, p, size, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+                      reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16);
   return p;
 }
 

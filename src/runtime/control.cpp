@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "call_context.hpp"
 #include "clock.hpp"
 #include "internal_memory.hpp"
 #include "profile_writer.hpp"
@@ -215,11 +216,23 @@ void fork_child() {
   g_finished = false;
 }
 
+CallstackMode callstack_mode_from_env() {
+  const char* v = getenv("HEAPTYPE_CALLSTACK");
+  if (!v || !*v || std::strcmp(v, "auto") == 0) return CallstackMode::kAuto;
+  if (std::strcmp(v, "instrument") == 0) return CallstackMode::kInstrument;
+  if (std::strcmp(v, "frame-pointer") == 0) return CallstackMode::kFramePointer;
+  if (std::strcmp(v, "unwind") == 0) return CallstackMode::kUnwind;
+  if (std::strcmp(v, "none") == 0) return CallstackMode::kNone;
+  say("HEAPTYPE_CALLSTACK=", v, ": unknown mode (auto, instrument, frame-pointer, unwind, none); using auto");
+  return CallstackMode::kAuto;
+}
+
 int start_up() {
   if (env_flag("HEAPTYPE_DISABLE")) return kDisabled;
   const char* start = getenv("HEAPTYPE_START");
   if (start && (std::strcmp(start, "stopped") == 0 || std::strcmp(start, "0") == 0))
     g_recording.store(false);
+  set_callstack_mode(callstack_mode_from_env());
   const char* pattern = getenv("HEAPTYPE_OUTPUT");
   if (!pattern || !*pattern) pattern = kDefaultOutput;
   size_t length = std::strlen(pattern);
@@ -308,10 +321,6 @@ __attribute__((destructor)) static void heaptype_finish_at_exit() { rt::finish()
 
 extern "C" {
 
-// The force-included header refers to this symbol: a program built with it but
-// linked without the runtime fails to link, naming the problem.
-__attribute__((visibility("default"))) extern const char
-    heaptype_link_error__program_compiled_with_heaptype_new_hpp_must_link_libheaptype = 1;
 
 __attribute__((visibility("default"))) void heaptype_start(void) {
   if (rt::ensure_initialized() == rt::kActive) rt::g_recording.store(true);

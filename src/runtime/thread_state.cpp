@@ -33,12 +33,13 @@ inline uint64_t hash_site(const format::Site& s) {
   h ^= (s.type_tag + (h << 6) + (h >> 2)) * 0xC2B2AE3D27D4EB4Full;
   h ^= (s.call_site + (h << 6) + (h >> 2)) * 0x165667B19E3779F9ull;
   h ^= s.count * 0x27D4EB2F165667C5ull;
+  h ^= s.node * 0x94D049BB133111EBull;
   return h ^ (h >> 31);
 }
 
 inline bool same_site(const format::Site& a, const format::Site& b) {
   return a.size == b.size && a.call_site == b.call_site && a.type_tag == b.type_tag &&
-         a.count == b.count;
+         a.count == b.count && a.node == b.node;
 }
 
 bool grow_sites(SiteTable& table) {
@@ -83,6 +84,7 @@ uint32_t site_number(ThreadState* t, const format::Site& site) {
     p = put_varint(p, site.count);
     p = put_varint(p, site.type_tag);
     p = put_varint(p, site.call_site);
+    p = put_varint(p, site.node);
     t->used = static_cast<size_t>(p - t->buffer);
     return slot.id;
   }
@@ -120,6 +122,7 @@ void reset_stream(ThreadState* t, uint32_t number) {
   t->sites.used = 0;
   t->pending.valid = false;
   t->allocations = t->frees = t->untracked_frees = 0;
+  reset_call_context(t);
 }
 
 ThreadState* new_state() {
@@ -189,7 +192,7 @@ void commit_pending(ThreadState* t) {
   if (!t->pending.valid) return;
   PendingAlloc& a = t->pending;
   a.valid = false;
-  format::Site site = {a.size, a.count, a.type_tag, a.call_site};
+  format::Site site = {a.size, a.count, a.type_tag, a.call_site, a.node};
   uint32_t id = site_number(t, site);
   reserve_record(t);
   emit_time(t, a.time_us);
@@ -231,6 +234,16 @@ void emit_retype(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t typ
   p = put_varint(p, elem_size);
   p = put_varint(p, offset);
   p = put_varint(p, cookie_word);
+  t->used = static_cast<size_t>(p - t->buffer);
+}
+
+void emit_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site) {
+  reserve_record(t);
+  uint8_t* p = tail(t);
+  p = put_varint(p, format::control_record_head(format::ControlOp::kNode));
+  p = put_varint(p, parent);
+  p = put_varint(p, function);
+  p = put_varint(p, call_site);
   t->used = static_cast<size_t>(p - t->buffer);
 }
 

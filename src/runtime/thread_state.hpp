@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "../format/profile_format.hpp"
+#include "call_context.hpp"
 #include "spinlock.hpp"
 
 namespace heaptype {
@@ -39,6 +40,7 @@ struct PendingAlloc {
   uintptr_t type_tag;
   uint64_t count;
   uint64_t time_us;
+  uint32_t node;             // calling-context node
   bool valid;
 };
 
@@ -57,6 +59,7 @@ struct ThreadState {
   uint64_t last_time_us;
   SiteTable sites;
   PendingAlloc pending;
+  CallContext context;
   uint64_t allocations;
   uint64_t frees;
   uint64_t untracked_frees;
@@ -78,6 +81,8 @@ void emit_free(ThreadState* t, uint32_t thread, uint64_t number, uint64_t time_u
 // A type for a block that was committed untyped (see ControlOp::kRetype).
 void emit_retype(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t elem_size,
                  uint64_t offset, uint64_t cookie_word, uint64_t time_us);
+// A new calling-context node of this thread (see call_context.hpp).
+void emit_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site);
 // heaptype::tag<T>(p, n) on a tracked block: its type from now on.
 void emit_name(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t count,
                uint64_t time_us);

@@ -1,5 +1,6 @@
 #include "tracker.hpp"
 
+#include "call_context.hpp"
 #include "clock.hpp"
 #include "registry.hpp"
 #include "thread_state.hpp"
@@ -42,12 +43,13 @@ void record_replaced(ThreadState* t, uint64_t stale_owner) {
 }
 
 void register_block(ThreadState* t, uintptr_t address, uint64_t size, uintptr_t call_site,
-                    uintptr_t type_tag, uint64_t count) {
+                    uintptr_t caller_sp, uintptr_t type_tag, uint64_t count) {
   uint64_t now = now_us();
   commit_pending(t);
   uint64_t stale = registry_insert(address, make_owner(t->number, t->next_alloc_number++));
   if (stale) record_replaced(t, stale);
-  t->pending = {address, size, call_site, type_tag, count, now, true};
+  uint32_t node = allocation_context(t, call_site, caller_sp);
+  t->pending = {address, size, call_site, type_tag, count, now, node, true};
 }
 
 // Does a new-expression's result `p` belong to the block at `block`? It does if it
@@ -75,10 +77,11 @@ inline size_t cookie_size(size_t elem_align) {
 
 }  // namespace
 
-void on_alloc(void* p, size_t size, uintptr_t call_site) {
+void on_alloc(void* p, size_t size, uintptr_t call_site, uintptr_t caller_sp) {
   if (!runtime_active() || !g_recording.load(std::memory_order_relaxed)) return;
   ThreadScope scope(true);
-  if (ThreadState* t = scope.get()) register_block(t, reinterpret_cast<uintptr_t>(p), size, call_site, 0, 0);
+  if (ThreadState* t = scope.get())
+    register_block(t, reinterpret_cast<uintptr_t>(p), size, call_site, caller_sp, 0, 0);
 }
 
 uint64_t detach_block(void* p) {
@@ -113,14 +116,15 @@ void on_free(void* p) {
   emit_free(t, owner_thread(owner), owner_number(owner), now_us());
 }
 
-void on_realloc_done(uint64_t old_owner, void* old, void* p, size_t size, uintptr_t call_site) {
+void on_realloc_done(uint64_t old_owner, void* old, void* p, size_t size, uintptr_t call_site,
+                     uintptr_t caller_sp) {
   if (!p && size) {
     // Failed: `old` was not released; it is tracked again under its own record.
     if (old_owner) registry_insert(reinterpret_cast<uintptr_t>(old), old_owner);
     return;
   }
   if (old_owner) record_free(old_owner);
-  if (p) on_alloc(p, size, call_site);
+  if (p) on_alloc(p, size, call_site, caller_sp);
 }
 
 void on_tag_new(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t elem_align) {
@@ -177,7 +181,8 @@ void on_tag_block(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t 
   // Memory HeapType never saw (malloc before start(), a pool): it becomes a
   // tracked block, until heaptype::untag() releases it.
   if (!g_recording.load(std::memory_order_relaxed)) return;
-  register_block(t, p, static_cast<uint64_t>(elem_size) * count, call_site, type_tag, count);
+  register_block(t, p, static_cast<uint64_t>(elem_size) * count, call_site,
+                 reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), type_tag, count);
   commit_pending(t);
 }
 

@@ -33,12 +33,15 @@ inline bool runtime_active() {
   return state == kUninitialized || state == kStarting ? ensure_initialized() == kActive : false;
 }
 
-void on_alloc(void* p, size_t size, uintptr_t call_site);
+// `caller_sp`: the allocating code's stack pointer (calling contexts use it to
+// drop frames that a longjmp or an exception left behind).
+void on_alloc(void* p, size_t size, uintptr_t call_site, uintptr_t caller_sp);
 void on_free(void* p);
 // realloc: detach the old block before glibc may hand its address to another
 // thread, then record the outcome (a failed realloc re-attaches it).
 uint64_t detach_block(void* p);
-void on_realloc_done(uint64_t old_owner, void* old, void* p, size_t size, uintptr_t call_site);
+void on_realloc_done(uint64_t old_owner, void* old, void* p, size_t size, uintptr_t call_site,
+                     uintptr_t caller_sp);
 // From the new-expression macro and the allocator shim: `p` is what the expression
 // (or allocate()) returned, possibly past an array cookie.
 void on_tag_new(const void* p, uintptr_t type_tag, size_t elem_size, size_t elem_align);

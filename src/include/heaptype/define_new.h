@@ -3,5 +3,5 @@
  * fenced region (code that declares its own operator new, third-party headers). */
 #ifdef __cplusplus
 #undef new
-#define new ::heaptype_new_trick{} * new
+#define new heaptype_new_trick{} * new
 #endif

@@ -1,10 +1,11 @@
 // heaptype/new.hpp: force-include this (`-include heaptype/new.hpp`) to type every
 // new-expression of a translation unit.
 //
-// `new T(...)` becomes `::heaptype_new_trick{} * new T(...)`; the operator* below
+// `new T(...)` becomes `heaptype_new_trick{} * new T(...)`; the operator* below
 // receives the T* the expression produced and reports heaptype::type_id<T> for it.
 // The trick struct lives in the global namespace, so argument-dependent lookup
-// finds the operator from any namespace, and `::new (p) T` still parses. Placement
+// finds the operator from any namespace, and `::new (p) T` becomes
+// `::heaptype_new_trick{} * new (p) T`, which still parses. Placement
 // new reports too, but the runtime only names blocks it tracks and has not named
 // yet, so it changes nothing.
 //

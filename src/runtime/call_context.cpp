@@ -1,0 +1,210 @@
+#include "call_context.hpp"
+
+#include <unwind.h>
+
+#include <cstring>
+
+#include "internal_memory.hpp"
+#include "thread_state.hpp"
+#include "tracker.hpp"
+
+namespace heaptype {
+namespace runtime {
+namespace {
+
+CallstackMode g_mode = CallstackMode::kAuto;
+constexpr int kMaxWalkedFrames = 128;
+
+bool ensure_nodes(CallContext& c) {
+  if (c.node_count < c.node_capacity) return true;
+  uint32_t capacity = c.node_capacity ? c.node_capacity * 2 : 1024;
+  ContextNode* nodes = static_cast<ContextNode*>(map_pages(capacity * sizeof(ContextNode)));
+  if (!nodes) return false;
+  if (c.nodes) {
+    std::memcpy(nodes, c.nodes, c.node_count * sizeof(ContextNode));
+    unmap_pages(c.nodes, c.node_capacity * sizeof(ContextNode));
+  }
+  c.nodes = nodes;
+  c.node_capacity = capacity;
+  if (c.node_count == 0) {  // the root
+    std::memset(&nodes[0], 0, sizeof(ContextNode));
+    c.node_count = 1;
+  }
+  return true;
+}
+
+// The child of `parent` for (function, call site), created and announced if new.
+// `locked`: whether the caller already holds the thread's lock.
+uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site, bool locked) {
+  CallContext& c = t->context;
+  if (!ensure_nodes(c)) return parent;
+  ContextNode& p = c.nodes[parent];
+  uint32_t hint = p.last_found;
+  if (hint && c.nodes[hint].function == function && c.nodes[hint].call_site == call_site) return hint;
+  for (uint32_t child = p.first_child; child; child = c.nodes[child].next_sibling) {
+    if (c.nodes[child].function == function && c.nodes[child].call_site == call_site) {
+      c.nodes[parent].last_found = child;
+      return child;
+    }
+  }
+  uint32_t id = c.node_count++;
+  ContextNode& n = c.nodes[id];
+  n.function = function;
+  n.call_site = call_site;
+  n.parent = parent;
+  n.first_child = 0;
+  n.last_found = 0;
+  n.next_sibling = c.nodes[parent].first_child;
+  c.nodes[parent].first_child = id;
+  c.nodes[parent].last_found = id;
+  if (!locked) t->lock.lock();
+  emit_node(t, parent, function, call_site);
+  if (!locked) t->lock.unlock();
+  return id;
+}
+
+bool ensure_frames(CallContext& c) {
+  if (c.frames) return true;
+  c.frames = static_cast<CallFrame*>(map_pages(kMaxShadowDepth * sizeof(CallFrame)));
+  return c.frames != nullptr;
+}
+
+inline uint32_t top_node(const CallContext& c) {
+  uint32_t stored = c.depth < kMaxShadowDepth ? c.depth : kMaxShadowDepth;
+  return stored ? c.frames[stored - 1].node : 0;
+}
+
+// Pops frames of functions that are gone: their stack pointer lies below `sp`.
+inline void prune_below(CallContext& c, uintptr_t sp) {
+  while (c.depth && c.depth <= kMaxShadowDepth && c.frames[c.depth - 1].stack_pointer < sp) --c.depth;
+}
+
+// Return addresses from the frame-pointer chain starting at `fp`.
+int walk_frame_pointers(uintptr_t fp, uintptr_t* out, int max) {
+  int n = 0;
+  while (fp && n < max) {
+    const uintptr_t* frame = reinterpret_cast<const uintptr_t*>(fp);
+    uintptr_t next = frame[0], ra = frame[1];
+    if (!ra) break;
+    out[n++] = ra;
+    if (next <= fp || next - fp > (uintptr_t{1} << 24) || (next & 7)) break;
+    fp = next;
+  }
+  return n;
+}
+
+struct UnwindState {
+  uintptr_t* out;
+  int n;
+  int max;
+};
+
+_Unwind_Reason_Code collect_frame(struct _Unwind_Context* context, void* arg) {
+  UnwindState* s = static_cast<UnwindState*>(arg);
+  uintptr_t ip = _Unwind_GetIP(context);
+  if (!ip || s->n >= s->max) return _URC_END_OF_STACK;
+  s->out[s->n++] = ip;
+  return _URC_NO_REASON;
+}
+
+// The node of a walked stack: frames outside in, after the allocation's own call.
+uint32_t node_from_walk(ThreadState* t, uintptr_t call_site, const uintptr_t* ras, int n) {
+  int start = 0;
+  while (start < n && ras[start] != call_site) ++start;
+  uint32_t node = 0;
+  for (int i = n - 1; i > start; --i) node = child_node(t, node, 0, ras[i], true);
+  return node;
+}
+
+}  // namespace
+
+void set_callstack_mode(CallstackMode mode) { g_mode = mode; }
+CallstackMode callstack_mode() { return g_mode; }
+
+uint32_t allocation_context(ThreadState* t, uintptr_t call_site, uintptr_t caller_sp) {
+  CallContext& c = t->context;
+  switch (g_mode) {
+    case CallstackMode::kNone:
+      return 0;
+    case CallstackMode::kAuto:
+    case CallstackMode::kInstrument:
+      if (!c.hooks_seen) return 0;
+      prune_below(c, caller_sp);
+      return top_node(c);
+    case CallstackMode::kFramePointer: {
+      uintptr_t ras[kMaxWalkedFrames];
+      int n = walk_frame_pointers(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), ras, kMaxWalkedFrames);
+      return node_from_walk(t, call_site, ras, n);
+    }
+    case CallstackMode::kUnwind: {
+      uintptr_t ras[kMaxWalkedFrames];
+      UnwindState s = {ras, 0, kMaxWalkedFrames};
+      _Unwind_Backtrace(collect_frame, &s);
+      return node_from_walk(t, call_site, ras, s.n);
+    }
+  }
+  return 0;
+}
+
+void reset_call_context(ThreadState* t) {
+  CallContext& c = t->context;
+  c.depth = 0;
+  c.node_count = c.nodes ? 1 : 0;
+  if (c.nodes) std::memset(&c.nodes[0], 0, sizeof(ContextNode));
+}
+
+}  // namespace runtime
+}  // namespace heaptype
+
+namespace rt = heaptype::runtime;
+
+extern "C" {
+
+__attribute__((visibility("default"), no_instrument_function)) void __cyg_profile_func_enter(void* function,
+                                                                                              void* call_site) {
+  if (!rt::runtime_active() || rt::callstack_mode() == rt::CallstackMode::kNone) return;
+  rt::ThreadState* t = rt::this_thread_state();
+  if (!t) return;
+  rt::CallContext& c = t->context;
+  if (c.in_hook || !rt::ensure_frames(c)) return;
+  c.in_hook = true;
+  c.hooks_seen = true;
+  uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16;
+  // Frames below this function's stack pointer were left without an exit. (Equal
+  // is not enough: a function inlined into its caller shares the caller's.)
+  rt::prune_below(c, sp);
+  if (c.depth < rt::kMaxShadowDepth) {
+    uint32_t node = rt::child_node(t, rt::top_node(c), reinterpret_cast<uintptr_t>(function),
+                                   reinterpret_cast<uintptr_t>(call_site), false);
+    c.frames[c.depth] = {reinterpret_cast<uintptr_t>(function), reinterpret_cast<uintptr_t>(call_site), sp, node};
+  }
+  ++c.depth;
+  c.in_hook = false;
+}
+
+__attribute__((visibility("default"), no_instrument_function)) void __cyg_profile_func_exit(void* function,
+                                                                                             void*) {
+  rt::ThreadState* t = rt::this_thread_state_if_any();
+  if (!t) return;
+  rt::CallContext& c = t->context;
+  if (c.in_hook || !c.depth) return;
+  if (c.depth > rt::kMaxShadowDepth) {
+    --c.depth;
+    return;
+  }
+  uintptr_t fn = reinterpret_cast<uintptr_t>(function);
+  if (c.frames[c.depth - 1].function == fn) {
+    --c.depth;
+    return;
+  }
+  // An exit hook was skipped (longjmp, or unwinding without exit hooks): find this
+  // function's frame and pop everything above it too.
+  for (uint32_t d = c.depth - 1; d > 0; --d) {
+    if (c.frames[d - 1].function == fn) {
+      c.depth = d - 1;
+      return;
+    }
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,62 @@
+// control.cpp: heaptype::dump() in the middle of a run, and fork().
+//
+// Usage:
+//   control dump SNAPSHOT   10 x new Before (live); dump(SNAPSHOT); then 20 x new
+//                           After (live) and 5 of the Before deleted. Exit status 3
+//                           if dump() reported failure.
+//   control fork            3 x new ParentT (live); fork(); the child does 11 x new
+//                           ChildT, deletes 7 of them and one inherited ParentT, then
+//                           exit(0); the parent waits, prints "child <pid>" and does
+//                           2 x new AfterFork (live). Exit status 4 if the child failed.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+static inline void keep(const void* p) { asm volatile("" : : "g"(p) : "memory"); }
+
+struct Before { long v[4]; };
+struct After { long v[5]; };
+struct ParentT { long v[6]; };
+struct ChildT { long v[7]; };
+struct AfterFork { long v[8]; };
+
+static_assert(sizeof(Before) == 32 && sizeof(After) == 40 && sizeof(ParentT) == 48 &&
+              sizeof(ChildT) == 56 && sizeof(AfterFork) == 64, "");
+
+static int run_dump(const char* snapshot) {
+  Before* before[10];
+  for (Before*& b : before) keep(b = new Before);
+  if (!heaptype::dump(snapshot)) return 3;
+  for (int i = 0; i < 20; ++i) keep(new After);
+  for (int i = 0; i < 5; ++i) delete before[i];
+  return 0;
+}
+
+static int run_fork() {
+  ParentT* parent[3];
+  for (ParentT*& p : parent) keep(p = new ParentT);
+  std::fflush(stdout);
+  pid_t child = fork();
+  if (child < 0) return 5;
+  if (child == 0) {
+    ChildT* made[11];
+    for (ChildT*& c : made) keep(c = new ChildT);
+    for (int i = 0; i < 7; ++i) delete made[i];
+    delete parent[0];
+    std::exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::printf("child %d\n", static_cast<int>(child));
+  for (int i = 0; i < 2; ++i) keep(new AfterFork);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 4;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "dump") == 0) return run_dump(argv[2]);
+  if (argc == 2 && std::strcmp(argv[1], "fork") == 0) return run_fork();
+  return 2;
+}

@@ -1,0 +1,67 @@
+// workload.cpp: a program with exactly known heap figures per type, for budget tests.
+//
+// Arguments are key=value words, applied in order:
+//
+//   small=N    N Small  (16 B) all live at once, then freed: peak 16*N, bytes 16*N
+//   medium=N   N Medium (32 B) likewise:                      peak 32*N
+//   large=N    N Large  (64 B) likewise:                      peak 64*N
+//   leak=N     N Leaky  (24 B) never freed:                   leaked 24*N
+//   vector=N   a std::vector<Elem> (8 B) reserved to N elements, then freed: one block
+//   map=N      a std::map<int, int> of N nodes, then freed: N std::_Rb_tree_node<...>
+//   malloc=N   N malloc(1000) blocks, untyped, all live at once, then freed
+//   crash=1    abort() right there (SIGABRT): the profile is cut short
+//   exit=N     exit with status N right there (after flushing)
+//
+// It prints one line on stdout, as most programs do (glibc keeps stdout's buffer,
+// untyped, live at exit).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <vector>
+
+struct Small { long a, b; };
+struct Medium { long a[4]; };
+struct Large { long a[8]; };
+struct Leaky { long a[3]; };
+struct Elem { long a; };
+static_assert(sizeof(Small) == 16 && sizeof(Medium) == 32 && sizeof(Large) == 64, "");
+static_assert(sizeof(Leaky) == 24, "");
+
+static inline void keep(const void* p) { asm volatile("" : : "g"(p) : "memory"); }
+
+template <class T> static void live_then_free(long n) {
+  T** slots = static_cast<T**>(std::malloc(sizeof(T*) * (n ? n : 1)));  // untyped bookkeeping
+  for (long i = 0; i < n; ++i) { slots[i] = new T(); keep(slots[i]); }
+  for (long i = 0; i < n; ++i) delete slots[i];
+  std::free(slots);
+}
+
+int main(int argc, char** argv) {
+  long total = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char* eq = std::strchr(argv[i], '=');
+    if (!eq) { std::fprintf(stderr, "workload: bad argument %s\n", argv[i]); return 2; }
+    const size_t len = static_cast<size_t>(eq - argv[i]);
+    auto is = [&](const char* key) { return std::strlen(key) == len && !std::strncmp(argv[i], key, len); };
+    long n = std::atol(eq + 1);
+    total += n;
+    if (is("small")) live_then_free<Small>(n);
+    else if (is("medium")) live_then_free<Medium>(n);
+    else if (is("large")) live_then_free<Large>(n);
+    else if (is("leak")) { for (long k = 0; k < n; ++k) keep(new Leaky()); }
+    else if (is("vector")) { std::vector<Elem> v; v.reserve(n); keep(v.data()); }
+    else if (is("map")) { std::map<int, int> m; for (long k = 0; k < n; ++k) m.emplace(static_cast<int>(k), 0); keep(&m); }
+    else if (is("malloc")) {
+      void** blocks = static_cast<void**>(std::malloc(sizeof(void*) * (n ? n : 1)));
+      for (long k = 0; k < n; ++k) { blocks[k] = std::malloc(1000); keep(blocks[k]); }
+      for (long k = 0; k < n; ++k) std::free(blocks[k]);
+      std::free(blocks);
+    }
+    else if (is("crash")) { std::fflush(stdout); std::abort(); }
+    else if (is("exit")) { std::printf("workload: exit %ld\n", n); std::exit(static_cast<int>(n)); }
+    else { std::fprintf(stderr, "workload: unknown argument %s\n", argv[i]); return 2; }
+  }
+  std::printf("workload: done (%ld)\n", total);
+  return 0;
+}

@@ -1,5 +1,5 @@
 # heaptype_instrument(<target>
-#     [CALLSTACK instrument|frame-pointer|none]   calling contexts (default none)
+#     [CALLSTACK instrument|frame-pointer|none]   calling contexts (default instrument)
 #     [TYPES ON|OFF]          type every new-expression (force-included heaptype/new.hpp)
 #     [STL_TYPES ON|OFF]      type std::allocator allocations (libstdc++ shim)
 #     [MAP_FILE ON|OFF]       write <binary>.map, to name types of stripped binaries
@@ -102,7 +102,7 @@ function(heaptype_instrument target)
     endif()
   endforeach()
   if(NOT DEFINED HT_CALLSTACK)
-    set(HT_CALLSTACK none)
+    set(HT_CALLSTACK instrument)
   endif()
   if(NOT HT_CALLSTACK MATCHES "^(instrument|frame-pointer|none)$")
     message(FATAL_ERROR "heaptype_instrument(${target}): CALLSTACK takes instrument, frame-pointer "

@@ -50,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--shared", action="store_true", help="with --ldflags: link the shared runtime")
     parser.add_argument("--no-stl-types", action="store_true",
                         help="with --cflags: leave std::allocator untyped (no libstdc++ shim)")
+    parser.add_argument("--callstack", choices=flags.CALLSTACK_MODES, default="instrument",
+                        help="with --cflags: how allocations get their calling context "
+                             "(default: instrument, -finstrument-functions without system headers)")
+    parser.add_argument("--cxx", dest="flags_cxx", metavar="COMPILER",
+                        help="with --cflags: the compiler the flags are for (default: $CXX or g++)")
     parser.add_argument("--include-dir", action="store_true", help="print the public header directory")
     parser.add_argument("--lib-dir", action="store_true", help="print the runtime library directory")
     parser.add_argument("--cmake-dir", "--cmakedir", action="store_true", dest="cmake_dir",
@@ -91,7 +96,8 @@ def print_build_info(args) -> int:
     flags.check_installed()
     out = []
     if args.cflags:
-        out += flags.compile_flags(stl_types=not args.no_stl_types)
+        out += flags.compile_flags(stl_types=not args.no_stl_types, callstack=args.callstack,
+                                   cxx=args.flags_cxx)
     if args.ldflags:
         out += flags.link_flags(shared=args.shared)
     if out:

@@ -7,6 +7,10 @@ The flag lists live in ``flags.json`` beside this file: one source of truth that
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import subprocess
 from functools import lru_cache
 from pathlib import Path
 
@@ -43,8 +47,51 @@ def _expand(options: list[list[str]], **extra: str) -> list[str]:
     return [token.format(**places) for option in options for token in option]
 
 
-def compile_flags(*, types: bool = True, stl_types: bool = True, debug: bool = True) -> list[str]:
-    """Flags for every compile of a profiled program."""
+CALLSTACK_MODES = ("instrument", "frame-pointer", "none")
+
+
+def default_compiler() -> str:
+    return os.environ.get("CXX") or "g++"
+
+
+@lru_cache(maxsize=None)
+def compiler_family(cxx: str) -> str:
+    """"GNU" or "Clang": the two flag dialects of flags.json."""
+    name = Path(cxx).name
+    if "clang" in name:
+        return "Clang"
+    try:
+        version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "GNU"
+    return "Clang" if "clang" in version.lower() else "GNU"
+
+
+@lru_cache(maxsize=None)
+def system_include_dirs(cxx: str) -> tuple[str, ...]:
+    """The compiler's own include directories: code inlined from them (the standard
+    library) is not instrumented, which keeps -finstrument-functions cheap."""
+    if not shutil.which(cxx):
+        return ("/usr/include", "/usr/lib/gcc")
+    result = subprocess.run([cxx, "-E", "-x", "c++", "-v", os.devnull], capture_output=True, text=True)
+    block = re.search(r"#include <\.\.\.> search starts here:\n(.*?)End of search list", result.stderr, re.S)
+    dirs = [line.strip() for line in block.group(1).splitlines()] if block else []
+    return tuple(os.path.normpath(d) for d in dirs if d) or ("/usr/include",)
+
+
+def callstack_flags(mode: str = "instrument", cxx: str | None = None) -> list[str]:
+    """Flags that give allocations their calling context (see flags.json)."""
+    if mode not in CALLSTACK_MODES:
+        raise ValueError(f"unknown call stack mode {mode!r}: use one of {', '.join(CALLSTACK_MODES)}")
+    cxx = cxx or default_compiler()
+    exclude = ",".join([*system_include_dirs(cxx), str(include_dir())])
+    return _expand(_table()["callstack"][mode][compiler_family(cxx)], exclude=exclude)
+
+
+def compile_flags(*, types: bool = True, stl_types: bool = True, debug: bool = True,
+                  callstack: str = "instrument", cxx: str | None = None) -> list[str]:
+    """Flags for every compile of a profiled program (for compiler `cxx`, default
+    $CXX or g++)."""
     table = _table()["compile"]
     options = list(table["headers"])
     if types:
@@ -53,7 +100,7 @@ def compile_flags(*, types: bool = True, stl_types: bool = True, debug: bool = T
         options += table["stl_types"]
     if debug:
         options += table["debug"]
-    return _expand(options)
+    return _expand(options) + callstack_flags(callstack, cxx)
 
 
 def link_flags(*, shared: bool = False) -> list[str]:

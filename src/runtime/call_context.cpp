@@ -33,17 +33,30 @@ bool ensure_nodes(CallContext& c) {
   return true;
 }
 
+inline ChildCacheEntry& cache_entry(CallContext& c, uint32_t parent, uintptr_t function, uintptr_t call_site) {
+  uint64_t h = (parent * 0x9E3779B97F4A7C15ull) ^ (function * 0xC2B2AE3D27D4EB4Full) ^ call_site;
+  h ^= h >> 29;
+  return c.cache[(h * 0x165667B19E3779F9ull) >> (64 - 12)];
+}
+
 // The child of `parent` for (function, call site), created and announced if new.
 // `locked`: whether the caller already holds the thread's lock.
 uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site, bool locked) {
   CallContext& c = t->context;
   if (!ensure_nodes(c)) return parent;
+  ChildCacheEntry& cached = cache_entry(c, parent, function, call_site);
+  if (cached.child && cached.parent == parent && cached.function == function && cached.call_site == call_site)
+    return cached.child;
   ContextNode& p = c.nodes[parent];
   uint32_t hint = p.last_found;
-  if (hint && c.nodes[hint].function == function && c.nodes[hint].call_site == call_site) return hint;
+  if (hint && c.nodes[hint].function == function && c.nodes[hint].call_site == call_site) {
+    cached = {function, call_site, parent, hint};
+    return hint;
+  }
   for (uint32_t child = p.first_child; child; child = c.nodes[child].next_sibling) {
     if (c.nodes[child].function == function && c.nodes[child].call_site == call_site) {
       c.nodes[parent].last_found = child;
+      cached = {function, call_site, parent, child};
       return child;
     }
   }
@@ -57,6 +70,7 @@ uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr
   n.next_sibling = c.nodes[parent].first_child;
   c.nodes[parent].first_child = id;
   c.nodes[parent].last_found = id;
+  cached = {function, call_site, parent, id};
   if (!locked) t->lock.lock();
   emit_node(t, parent, function, call_site);
   if (!locked) t->lock.unlock();
@@ -64,7 +78,9 @@ uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr
 }
 
 bool ensure_frames(CallContext& c) {
-  if (c.frames) return true;
+  if (__builtin_expect(c.frames != nullptr, 1)) return true;
+  c.cache = static_cast<ChildCacheEntry*>(map_pages(kChildCacheSize * sizeof(ChildCacheEntry)));
+  if (!c.cache) return false;
   c.frames = static_cast<CallFrame*>(map_pages(kMaxShadowDepth * sizeof(CallFrame)));
   return c.frames != nullptr;
 }
@@ -118,7 +134,12 @@ uint32_t node_from_walk(ThreadState* t, uintptr_t call_site, const uintptr_t* ra
 
 }  // namespace
 
-void set_callstack_mode(CallstackMode mode) { g_mode = mode; }
+bool g_hooks_enabled = true;
+
+void set_callstack_mode(CallstackMode mode) {
+  g_mode = mode;
+  g_hooks_enabled = mode == CallstackMode::kAuto || mode == CallstackMode::kInstrument;
+}
 CallstackMode callstack_mode() { return g_mode; }
 
 uint32_t allocation_context(ThreadState* t, uintptr_t call_site, uintptr_t caller_sp) {
@@ -151,6 +172,7 @@ void reset_call_context(ThreadState* t) {
   c.depth = 0;
   c.node_count = c.nodes ? 1 : 0;
   if (c.nodes) std::memset(&c.nodes[0], 0, sizeof(ContextNode));
+  if (c.cache) std::memset(c.cache, 0, kChildCacheSize * sizeof(ChildCacheEntry));
 }
 
 }  // namespace runtime
@@ -158,33 +180,66 @@ void reset_call_context(ThreadState* t) {
 
 namespace rt = heaptype::runtime;
 
-extern "C" {
+namespace heaptype {
+namespace runtime {
+namespace {
 
-__attribute__((visibility("default"), no_instrument_function)) void __cyg_profile_func_enter(void* function,
-                                                                                              void* call_site) {
-  if (!rt::runtime_active() || rt::callstack_mode() == rt::CallstackMode::kNone) return;
-  rt::ThreadState* t = rt::this_thread_state();
+// The enter hook's slow path: first use on a thread, stale frames to drop, a
+// call not seen at this depth just before.
+__attribute__((no_instrument_function, noinline)) void enter_slow(uintptr_t function, uintptr_t call_site,
+                                                                   uintptr_t sp) {
+  if (!runtime_active() || !g_hooks_enabled) return;
+  ThreadState* t = this_thread_state();
   if (!t) return;
-  rt::CallContext& c = t->context;
-  if (c.in_hook || !rt::ensure_frames(c)) return;
+  CallContext& c = t->context;
+  if (c.in_hook || !ensure_frames(c)) return;
   c.in_hook = true;
   c.hooks_seen = true;
-  uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16;
   // Frames below this function's stack pointer were left without an exit. (Equal
   // is not enough: a function inlined into its caller shares the caller's.)
-  rt::prune_below(c, sp);
-  if (c.depth < rt::kMaxShadowDepth) {
-    uint32_t node = rt::child_node(t, rt::top_node(c), reinterpret_cast<uintptr_t>(function),
-                                   reinterpret_cast<uintptr_t>(call_site), false);
-    c.frames[c.depth] = {reinterpret_cast<uintptr_t>(function), reinterpret_cast<uintptr_t>(call_site), sp, node};
+  prune_below(c, sp);
+  if (c.depth < kMaxShadowDepth) {
+    uint32_t parent = top_node(c);
+    uint32_t node = child_node(t, parent, function, call_site, false);
+    c.frames[c.depth] = {function, call_site, sp, node, parent};
   }
   ++c.depth;
   c.in_hook = false;
 }
 
+}  // namespace
+}  // namespace runtime
+}  // namespace heaptype
+
+extern "C" {
+
+__attribute__((visibility("default"), no_instrument_function)) void __cyg_profile_func_enter(void* function,
+                                                                                              void* call_site) {
+  uintptr_t fn = reinterpret_cast<uintptr_t>(function), cs = reinterpret_cast<uintptr_t>(call_site);
+  uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16;
+  rt::ThreadState* t = rt::tls_thread_state;
+  if (__builtin_expect(!t || !t->context.frames || t->context.in_hook, 0)) return rt::enter_slow(fn, cs, sp);
+  rt::CallContext& c = t->context;
+  uint32_t d = c.depth;
+  if (__builtin_expect(d >= rt::kMaxShadowDepth, 0)) {
+    ++c.depth;
+    return;
+  }
+  rt::CallFrame* below = d ? &c.frames[d - 1] : nullptr;
+  if (below && below->stack_pointer < sp) return rt::enter_slow(fn, cs, sp);  // stale frames
+  uint32_t parent = below ? below->node : 0;
+  rt::CallFrame& f = c.frames[d];
+  if (f.function == fn && f.call_site == cs && f.parent == parent && f.node) {
+    f.stack_pointer = sp;  // the same call as the last one at this depth
+    c.depth = d + 1;
+    return;
+  }
+  rt::enter_slow(fn, cs, sp);
+}
+
 __attribute__((visibility("default"), no_instrument_function)) void __cyg_profile_func_exit(void* function,
                                                                                              void*) {
-  rt::ThreadState* t = rt::this_thread_state_if_any();
+  rt::ThreadState* t = rt::tls_thread_state;
   if (!t) return;
   rt::CallContext& c = t->context;
   if (c.in_hook || !c.depth) return;
@@ -193,7 +248,7 @@ __attribute__((visibility("default"), no_instrument_function)) void __cyg_profil
     return;
   }
   uintptr_t fn = reinterpret_cast<uintptr_t>(function);
-  if (c.frames[c.depth - 1].function == fn) {
+  if (__builtin_expect(c.frames[c.depth - 1].function == fn, 1)) {
     --c.depth;
     return;
   }

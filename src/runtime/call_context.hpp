@@ -35,6 +35,8 @@ struct CallFrame {
   uintptr_t call_site;
   uintptr_t stack_pointer;  // the instrumented function's stack pointer at entry
   uint32_t node;
+  uint32_t parent;          // the node below: a loop's next call at this depth
+                            // reuses `node` when function, call site and parent match
 };
 
 struct ContextNode {
@@ -47,6 +49,16 @@ struct ContextNode {
 };
 
 constexpr uint32_t kMaxShadowDepth = 1024;
+constexpr uint32_t kChildCacheSize = 4096;  // entries, a power of two
+
+// Direct-mapped cache of (parent, function, call site) -> child: a function that
+// calls several others in turn (a dispatch loop) finds each child in one probe.
+struct ChildCacheEntry {
+  uintptr_t function;
+  uintptr_t call_site;
+  uint32_t parent;
+  uint32_t child;  // 0: empty
+};
 
 // Per-thread state; lives in ThreadState, zero-initialised.
 struct CallContext {
@@ -54,10 +66,14 @@ struct CallContext {
   uint32_t depth;           // may exceed kMaxShadowDepth: deeper frames are counted only
   bool hooks_seen;
   volatile bool in_hook;    // a signal handler's hooks inside ours do nothing
+  ChildCacheEntry* cache;   // kChildCacheSize entries
   ContextNode* nodes;       // index 0 is the thread's root
   uint32_t node_count;
   uint32_t node_capacity;
 };
+
+// True while the enter hook should work (runtime active, mode uses the hooks).
+extern bool g_hooks_enabled;
 
 void set_callstack_mode(CallstackMode mode);
 CallstackMode callstack_mode();

@@ -13,6 +13,9 @@
 
 namespace heaptype {
 namespace runtime {
+
+__thread ThreadState* tls_thread_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
 namespace {
 
 using format::put_varint;
@@ -24,7 +27,6 @@ std::atomic<uint32_t> g_next_number{1};
 pthread_key_t g_exit_key;
 bool g_key_ready = false;
 
-__thread ThreadState* tls_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // --- site table ----------------------------------------------------------------------
 
@@ -157,7 +159,7 @@ void on_thread_exit(void* state) {
   flush_events(t);
   t->exited = true;
   t->lock.unlock();
-  tls_state = nullptr;
+  tls_thread_state = nullptr;
   LockGuard guard(g_list_lock);
   t->next_free = g_free;
   g_free = t;
@@ -165,13 +167,10 @@ void on_thread_exit(void* state) {
 
 }  // namespace
 
-ThreadState* this_thread_state_if_any() { return tls_state; }
-
-ThreadState* this_thread_state() {
-  if (ThreadState* t = tls_state) return t;
+ThreadState* create_thread_state() {
   ThreadState* t = new_state();
   if (!t) return nullptr;
-  tls_state = t;
+  tls_thread_state = t;
   if (g_key_ready) pthread_setspecific(g_exit_key, t);
   return t;
 }
@@ -285,7 +284,7 @@ void thread_states_reset_in_child() {
   // profile (which the parent will write): the child starts an empty stream.
   g_next_number.store(1);
   g_free = nullptr;
-  ThreadState* self = tls_state;
+  ThreadState* self = tls_thread_state;
   for (ThreadState* t = g_all; t; t = t->next) {
     if (t != self) {
       t->exited = true;

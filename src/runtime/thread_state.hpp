@@ -67,10 +67,17 @@ struct ThreadState {
   ThreadState* next_free;    // exited states, for reuse by new threads
 };
 
+extern __thread ThreadState* tls_thread_state __attribute__((tls_model("initial-exec")));
+
+ThreadState* create_thread_state();
+
 // The calling thread's state, created on first use; nullptr if out of memory.
-ThreadState* this_thread_state();
+inline ThreadState* this_thread_state() {
+  ThreadState* t = tls_thread_state;
+  return __builtin_expect(t != nullptr, 1) ? t : create_thread_state();
+}
 // The calling thread's state if it has one already.
-ThreadState* this_thread_state_if_any();
+inline ThreadState* this_thread_state_if_any() { return tls_thread_state; }
 
 // Runs `visit` on every state with its lock held.
 void for_each_thread_state(void (*visit)(ThreadState*, void*), void* context);

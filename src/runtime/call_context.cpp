@@ -167,6 +167,21 @@ uint32_t allocation_context(ThreadState* t, uintptr_t call_site, uintptr_t calle
   return 0;
 }
 
+void rebuild_call_context_after_fork(ThreadState* t) {
+  CallContext& c = t->context;
+  uint32_t depth = c.depth;
+  reset_call_context(t);
+  c.depth = depth;
+  uint32_t stored = depth < kMaxShadowDepth ? depth : kMaxShadowDepth;
+  uint32_t parent = 0;
+  for (uint32_t d = 0; d < stored; ++d) {
+    CallFrame& f = c.frames[d];
+    f.parent = parent;
+    f.node = child_node(t, parent, f.function, f.call_site, true);
+    parent = f.node;
+  }
+}
+
 void reset_call_context(ThreadState* t) {
   CallContext& c = t->context;
   c.depth = 0;

@@ -82,9 +82,13 @@ CallstackMode callstack_mode();
 // May write NODE records: call with the thread's lock held.
 uint32_t allocation_context(ThreadState* t, uintptr_t call_site, uintptr_t caller_sp);
 
-// A forked child's thread starts a new tree (the parent's nodes are in the
-// parent's profile).
+// Empties the thread's tree and shadow stack (a new or reused thread state).
 void reset_call_context(ThreadState* t);
+
+// A forked child starts a new tree (the parent's nodes are in the parent's
+// profile), but is still inside the functions on its shadow stack: their path is
+// created again in the new tree. Call with the thread's lock held.
+void rebuild_call_context_after_fork(ThreadState* t);
 
 }  // namespace runtime
 }  // namespace heaptype

@@ -6,6 +6,7 @@
 // and system calls. The profile is finished by a destructor that runs after the
 // program's static destructors; events after that are written through at once.
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -321,6 +322,15 @@ __attribute__((destructor)) static void heaptype_finish_at_exit() { rt::finish()
 
 extern "C" {
 
+
+// _exit() runs no destructors, and it is how a forked child usually ends: finish
+// the profile first, then leave exactly as glibc's _exit does.
+__attribute__((visibility("default"), noreturn)) void _exit(int status) {
+  rt::finish();
+  for (;;) syscall(SYS_exit_group, status);
+}
+
+__attribute__((visibility("default"), noreturn)) void _Exit(int status) { _exit(status); }
 
 __attribute__((visibility("default"))) void heaptype_start(void) {
   if (rt::ensure_initialized() == rt::kActive) rt::g_recording.store(true);

@@ -292,7 +292,12 @@ void thread_states_reset_in_child() {
       t->pending.valid = false;
     }
   }
-  if (self) reset_stream(self, g_next_number.fetch_add(1));
+  if (self) {
+    uint32_t depth = self->context.depth;  // the child is still inside these calls
+    reset_stream(self, g_next_number.fetch_add(1));
+    self->context.depth = depth;
+    rebuild_call_context_after_fork(self);
+  }
   for (ThreadState* t = g_all; t; t = t->next) t->lock.unlock();
   g_list_lock.unlock();
 }

@@ -35,7 +35,20 @@ static int run_dump(const char* snapshot) {
   return 0;
 }
 
-static int run_fork() {
+struct Singleton {
+  long state[3];
+};
+
+// `*new T`, the leaky-singleton idiom, must compile under the new macro and be typed.
+static int run_deref() {
+  static Singleton& one = *new Singleton;
+  one.state[0] = 1;
+  Singleton& two = *new Singleton[2];
+  delete[] &two;
+  return one.state[0] == 1 ? 0 : 3;
+}
+
+static int run_fork(bool quick_exit) {
   ParentT* parent[3];
   for (ParentT*& p : parent) keep(p = new ParentT);
   std::fflush(stdout);
@@ -46,6 +59,7 @@ static int run_fork() {
     for (ChildT*& c : made) keep(c = new ChildT);
     for (int i = 0; i < 7; ++i) delete made[i];
     delete parent[0];
+    if (quick_exit) _exit(0);  // no destructors: the usual end of a forked child
     std::exit(0);
   }
   int status = 0;
@@ -57,6 +71,8 @@ static int run_fork() {
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "dump") == 0) return run_dump(argv[2]);
-  if (argc == 2 && std::strcmp(argv[1], "fork") == 0) return run_fork();
+  if (argc == 2 && std::strcmp(argv[1], "fork") == 0) return run_fork(false);
+  if (argc == 2 && std::strcmp(argv[1], "fork_exit") == 0) return run_fork(true);
+  if (argc == 2 && std::strcmp(argv[1], "deref") == 0) return run_deref();
   return 2;
 }

@@ -368,10 +368,12 @@ def test_program_that_allocates_nothing_itself_writes_profile(cpp_programs, tmp_
 
 # --- 7. fork -----------------------------------------------------------------------------
 
-def test_fork_child_writes_its_own_profile(cpp_programs, tmp_path):
+@pytest.mark.parametrize("mode", ["fork", "fork_exit"])
+def test_fork_child_writes_its_own_profile(cpp_programs, tmp_path, mode):
+    """The child ends with exit() or with _exit(), which runs no destructors."""
     program = cpp_programs.program("control")
     output = tmp_path / "fork.htp"
-    done = run_profiled(program, output, "fork")
+    done = run_profiled(program, output, mode)
     assert done.returncode == 0, done.stderr
     child_pid = int(re.fullmatch(r"child (\d+)\n", done.stdout).group(1))
     child_path = tmp_path / f"fork.htp.{child_pid}"
@@ -390,6 +392,14 @@ def test_fork_child_writes_its_own_profile(cpp_programs, tmp_path):
     assert parent.pid != child_pid
     assert_rows(parent, {"ParentT": row(3, 3, 144, 144, 144, 3), "AfterFork": row(2, 2, 128, 128, 128, 2),
                          "ChildT": None})
+
+
+def test_deref_new_idiom_compiles_and_is_typed(cpp_programs, tmp_path):
+    output = tmp_path / "deref.htp"
+    done = run_profiled(cpp_programs.program("control"), output, "deref")
+    assert done.returncode == 0, done.stderr
+    profile = heaptype.load(output)
+    assert figures(profile, "Singleton") == row(2, 3, 3 * 24, 3 * 24, 24, 1)
 
 
 # --- 8. heaptype report -------------------------------------------------------------------

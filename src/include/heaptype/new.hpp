@@ -9,6 +9,10 @@
 // new reports too, but the runtime only names blocks it tracks and has not named
 // yet, so it changes nothing.
 //
+// Other unary operators applied directly to a new-expression do not survive the
+// macro: `delete new T` (which does nothing useful) and C-style casts such as
+// `(Base*)new Derived` fail to compile; write static_cast<Base*>(new Derived).
+//
 // The standard headers are included first: they spell `::operator new` and
 // placement new, which must not see the macro. Headers of other libraries that do
 // the same belong between heaptype/undef_new.h and heaptype/define_new.h.
@@ -21,11 +25,23 @@
 #include "heaptype.hpp"
 
 struct heaptype_new_trick {};
+struct heaptype_deref_new_trick {};
 
 template <class T>
 inline T* operator*(heaptype_new_trick, T* p) noexcept {
   heaptype_tag_new(p, ::heaptype::tag_of<T>(), sizeof(T), alignof(T));
   return p;
+}
+
+// `*new T` (as in `static Foo& f = *new Foo;`) becomes `*heaptype_new_trick{} * new T`,
+// which C++ reads as `(*heaptype_new_trick{}) * new T`: the unary * hands over to a
+// second trick whose binary * dereferences.
+inline heaptype_deref_new_trick operator*(heaptype_new_trick) noexcept { return {}; }
+
+template <class T>
+inline T& operator*(heaptype_deref_new_trick, T* p) noexcept {
+  heaptype_tag_new(p, ::heaptype::tag_of<T>(), sizeof(T), alignof(T));
+  return *p;
 }
 
 // Referenced from every translation unit: linking without libheaptype fails with

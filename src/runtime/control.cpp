@@ -46,6 +46,7 @@ const char kDefaultOutput[] = "heaptype.%e.%p.htp";
 __thread bool tls_initializing __attribute__((tls_model("initial-exec"))) = false;
 bool g_finished = false;
 bool g_atfork_installed = false;
+pid_t g_pid = 0;  // the process this runtime state belongs to
 char g_output_pattern[4096];
 
 void say(const char* a, const char* b = "", const char* c = "", const char* d = "") {
@@ -215,6 +216,7 @@ void fork_child() {
   expand_output_path(g_output_pattern, true, path, sizeof path);
   writer_open_later(path, kClockTickNs);
   g_finished = false;
+  g_pid = getpid();
 }
 
 CallstackMode callstack_mode_from_env() {
@@ -230,6 +232,7 @@ CallstackMode callstack_mode_from_env() {
 
 int start_up() {
   if (env_flag("HEAPTYPE_DISABLE")) return kDisabled;
+  g_pid = getpid();
   const char* start = getenv("HEAPTYPE_START");
   if (start && (std::strcmp(start, "stopped") == 0 || std::strcmp(start, "0") == 0))
     g_recording.store(false);
@@ -277,6 +280,8 @@ int ensure_initialized() {
 }
 
 bool finished() { return g_finished; }
+
+bool owns_this_process() { return getpid() == g_pid; }
 
 void finish() {
   if (g_state.load(std::memory_order_acquire) != kActive || g_finished) return;
@@ -326,7 +331,9 @@ extern "C" {
 // _exit() runs no destructors, and it is how a forked child usually ends: finish
 // the profile first, then leave exactly as glibc's _exit does.
 __attribute__((visibility("default"), noreturn)) void _exit(int status) {
-  rt::finish();
+  // A vfork() child shares the parent's memory and ran no fork handlers: finishing
+  // the profile there would finish the parent's.
+  if (rt::owns_this_process()) rt::finish();
   for (;;) syscall(SYS_exit_group, status);
 }
 

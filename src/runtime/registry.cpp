@@ -22,6 +22,12 @@ using Leaf = std::atomic<uint64_t>;
 
 std::atomic<Leaf*>* g_directory = nullptr;
 
+// The regions that have a leaf, so that finishing visits them without scanning
+// the directory. 48-bit address space / 64 MiB regions bounds the count.
+constexpr size_t kMaxLeaves = 4096;
+std::atomic<uint32_t> g_leaf_regions[kMaxLeaves];
+std::atomic<size_t> g_leaf_count{0};
+
 void* reserve(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
@@ -40,7 +46,11 @@ Leaf* leaf_for_insert(uintptr_t address) {
   if (__builtin_expect(leaf != nullptr, 1)) return leaf;
   Leaf* fresh = static_cast<Leaf*>(reserve(kLeafBytes));
   if (!fresh) return nullptr;
-  if (slot.compare_exchange_strong(leaf, fresh, std::memory_order_acq_rel)) return fresh;
+  if (slot.compare_exchange_strong(leaf, fresh, std::memory_order_acq_rel)) {
+    size_t index = g_leaf_count.fetch_add(1);
+    if (index < kMaxLeaves) g_leaf_regions[index].store(static_cast<uint32_t>(region_of(address)));
+    return fresh;
+  }
   munmap(fresh, kLeafBytes);  // another thread installed this leaf first
   return leaf;
 }
@@ -48,16 +58,11 @@ Leaf* leaf_for_insert(uintptr_t address) {
 template <class F>
 void for_each_leaf(F&& f) {
   if (!g_directory) return;
-  for (size_t r = 0; r < kDirectorySize; ++r) {
-    // Skip directory pages that were never touched without faulting them in.
-    if (r % (4096 / sizeof(void*)) == 0) {
-      unsigned char resident = 0;
-      if (mincore(reinterpret_cast<void*>(g_directory + r), 4096, &resident) == 0 && !(resident & 1)) {
-        r += 4096 / sizeof(void*) - 1;
-        continue;
-      }
-    }
-    if (Leaf* leaf = g_directory[r].load(std::memory_order_acquire)) f(r, leaf);
+  size_t count = g_leaf_count.load();
+  if (count > kMaxLeaves) count = kMaxLeaves;
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t region = g_leaf_regions[i].load();
+    if (Leaf* leaf = g_directory[region].load(std::memory_order_acquire)) f(region, leaf);
   }
 }
 

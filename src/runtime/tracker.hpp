@@ -24,6 +24,8 @@ extern std::atomic<bool> g_recording;  // start()/stop(): new allocations are re
 int ensure_initialized();
 // True once the profile has been finished at exit: later events go out at once.
 bool finished();
+// False in a vfork() child, which shares the parent's runtime state.
+bool owns_this_process();
 void finish();
 bool dump(const char* path);
 

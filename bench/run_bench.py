@@ -282,6 +282,27 @@ class HeapType(Tool):
                 "complete": rep.get("complete"), "warnings": rep.get("warnings", [])}
 
 
+class HeapTypeTypesOnly(HeapType):
+    """HeapType without calling contexts (heaptype --cflags --callstack none)."""
+    key = "heaptype_types"
+
+    def check(self):
+        super().check()
+        self.name = f"{self.name} types only"
+
+    def command(self, args, out):
+        return [self.ctx.heaptype_types_bin] + args
+
+
+class PlainInstrumented(Tool):
+    """The program with -finstrument-functions and glibc's empty hooks: the floor
+    that any instrumentation-based call stack starts from."""
+    key, name = "plain_hooks", "plain + empty hooks"
+
+    def command(self, args, out):
+        return [self.ctx.plain_hooks_bin] + args
+
+
 class Heaptrack(Tool):
     key, name = "heaptrack", "heaptrack"
 
@@ -440,24 +461,35 @@ def build(ctx, cxx, cxx_name, source, work):
         raise BenchError("heaptype: not found on PATH; install the package with `pip install .` "
                          "from the repository root")
     flags = {}
-    for opt in ("--cflags", "--ldflags"):
-        rc, out = capture([ctx.heaptype_cli, opt])
+    for opt in ("--cflags", "--ldflags", "--cflags --callstack none"):
+        rc, out = capture([ctx.heaptype_cli, *opt.split(), "--cxx", cxx])
         if rc != 0:
             raise BenchError(f"`heaptype {opt}` failed (exit {rc}):\n{out[-2000:]}")
         flags[opt] = shlex.split(out)
     cflags, ldflags = flags["--cflags"], flags["--ldflags"]
+    types_cflags = flags["--cflags --callstack none"]
+    # The instrumentation flags alone, for the empty-hooks build.
+    hook_flags = [f for f in cflags if f.startswith("-finstrument-functions")]
     ctx.installed = [ctx.heaptype_cli] + [f for f in ldflags if f.endswith((".a", ".so"))]
     ctx.plain_bin = os.path.join(work, "alloc_bench_plain")
     ctx.heaptype_bin = os.path.join(work, "alloc_bench_heaptype")
+    ctx.heaptype_types_bin = os.path.join(work, "alloc_bench_heaptype_types")
+    ctx.plain_hooks_bin = os.path.join(work, "alloc_bench_plain_hooks")
     builds = {
         "plain": [cxx, "-O2", "-g", source, "-o", ctx.plain_bin],
+        "plain_hooks": [cxx, "-O2", "-g"] + hook_flags + [source, "-o", ctx.plain_hooks_bin],
         "heaptype": [cxx, "-O2", "-g"] + cflags + [source] + ldflags + ["-o", ctx.heaptype_bin],
+        "heaptype_types": [cxx, "-O2", "-g"] + types_cflags + [source] + ldflags + ["-o", ctx.heaptype_types_bin],
     }
     shown = {
         "plain": f"{cxx_name} -O2 -g {shlex.quote(source)} -o alloc_bench_plain",
+        "plain_hooks": f"{cxx_name} -O2 -g {shlex.join(hook_flags)} {shlex.quote(source)} -o alloc_bench_plain_hooks",
         "heaptype": f"{cxx_name} -O2 -g $(heaptype --cflags) {shlex.quote(source)} "
                     f"$(heaptype --ldflags) -o alloc_bench_heaptype",
+        "heaptype_types": f"{cxx_name} -O2 -g $(heaptype --cflags --callstack none) {shlex.quote(source)} "
+                          f"$(heaptype --ldflags) -o alloc_bench_heaptype_types",
     }
+    ctx.hook_flags, ctx.ldflags, ctx.cxx = hook_flags, ldflags, cxx
     ctx.flags = {"cflags": shlex.join(cflags), "ldflags": shlex.join(ldflags)}
     runner_src = os.path.join(work, "runner.cpp")
     with open(runner_src, "w") as f:
@@ -474,8 +506,7 @@ def build(ctx, cxx, cxx_name, source, work):
         if rc != 0:
             raise BenchError(f"build failed ({key}): {shlex.join(cmd)}\n{out[-3000:]}")
         info[key] = {"command": cmd, "shown": shown[key], "seconds": time.perf_counter() - t0,
-                     "binary_bytes": os.path.getsize(ctx.plain_bin if key == "plain"
-                                                     else ctx.heaptype_bin)}
+                     "binary_bytes": os.path.getsize(cmd[-1])}
     return info
 
 
@@ -554,6 +585,32 @@ def raw_size(path):
     return n if p.returncode == 0 else None
 
 
+HOOK_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hook_cost.cpp")
+
+
+def measure_hook_cost(ctx, work, runs=5):
+    """ns per enter/exit pair: bench/hook_cost.cpp with glibc's empty hooks and with HeapType's."""
+    binaries = {}
+    for key, hooks, extra in (("none", [], []), ("empty", ctx.hook_flags, []),
+                              ("heaptype", ctx.hook_flags, ctx.ldflags)):
+        out = os.path.join(work, f"hook_cost_{key}")
+        cmd = [ctx.cxx, "-O2", *hooks, HOOK_SOURCE, *extra, "-o", out]
+        rc, text = capture(cmd)
+        if rc != 0:
+            raise BenchError(f"build failed (hook_cost {key}): {shlex.join(cmd)}\n{text[-3000:]}")
+        binaries[key] = out
+    best = {}
+    for _ in range(runs):
+        for key, binary in binaries.items():
+            rc, text = capture([binary], env=clean_env(HEAPTYPE_OUTPUT=os.path.join(work, "hooks.htp")))
+            if rc != 0:
+                raise BenchError(f"hook_cost {key} failed:\n{text[-2000:]}")
+            ns, pairs = re.search(r"([0-9.]+) ns per call \((\d+)", text).groups()
+            best[key] = min(best.get(key, float("inf")), float(ns))
+    return {"plain_call_ns": best["none"], "empty_ns": best["empty"], "heaptype_ns": best["heaptype"],
+            "pairs": int(pairs), "runs": runs}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -589,10 +646,11 @@ def bench(opts):
 
     ctx = Context()
     tools, skipped = [], []
-    classes = [Plain, HeapType, Heaptrack] + ([Massif, Gperftools] if opts.all else [])
+    classes = [Plain, PlainInstrumented, HeapTypeTypesOnly, HeapType, Heaptrack] + (
+        [Massif, Gperftools] if opts.all else [])
     for cls in classes:
         t = cls(ctx)
-        reason = t.check() if cls is not HeapType else None
+        reason = t.check() if not issubclass(cls, HeapType) else None
         if reason:
             if not t.optional:
                 raise BenchError(reason)
@@ -613,6 +671,8 @@ def bench(opts):
             if isinstance(t, HeapType):
                 t.check()
         results, round_loads = run_rounds(opts, tools, work)
+        log("enter/exit hook cost ...")
+        hook_cost = measure_hook_cost(ctx, work)
     finally:
         if opts.keep:
             log(f"work directory kept: {work}")
@@ -624,6 +684,7 @@ def bench(opts):
     finished = datetime.datetime.now().astimezone()
 
     summary = summarise(tools, results)
+    summary["hook_cost"] = hook_cost
     meta = {
         "date": started.strftime("%Y-%m-%d"), "started": started.isoformat(timespec="seconds"),
         "finished": finished.isoformat(timespec="seconds"),
@@ -825,6 +886,14 @@ def print_report(meta, tools, s, skipped):
     if arows:
         print(table(["analysis of the default-args output", "wall", "x heaptype report",
                      "x its profiled run"], arows, right={1, 2, 3}))
+        print()
+
+    hooks = s.get("hook_cost")
+    if hooks:
+        base = hooks["plain_call_ns"]
+        print(f"enter/exit hooks (bench/hook_cost.cpp, {hooks['pairs']:,} calls, best of {hooks['runs']}): "
+              f"a call without instrumentation {base:.2f} ns; added per enter/exit pair: "
+              f"glibc's empty hooks {hooks['empty_ns'] - base:+.2f} ns, HeapType's {hooks['heaptype_ns'] - base:+.2f} ns")
         print()
 
     c = s["cross_check"]

@@ -36,7 +36,7 @@ bool ensure_nodes(CallContext& c) {
 inline ChildCacheEntry& cache_entry(CallContext& c, uint32_t parent, uintptr_t function, uintptr_t call_site) {
   uint64_t h = (parent * 0x9E3779B97F4A7C15ull) ^ (function * 0xC2B2AE3D27D4EB4Full) ^ call_site;
   h ^= h >> 29;
-  return c.cache[(h * 0x165667B19E3779F9ull) >> (64 - 12)];
+  return c.cache[(h * 0x165667B19E3779F9ull) >> (64 - kChildCacheBits)];
 }
 
 // The child of `parent` for (function, call site), created and announced if new.
@@ -246,6 +246,13 @@ __attribute__((visibility("default"), no_instrument_function)) void __cyg_profil
   rt::CallFrame& f = c.frames[d];
   if (f.function == fn && f.call_site == cs && f.parent == parent && f.node) {
     f.stack_pointer = sp;  // the same call as the last one at this depth
+    c.depth = d + 1;
+    return;
+  }
+  // A call this node made before, found in the thread's child cache.
+  const rt::ChildCacheEntry& cached = rt::cache_entry(c, parent, fn, cs);
+  if (cached.child && cached.parent == parent && cached.function == fn && cached.call_site == cs) {
+    f = {fn, cs, sp, cached.child, parent};
     c.depth = d + 1;
     return;
   }

@@ -49,7 +49,8 @@ struct ContextNode {
 };
 
 constexpr uint32_t kMaxShadowDepth = 1024;
-constexpr uint32_t kChildCacheSize = 4096;  // entries, a power of two
+constexpr unsigned kChildCacheBits = 9;
+constexpr uint32_t kChildCacheSize = 1u << kChildCacheBits;  // entries, a power of two: 12 KiB stays in L1
 
 // Direct-mapped cache of (parent, function, call site) -> child: a function that
 // calls several others in turn (a dispatch loop) finds each child in one probe.

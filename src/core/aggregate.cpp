@@ -158,20 +158,43 @@ class TypeAccounting {
     subtract_live(b);
   }
 
+  // Row and figures slot of an allocation at this thread's site: computed once per
+  // site (a site fixes context and type) unless a folded RETYPE changed the type.
+  struct SiteCache {
+    uint32_t row = 0, stats = 0;
+    bool known = false;
+  };
+
+  void place(const Event& e, LiveBlock* b) {
+    if (e.thread >= site_cache_.size()) site_cache_.resize(e.thread + 1);
+    std::vector<SiteCache>& sites = site_cache_[e.thread];
+    if (e.site_number >= sites.size()) sites.resize(e.site_number + 1);
+    SiteCache& cached = sites[e.site_number];
+    bool folded = e.type_tag != e.site->type_tag;
+    if (cached.known && !folded) {
+      b->row = cached.row;
+      b->stats = cached.stats;
+      return;
+    }
+    b->row = row_of(e.type_tag);
+    b->stats = stats_of(context_of(e.thread, *e.site), b->row);
+    if (!folded) cached = {b->row, b->stats, true};
+  }
+
   void allocate(uint64_t key, const Event& e) {
-    const format::Site& site = e.site;
-    uint32_t context = context_of(e.thread, site);
-    LiveBlock b = {site.size, site.count ? site.count : 1, site.type_tag, row_of(site.type_tag), 0};
+    LiveBlock b = {e.site->size, e.count ? e.count : 1, e.type_tag, 0, 0};
+    place(e, &b);
     PendingRetype early;
-    if (early_retypes_.erase(key, &early)) {
+    if (early_retypes_.size() && early_retypes_.erase(key, &early)) {
       uint64_t count;
       if (type_change_count(b.size, b.type_tag, early.event, &count)) {
+        uint32_t context = out_->context_rows[b.stats].context;
         b.type_tag = early.event.type_tag;
         b.row = row_of(b.type_tag);
         b.objects = count;
+        b.stats = stats_of(context, b.row);
       }
     }
-    b.stats = stats_of(context, b.row);
     add(b, e.time_us);
     Totals& t = out_->totals;
     ++t.allocations;
@@ -183,7 +206,7 @@ class TypeAccounting {
       t.peak_time_us = e.time_us;
     }
     if (t.live_blocks > t.peak_live_blocks) t.peak_live_blocks = t.live_blocks;
-    if (early_frees_.erase(key, nullptr)) {
+    if (early_frees_.size() && early_frees_.erase(key, nullptr)) {
       subtract_live(b);
       close_block(b.size);
       return;
@@ -228,6 +251,7 @@ class TypeAccounting {
   }
 
   Aggregate* out_;
+  std::vector<std::vector<SiteCache>> site_cache_;  // [thread][site number]
   std::unordered_map<uint64_t, uint32_t> rows_of_tag_;
   std::unordered_multimap<uint64_t, uint32_t> contexts_;
   std::unordered_map<uint64_t, uint32_t> stats_index_;
@@ -251,29 +275,36 @@ class LookaheadStream {
   bool empty() const { return queue_.empty(); }
   const Event& front() const { return queue_.front(); }
   void pop() {
+    if (is_type_change(queue_.front())) --type_changes_;
     queue_.pop_front();
     fill();
   }
   const format::ThreadEvents& events() const { return events_; }
 
  private:
+  static bool is_type_change(const Event& e) { return e.kind == Event::kRetype || e.kind == Event::kName; }
+
   void fill() {
     Event e;
-    while (queue_.size() < kLookahead && events_.next(&e)) queue_.push_back(e);
-    if (!queue_.empty()) fold_retype(queue_.front());
+    while (queue_.size() < kLookahead && events_.next(&e)) {
+      if (is_type_change(e)) ++type_changes_;
+      queue_.push_back(e);
+    }
+    if (!queue_.empty() && type_changes_) fold_retype(queue_.front());
   }
 
   void fold_retype(Event& alloc) {
-    if (alloc.kind != Event::kAlloc || alloc.site.type_tag) return;
+    if (alloc.kind != Event::kAlloc || alloc.type_tag) return;
     for (auto it = queue_.begin() + 1; it != queue_.end(); ++it) {
       if (it->thread != alloc.thread || it->number != alloc.number) continue;
       if (it->kind == Event::kFree) return;  // freed untyped
       if (it->kind != Event::kRetype && it->kind != Event::kName) continue;
       uint64_t count;
-      if (type_change_count(alloc.site.size, 0, *it, &count)) {
-        alloc.site.type_tag = it->type_tag;
-        alloc.site.count = count;
+      if (type_change_count(alloc.site->size, 0, *it, &count)) {
+        alloc.type_tag = it->type_tag;
+        alloc.count = count;
         queue_.erase(it);
+        --type_changes_;
       }
       return;
     }
@@ -281,6 +312,7 @@ class LookaheadStream {
 
   format::ThreadEvents events_;
   std::deque<Event> queue_;
+  size_t type_changes_ = 0;  // RETYPE and NAME events in queue_
 };
 
 // Merges the threads' streams by time; ties go to the lower thread number.
@@ -294,6 +326,13 @@ class EventMerge {
   }
 
   bool next(Event* out) {
+    if (streams_.size() == 1) {  // one thread: nothing to merge
+      LookaheadStream& only = *streams_[0];
+      if (only.empty()) return false;
+      *out = only.front();
+      only.pop();
+      return true;
+    }
     if (heap_.empty()) return false;
     size_t i = heap_.top().stream;
     heap_.pop();

@@ -179,7 +179,7 @@ bool ThreadEvents::next(Event* out) {
     if ((v & 1) == 0) {  // FREE of one of this thread's blocks
       uint64_t distance = v >> 1;
       if (distance == 0 || distance > next_number_) return fail("free of an allocation never made");
-      *out = {Event::kFree, thread_, next_number_ - distance, time_us_, {}, 0, 0, 0, 0, 0};
+      *out = {Event::kFree, thread_, next_number_ - distance, time_us_, nullptr, 0, 0, 0, 0, 0, 0};
       return true;
     }
     if ((v & 3) == 1) {  // ALLOC
@@ -190,7 +190,9 @@ bool ThreadEvents::next(Event* out) {
       int64_t step = unzigzag(delta);
       if (!(v & 4)) step = static_cast<int64_t>(static_cast<uint64_t>(step) << kAllocUnitShift);
       last_address_ += static_cast<uint64_t>(step);
-      *out = {Event::kAlloc, thread_, next_number_++, time_us_, sites_[site], last_address_, 0, 0, 0, 0};
+      const Site& s = sites_[site];
+      *out = {Event::kAlloc, thread_,      next_number_++, time_us_, &s, static_cast<uint32_t>(site),
+              last_address_, s.type_tag, s.count, 0,           0};
       return true;
     }
     uint64_t operands[6];
@@ -214,18 +216,18 @@ bool ThreadEvents::next(Event* out) {
       case ControlOp::kFreeRemote:
         for (int i = 0; i < 2; ++i)
           if (!get_varint(&pos_, end_, &operands[i])) return fail("free record cut short");
-        *out = {Event::kFree, static_cast<uint32_t>(operands[0]), operands[1], time_us_, {}, 0, 0, 0, 0, 0};
+        *out = {Event::kFree, static_cast<uint32_t>(operands[0]), operands[1], time_us_, nullptr, 0, 0, 0, 0, 0, 0};
         return true;
       case ControlOp::kRetype:
         for (uint64_t& operand : operands)
           if (!get_varint(&pos_, end_, &operand)) return fail("retype record cut short");
-        *out = {Event::kRetype, static_cast<uint32_t>(operands[0]), operands[1], time_us_, {}, 0,
+        *out = {Event::kRetype, static_cast<uint32_t>(operands[0]), operands[1], time_us_, nullptr, 0, 0,
                 operands[2], operands[5], operands[3], operands[4]};
         return true;
       case ControlOp::kName:
         for (int i = 0; i < 4; ++i)
           if (!get_varint(&pos_, end_, &operands[i])) return fail("name record cut short");
-        *out = {Event::kName, static_cast<uint32_t>(operands[0]), operands[1], time_us_, {}, 0,
+        *out = {Event::kName, static_cast<uint32_t>(operands[0]), operands[1], time_us_, nullptr, 0, 0,
                 operands[2], operands[3], 0, 0};
         return true;
       default:

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -109,10 +110,12 @@ struct Event {
   uint32_t thread;       // the thread that allocated the block concerned
   uint64_t number;       // the block's allocation number within that thread
   uint64_t time_us;
-  Site site;             // kAlloc: the block's site
+  const Site* site;      // kAlloc: the block's site (valid as long as the stream)
+  uint32_t site_number;  // kAlloc: the site's number within the thread
   uint64_t address;      // kAlloc
-  uint64_t type_tag;     // kRetype, kName
-  uint64_t count;        // kName: objects; kRetype: the array cookie's count word
+  uint64_t type_tag;     // kAlloc: the site's type; kRetype, kName: the new type
+  uint64_t count;        // kAlloc: the site's count; kName: objects; kRetype: the
+                         // array cookie's count word
   uint64_t elem_size;    // kRetype
   uint64_t offset;       // kRetype: where the object starts in the block
 };
@@ -141,7 +144,7 @@ class ThreadEvents {
   uint64_t next_number_ = 0;
   uint64_t last_address_ = 0;
   uint64_t time_us_ = 0;
-  std::vector<Site> sites_;
+  std::deque<Site> sites_;  // a deque: events point into it
   std::vector<NodeDef> nodes_{NodeDef{0, 0, 0}};
   std::string error_;
 };

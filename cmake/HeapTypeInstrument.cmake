@@ -124,3 +124,57 @@ function(heaptype_instrument target)
     target_link_options(${target} PRIVATE "LINKER:-Map=$<TARGET_FILE:${target}>.map")
   endif()
 endfunction()
+
+# heaptype_add_test(NAME <name> COMMAND <command> [<arg>...] BUDGET <file.toml>
+#                   [BUDGET_TEST <entry>] [WORKING_DIRECTORY <dir>])
+#
+# A CTest test that runs the command with profiling on and fails when the profile
+# exceeds the budget file's limits: the same budget files, engine and failure
+# report as `pytest --heap-budget` and `heaptype check`. BUDGET_TEST names the
+# [[tests]] entry to apply (default: <name>). The profile is kept as
+# <build dir>/heaptype/<name>.htp for inspection.
+function(heaptype_add_test)
+  cmake_parse_arguments(PARSE_ARGV 0 HT "" "NAME;BUDGET;BUDGET_TEST;WORKING_DIRECTORY" "COMMAND")
+  if(HT_UNPARSED_ARGUMENTS)
+    list(GET HT_UNPARSED_ARGUMENTS 0 unknown)
+    message(FATAL_ERROR "heaptype_add_test: unknown argument '${unknown}' "
+                        "(expected NAME, COMMAND, BUDGET, BUDGET_TEST, WORKING_DIRECTORY)")
+  endif()
+  foreach(required NAME COMMAND BUDGET)
+    if(NOT HT_${required})
+      message(FATAL_ERROR "heaptype_add_test: ${required} is required")
+    endif()
+  endforeach()
+  get_filename_component(budget "${HT_BUDGET}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  if(NOT EXISTS "${budget}")
+    message(FATAL_ERROR "heaptype_add_test(${HT_NAME}): budget file ${budget} does not exist")
+  endif()
+  if(NOT HT_BUDGET_TEST)
+    set(HT_BUDGET_TEST "${HT_NAME}")
+  endif()
+  if(NOT HEAPTYPE_EXECUTABLE)
+    # The console script installed with this package: <prefix>/bin/heaptype.
+    get_filename_component(prefix "${HEAPTYPE_PACKAGE_DIR}/../../../.." ABSOLUTE)
+    find_program(HEAPTYPE_EXECUTABLE heaptype HINTS "${prefix}/bin" DOC "the heaptype command")
+    if(NOT HEAPTYPE_EXECUTABLE)
+      message(FATAL_ERROR "heaptype_add_test: the `heaptype` command was not found "
+                          "(set HEAPTYPE_EXECUTABLE, or put the venv's bin directory on PATH)")
+    endif()
+  endif()
+  # A target name as the program means its file, as in add_test().
+  list(GET HT_COMMAND 0 program)
+  if(TARGET ${program})
+    list(REMOVE_AT HT_COMMAND 0)
+    list(INSERT HT_COMMAND 0 "$<TARGET_FILE:${program}>")
+  endif()
+  set(profile "${CMAKE_CURRENT_BINARY_DIR}/heaptype/${HT_NAME}.htp")
+  set(workdir)
+  if(HT_WORKING_DIRECTORY)
+    set(workdir WORKING_DIRECTORY "${HT_WORKING_DIRECTORY}")
+  endif()
+  add_test(NAME ${HT_NAME}
+    COMMAND "${HEAPTYPE_EXECUTABLE}" run -o "${profile}" --budget "${budget}" --budget-test "${HT_BUDGET_TEST}"
+            -- ${HT_COMMAND}
+    ${workdir})
+  file(MAKE_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}/heaptype")
+endfunction()

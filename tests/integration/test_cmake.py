@@ -229,3 +229,38 @@ def test_shared_and_static_libraries_can_be_instrumented(tmp_path):
     profile = heaptype.load(out)
     assert (profile.type_row("Circle").allocations, profile.type_row("Circle").live_blocks) == (5, 5)
     assert (profile.type_row("Square").allocations, profile.type_row("Square").live_blocks) == (5, 5)
+
+
+def test_ctest_budget_test_passes_then_fails_with_the_budget_report(tmp_path):
+    """heaptype_add_test: CTest runs the example under profiling and judges its budget
+    file with the shared engine; a stricter budget fails with the same report."""
+    source = tmp_path / "src"
+    shutil.copytree(EXAMPLE, source)
+    build = tmp_path / "build"
+    assert configure(source, build, f"-DHeapType_DIR={CMAKE_DIR}").returncode == 0
+    build_ok(build)
+    ctest = require_tool("ctest")
+    passed = subprocess.run([ctest, "--test-dir", str(build), "--output-on-failure"], capture_output=True, text=True)
+    assert passed.returncode == 0, passed.stdout
+    assert "100% tests passed" in passed.stdout
+    assert (build / "heaptype" / "indexer.htp").is_file()
+
+    budget = source / "heap-budget.toml"
+    budget.write_text(budget.read_text().replace('leaked = "56 B"', "leaked = 0"))
+    failed = subprocess.run([ctest, "--test-dir", str(build), "--output-on-failure"], capture_output=True, text=True)
+    assert failed.returncode != 0
+    out = failed.stdout
+    assert "heap budget exceeded: indexer" in out
+    assert "CacheNode: leaked 56 B > limit 0 B, over by 56 B" in out
+    assert f"profile kept: {build / 'heaptype' / 'indexer.htp'}" in out
+
+
+def test_heaptype_add_test_rejects_a_missing_budget_file(tmp_path):
+    project = write_project(tmp_path / "p", (
+        "find_package(HeapType CONFIG REQUIRED)\nenable_testing()\n"
+        "add_executable(app main.cpp)\nheaptype_instrument(app)\n"
+        "heaptype_add_test(NAME app COMMAND app BUDGET nowhere.toml)\n"))
+    result = configure(project, tmp_path / "b", f"-DHeapType_DIR={CMAKE_DIR}")
+    assert result.returncode != 0
+    message = " ".join(result.stderr.split())  # CMake wraps long messages
+    assert "heaptype_add_test(app): budget file" in message and "nowhere.toml does not exist" in message

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <initializer_list>
 
 #include "internal_memory.hpp"
 #include "profile_writer.hpp"
@@ -67,6 +68,14 @@ inline void reserve_record(ThreadState* t) {
   if (t->used + kMaxRecordSize > kEventBufferSize) flush_events(t);
 }
 
+// A CONTROL record: its head, then its operands.
+void emit_control(ThreadState* t, format::ControlOp op, std::initializer_list<uint64_t> operands) {
+  reserve_record(t);
+  uint8_t* p = put_varint(tail(t), format::control_record_head(op));
+  for (uint64_t operand : operands) p = put_varint(p, operand);
+  t->used = static_cast<size_t>(p - t->buffer);
+}
+
 // The thread's number for a site, writing its SITE record on first use.
 uint32_t site_number(ThreadState* t, const format::Site& site) {
   SiteTable& table = t->sites;
@@ -79,25 +88,14 @@ uint32_t site_number(ThreadState* t, const format::Site& site) {
     slot.site = site;
     slot.used = 1;
     slot.id = static_cast<uint32_t>(table.used++);
-    reserve_record(t);
-    uint8_t* p = tail(t);
-    p = put_varint(p, format::control_record_head(format::ControlOp::kSite));
-    p = put_varint(p, site.size);
-    p = put_varint(p, site.count);
-    p = put_varint(p, site.type_tag);
-    p = put_varint(p, site.call_site);
-    p = put_varint(p, site.node);
-    t->used = static_cast<size_t>(p - t->buffer);
+    emit_control(t, format::ControlOp::kSite, {site.size, site.count, site.type_tag, site.call_site, site.node});
     return slot.id;
   }
 }
 
 inline void emit_time(ThreadState* t, uint64_t time_us) {
   if (time_us <= t->last_time_us) return;
-  uint8_t* p = tail(t);
-  p = put_varint(p, format::control_record_head(format::ControlOp::kTime));
-  p = put_varint(p, time_us - t->last_time_us);
-  t->used = static_cast<size_t>(p - t->buffer);
+  emit_control(t, format::ControlOp::kTime, {time_us - t->last_time_us});
   t->last_time_us = time_us;
 }
 
@@ -209,15 +207,12 @@ void commit_pending(ThreadState* t) {
 void emit_free(ThreadState* t, uint32_t thread, uint64_t number, uint64_t time_us) {
   reserve_record(t);
   emit_time(t, time_us);
-  uint8_t* p = tail(t);
   if (thread == t->number) {
-    p = put_varint(p, (t->next_alloc_number - number) << 1);
+    uint8_t* p = put_varint(tail(t), (t->next_alloc_number - number) << 1);
+    t->used = static_cast<size_t>(p - t->buffer);
   } else {
-    p = put_varint(p, format::control_record_head(format::ControlOp::kFreeRemote));
-    p = put_varint(p, thread);
-    p = put_varint(p, number);
+    emit_control(t, format::ControlOp::kFreeRemote, {thread, number});
   }
-  t->used = static_cast<size_t>(p - t->buffer);
   ++t->frees;
 }
 
@@ -225,38 +220,18 @@ void emit_retype(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t typ
                  uint64_t offset, uint64_t cookie_word, uint64_t time_us) {
   reserve_record(t);
   emit_time(t, time_us);
-  uint8_t* p = tail(t);
-  p = put_varint(p, format::control_record_head(format::ControlOp::kRetype));
-  p = put_varint(p, thread);
-  p = put_varint(p, number);
-  p = put_varint(p, type_tag);
-  p = put_varint(p, elem_size);
-  p = put_varint(p, offset);
-  p = put_varint(p, cookie_word);
-  t->used = static_cast<size_t>(p - t->buffer);
+  emit_control(t, format::ControlOp::kRetype, {thread, number, type_tag, elem_size, offset, cookie_word});
 }
 
 void emit_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site) {
-  reserve_record(t);
-  uint8_t* p = tail(t);
-  p = put_varint(p, format::control_record_head(format::ControlOp::kNode));
-  p = put_varint(p, parent);
-  p = put_varint(p, function);
-  p = put_varint(p, call_site);
-  t->used = static_cast<size_t>(p - t->buffer);
+  emit_control(t, format::ControlOp::kNode, {parent, function, call_site});
 }
 
 void emit_name(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t count,
                uint64_t time_us) {
   reserve_record(t);
   emit_time(t, time_us);
-  uint8_t* p = tail(t);
-  p = put_varint(p, format::control_record_head(format::ControlOp::kName));
-  p = put_varint(p, thread);
-  p = put_varint(p, number);
-  p = put_varint(p, type_tag);
-  p = put_varint(p, count);
-  t->used = static_cast<size_t>(p - t->buffer);
+  emit_control(t, format::ControlOp::kName, {thread, number, type_tag, count});
 }
 
 void flush_events(ThreadState* t) {

@@ -9,15 +9,22 @@
 //   vector=N   a std::vector<Elem> (8 B) reserved to N elements, then freed: one block
 //   map=N      a std::map<int, int> of N nodes, then freed: N std::_Rb_tree_node<...>
 //   malloc=N   N malloc(1000) blocks, untyped, all live at once, then freed
+//   sleep=MS   sleep MS milliseconds (for timeouts)
 //   crash=1    abort() right there (SIGABRT): the profile is cut short
 //   exit=N     exit with status N right there (after flushing)
+//
+// It also speaks GoogleTest's command line, so that budget tests can split it per test
+// case like a real GoogleTest binary: --gtest_list_tests lists Alloc.Small (small=100),
+// Alloc.Leak (leak=2) and a disabled case; --gtest_filter=Suite.Case runs one case.
 //
 // It prints one line on stdout, as most programs do (glibc keeps stdout's buffer,
 // untyped, live at exit).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <map>
+#include <thread>
 #include <vector>
 
 struct Small { long a, b; };
@@ -37,7 +44,23 @@ template <class T> static void live_then_free(long n) {
   std::free(slots);
 }
 
+static int gtest_main(const char* arg) {
+  if (!std::strcmp(arg, "--gtest_list_tests")) {
+    std::printf("Running main() from workload.cpp\nAlloc.\n  Small\n  Leak  # GetParam() = 2\n"
+                "  DISABLED_Skipped\n");
+    return 0;
+  }
+  const char* filter = arg + std::strlen("--gtest_filter=");
+  if (!std::strcmp(filter, "Alloc.Small")) live_then_free<Small>(100);
+  else if (!std::strcmp(filter, "Alloc.Leak")) { for (int k = 0; k < 2; ++k) keep(new Leaky()); }
+  else { std::fprintf(stderr, "workload: no test case %s\n", filter); return 1; }
+  std::printf("[  PASSED  ] 1 test.\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && (!std::strcmp(argv[1], "--gtest_list_tests") || !std::strncmp(argv[1], "--gtest_filter=", 15)))
+    return gtest_main(argv[1]);
   long total = 0;
   for (int i = 1; i < argc; ++i) {
     const char* eq = std::strchr(argv[i], '=');
@@ -58,6 +81,7 @@ int main(int argc, char** argv) {
       for (long k = 0; k < n; ++k) std::free(blocks[k]);
       std::free(blocks);
     }
+    else if (is("sleep")) std::this_thread::sleep_for(std::chrono::milliseconds(n));
     else if (is("crash")) { std::fflush(stdout); std::abort(); }
     else if (is("exit")) { std::printf("workload: exit %ld\n", n); std::exit(static_cast<int>(n)); }
     else { std::fprintf(stderr, "workload: unknown argument %s\n", argv[i]); return 2; }

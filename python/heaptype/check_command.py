@@ -1,0 +1,119 @@
+"""``heaptype check PROFILE --budget FILE [--test NAME]``: a budget verdict as an exit status.
+
+For scripts, CTest (``add_test(NAME app_budget COMMAND heaptype check app.htp ...)``)
+and the Bazel budget test: the same budget files and the same engine
+(``heaptype.budget``) as ``pytest --heap-budget``, without pytest.
+
+Exit status: 0 within budget, 1 over budget, 2 bad input (unreadable profile, bad
+budget file, unknown test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from . import budget as hb
+from .cli import CommandError, load_profile
+
+EXIT_OVER_BUDGET = 1
+
+DESCRIPTION = """\
+Check a profile against the budgets of a budget file (the file `pytest --heap-budget` reads).
+Exit status: 0 within budget, 1 over budget, 2 bad input."""
+
+EPILOG = """\
+examples:
+  heaptype check app.htp --budget heap-budget.toml --test app_small
+  heaptype check app.htp                 # heap-budget.toml or pyproject.toml [tool.heaptype] here
+
+sizes in budget files: B, KiB, MiB, GiB (KB, MB, GB read as the same 1024-based units)
+"""
+
+
+def add_check_parser(subparsers) -> argparse.ArgumentParser:
+    """Adds `heaptype check` to the command's subparsers."""
+    check = subparsers.add_parser(
+        "check", help="check a profile against a budget file (exit status 1 when over budget)",
+        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("profile", help="a .htp file")
+    check.add_argument("--budget", metavar="FILE",
+                       help=f"the budget file (default: {hb.DEFAULT_FILE}, else pyproject.toml with [tool.heaptype], "
+                            "in the current directory)")
+    check.add_argument("--test", metavar="NAME",
+                       help="whose budgets to apply: a [[tests]] name, matched like CTest names "
+                            "(default: the only test of the file, or the one whose program wrote the profile)")
+    check.add_argument("-q", "--quiet", action="store_true", help="print nothing when within budget")
+    check.set_defaults(handler=cmd_check)
+    return check
+
+
+def cmd_check(args) -> int:
+    budgets = _load_budgets(args.budget)
+    profile = load_profile(args.profile)
+    budget = choose_budget(budgets, args.test, profile)
+    evaluation = hb.evaluate(budget, hb.measure(profile), profile_path=args.profile, complete=profile.complete)
+    for message in evaluation.warnings:
+        print(f"heaptype: warning: {message}", file=sys.stderr)
+    table = ["  " + line for line in hb.render_table(
+        ("type", "peak", "bytes", "allocations", "leaked", "limit", "verdict"),
+        hb.evaluation_rows(evaluation, evaluation.shown_labels(budget)), numeric=(1, 2, 3, 4))]
+    if evaluation.passed:
+        if not args.quiet:
+            checked = len(evaluation.limits)
+            print(f"heaptype check: {budget.test}: within budget ({checked} row{'' if checked == 1 else 's'} checked, "
+                  f"profile {args.profile})")
+            print("\n".join(table))
+        return 0
+    print(hb.failure_text(evaluation, call_paths=hb.profile_call_paths(profile)))
+    print("  measured:")
+    print("\n".join("  " + line for line in table))
+    return EXIT_OVER_BUDGET
+
+
+def _load_budgets(path: str | None) -> hb.BudgetFile:
+    if path is None:
+        found = hb.find_budget_file(Path.cwd())
+        if found is None:
+            raise CommandError(f"check: no budget file: pass --budget FILE (or create {hb.DEFAULT_FILE} here)")
+        path = str(found)
+    try:
+        return hb.load_budget_file(path)
+    except hb.BudgetError as e:
+        raise CommandError(str(e)) from None
+
+
+def choose_budget(budgets: hb.BudgetFile, test: str | None, profile) -> hb.Budget:
+    """The budget of --test NAME; without it, of the file's only test, or of the test
+    whose program wrote the profile. A name no entry matches gets [defaults] only, with
+    a warning: a CTest loop may check every test against one file."""
+    if test is not None:
+        entry = next((t for t in budgets.command_tests() if t.name == test), None)
+        matched = entry is not None or any(t.is_pattern and hb.name_matches(t.name, test) for t in budgets.tests)
+        if not matched:
+            close = hb.close_names(test, budgets.entry_names())
+            hint = f" (close names: {', '.join(close)})" if close else ""
+            print(f"heaptype: warning: no [[tests]] entry of {budgets.path} matches '{test}'{hint}: "
+                  "only [defaults] apply", file=sys.stderr)
+        return budgets.budget_for(test, entry)
+    commands = budgets.command_tests()
+    if not budgets.tests:
+        return budgets.budget_for(Path(profile.executable).name or "profile")
+    if len(budgets.tests) == 1 and commands:
+        return budgets.budget_for(commands[0].name, commands[0])
+    by_program = [t for t in commands if _same_program(t, budgets.directory, profile.executable)]
+    if len(by_program) == 1:
+        return budgets.budget_for(by_program[0].name, by_program[0])
+    raise CommandError(f"check: {budgets.path} has {len(budgets.tests)} tests: choose one with --test NAME "
+                       f"({', '.join(budgets.entry_names()[:10])})")
+
+
+def _same_program(entry: hb.TestEntry, directory: Path, executable: str) -> bool:
+    program = entry.command[0] if entry.command else ""
+    candidate = (directory / program) if "/" in program else Path(program)
+    try:
+        return bool(executable) and os.path.samefile(candidate, executable)
+    except OSError:
+        return False

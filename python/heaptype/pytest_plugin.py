@@ -1,0 +1,944 @@
+"""pytest plugin: heap budgets per C++ type, and regression thresholds, in CI.
+
+Registered through the ``pytest11`` entry point, so installing heaptype is enough.
+Nothing happens unless asked:
+
+- ``pytest --heap-budget`` turns the tests of a budget file (``heap-budget.toml``, or
+  ``[tool.heaptype]`` in ``pyproject.toml``; ``--heap-budget-file`` names another) into
+  pytest items: each runs a native program with profiling on and checks its budgets.
+  ``[ctest]`` in that file turns the tests of a CMake build tree into items too.
+- the ``heap_profile`` fixture runs native programs from Python tests, and the
+  ``heap_budget(...)`` marker sets budgets for what they allocate.
+- ``--heap-baseline FILE`` compares every measured test with stored figures,
+  ``--heap-compare-fail peak:5%`` fails the tests that grew past a threshold, and
+  ``--heap-save-baseline`` writes the figures of this run.
+
+Measurements travel on the test reports (``report.heaptype``), so the end-of-run
+summary, the baseline and ``$GITHUB_STEP_SUMMARY`` are written once, by the process
+that sees every report: the xdist controller under ``pytest -n``. The budget logic
+itself lives in ``heaptype.budget``, shared with ``heaptype check`` and Bazel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from . import budget as hb
+
+NOT_INSTRUMENTED_FIX = ("build it with HeapType: compile with `heaptype --cflags` and link with "
+                        "`heaptype --ldflags`, or call heaptype_instrument(<target>) after "
+                        "find_package(HeapType) in CMake")
+GTEST_MARKER = b"gtest_list_tests"
+LIST_TIMEOUT = 120
+
+
+# --- options and state --------------------------------------------------------------------
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("heaptype", "heap budgets per C++ type (HeapType)")
+    group.addoption("--heap-budget", action="store_true", default=False,
+                    help="run the tests of the budget file (heap-budget.toml, or [tool.heaptype] in "
+                         "pyproject.toml, in the rootdir) with profiling on and check their budgets")
+    group.addoption("--heap-budget-file", metavar="FILE", default=None,
+                    help="the budget file to use (implies --heap-budget)")
+    group.addoption("--heap-profile-dir", metavar="DIR", default=None,
+                    help="keep the profiles here (default: heaptype-profiles in pytest's temporary directory)")
+    group.addoption("--heap-baseline", metavar="FILE", default=None,
+                    help="JSON file of stored figures: compare every measured test with it")
+    group.addoption("--heap-save-baseline", action="store_true", default=False,
+                    help="write this run's figures to the --heap-baseline file (measured tests replace "
+                         "theirs, others are kept)")
+    group.addoption("--heap-compare-fail", metavar="FIELD:AMOUNT", action="append", default=[],
+                    help="fail a test whose FIELD (peak, bytes, allocations, leaked) grew over the baseline "
+                         "by more than AMOUNT: a percentage (peak:5%%) or an amount (bytes:1MiB); repeatable")
+    group.addoption("--heap-summary", choices=("auto", "no"), default="auto",
+                    help="the end-of-run heap summary table (default: auto, when anything was measured)")
+    parser.addini("heap_budget_file", "budget file for --heap-budget (default: heap-budget.toml in the rootdir)")
+    parser.addini("heap_baseline", "baseline file for --heap-compare-fail / --heap-save-baseline")
+
+
+STATE = pytest.StashKey["HeapState"]()
+RECORDS = pytest.StashKey[list]()
+PROFILER = pytest.StashKey["HeapProfiler"]()
+
+
+class HeapState:
+    """The plugin's settings for one pytest run, checked once at configure time."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        option = config.option
+        self.budget_file = self._path(option.heap_budget_file, "heap_budget_file")
+        self.active = bool(option.heap_budget or option.heap_budget_file)
+        self.explicit_file = self.budget_file is not None
+        if self.budget_file is None and self.active:
+            self.budget_file = hb.find_budget_file(config.rootpath, config.invocation_params.dir)
+        self.collected: set[Path] = set()
+        self.summary = option.heap_summary != "no"
+        self._profile_dir = Path(option.heap_profile_dir).resolve() if option.heap_profile_dir else None
+        self.baseline_path = self._path(option.heap_baseline, "heap_baseline")
+        self.baseline_from_ini = option.heap_baseline is None and self.baseline_path is not None
+        self.save_baseline = option.heap_save_baseline
+        self.thresholds = self._thresholds(option.heap_compare_fail)
+        self.baseline = self._baseline()
+        self.records: list[dict] = []
+        self.saved_baseline: Path | None = None
+
+    def _path(self, option: str | None, ini: str) -> Path | None:
+        """A path from the command line (relative to where pytest was started) or from
+        the ini file (relative to that file)."""
+        if option:
+            return (self.config.invocation_params.dir / option).resolve()
+        value = self.config.getini(ini)
+        if not value:
+            return None
+        base = self.config.inipath.parent if self.config.inipath else self.config.rootpath
+        return (base / value).resolve()
+
+    def _thresholds(self, expressions: list[str]) -> dict[str, hb.Threshold]:
+        thresholds: dict[str, hb.Threshold] = {}
+        for expression in expressions:
+            try:
+                threshold = hb.parse_threshold_option(expression)
+            except ValueError as e:
+                raise pytest.UsageError(f"--heap-compare-fail: {e}") from None
+            if threshold.field in thresholds:
+                raise pytest.UsageError(f"--heap-compare-fail: {threshold.field} is given twice "
+                                        f"({thresholds[threshold.field].text()} and {threshold.text()})")
+            thresholds[threshold.field] = threshold
+        if thresholds and not self.baseline_path:
+            raise pytest.UsageError("--heap-compare-fail needs a baseline to compare with: --heap-baseline FILE")
+        return thresholds
+
+    def _baseline(self) -> hb.Baseline | None:
+        if self.save_baseline and not self.baseline_path:
+            raise pytest.UsageError("--heap-save-baseline needs the file to write: --heap-baseline FILE")
+        if not self.baseline_path or self.save_baseline:
+            return None
+        if self.baseline_from_ini and not self.thresholds and not self.baseline_path.exists():
+            return None  # a configured baseline not written yet: nothing to compare, no error
+        try:
+            return hb.Baseline.load(self.baseline_path)
+        except hb.BudgetError as e:
+            raise pytest.UsageError(f"--heap-baseline: {e}") from None
+
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    def profile_dir(self) -> Path:
+        if self._profile_dir is None:
+            factory = getattr(self.config, "_tmp_path_factory", None)
+            base = factory.getbasetemp() if factory else Path(tempfile.mkdtemp(prefix="heaptype-"))
+            self._profile_dir = base / "heaptype-profiles"
+        return self._profile_dir
+
+    def thresholds_for(self, budget: hb.Budget) -> hb.Budget:
+        return budget.with_thresholds(self.thresholds)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "heap_budget(type=None, *, peak=None, bytes=None, allocations=None, leaked=None, "
+        "regression=None): heap limits for the native programs this test runs with the heap_profile "
+        "fixture; without a type, for every typed row (see docs/budgets.md)")
+    state = HeapState(config)
+    config.stash[STATE] = state
+    config.pluginmanager.register(HeapSession(state), "heaptype-session")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.pluginmanager.get_plugin("heaptype-session")
+    if session is not None:
+        config.pluginmanager.unregister(session)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = config.stash.get(STATE, None)
+    if state is None or not state.active:
+        return []
+    lines = [f"heaptype: budgets from {state.budget_file}" if state.budget_file else
+             f"heaptype: --heap-budget: no {hb.DEFAULT_FILE} and no [tool.heaptype] in pyproject.toml in "
+             f"{config.rootpath}: only heap_budget markers apply"]
+    if state.baseline_path:
+        verb = "saving to" if state.save_baseline else "comparing with"
+        lines.append(f"heaptype: {verb} the baseline {state.baseline_path}")
+    return lines
+
+
+# --- collecting budget files -------------------------------------------------------------
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    state = parent.config.stash.get(STATE, None)
+    if state is None or not state.active:
+        return None
+    resolved = file_path.resolve()
+    named = file_path.suffix == ".toml" and file_path.name != "pyproject.toml" and parent.session.isinitpath(file_path)
+    wanted = named or resolved == state.budget_file or (not state.explicit_file and (
+        file_path.name == hb.DEFAULT_FILE or (file_path.name == "pyproject.toml" and hb.has_pyproject_budgets(file_path))))
+    return BudgetFileNode.from_parent(parent, path=file_path) if wanted else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    """The budget file joins the run when it was named, or when pytest runs without
+    arguments (so `pytest --heap-budget` works whatever `testpaths` says); before -k and
+    -m deselect, so that they select budget items too."""
+    state = config.stash.get(STATE, None)
+    if state is None or not state.active or state.budget_file is None:
+        return
+    if state.budget_file in state.collected:
+        return
+    if not state.explicit_file and config.args_source == pytest.Config.ArgsSource.ARGS:
+        return
+    node = BudgetFileNode.from_parent(session, path=state.budget_file)
+    items.extend(session.genitems(node))
+
+
+class BudgetFileNode(pytest.File):
+    """A budget file: one item per [[tests]] entry with a command, and one per CTest test."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        # A file counts as collected once its node collects: pytest also makes nodes for
+        # files it then drops (the rootdir's, on its way to `testpaths`).
+        state: HeapState = self.config.stash[STATE]
+        if self.path.resolve() in state.collected:
+            return
+        state.collected.add(self.path.resolve())
+        try:
+            budgets = hb.load_budget_file(self.path)
+        except hb.BudgetError as e:
+            raise self.CollectError(str(e)) from None
+        for entry in budgets.command_tests():
+            budget = state.thresholds_for(budgets.budget_for(entry.name, entry))
+            spec = RunSpec(command=resolve_command(entry.command, budgets.directory), cwd=entry.cwd,
+                           env=entry.env, timeout=_first(budget.timeout, budget.default_timeout),
+                           expect=entry.returncode, where=entry.origin)
+            yield BudgetItem.from_parent(self, name=entry.name, spec=spec, budget=budget, line=entry.line)
+        if budgets.ctest is not None:
+            yield from self._ctest_items(budgets, state)
+
+    def _ctest_items(self, budgets: hb.BudgetFile, state: HeapState) -> Iterator[pytest.Item]:
+        settings = budgets.ctest
+        try:
+            cases = discover_ctest(settings)
+        except DiscoveryError as e:
+            raise self.CollectError(f"{budgets.path}:{settings.line}: [ctest]: {e}") from None
+        names = sorted({case.test for case in cases} | {case.name for case in cases})
+        commands = {entry.name: entry for entry in budgets.command_tests()}
+        for case in cases:
+            if case.name in commands:
+                raise self.CollectError(
+                    f"{budgets.path}:{commands[case.name].line}: test '{case.name}' is both a [[tests]] command and a "
+                    f"CTest test of {settings.build_dir}: rename it, or drop its command to budget the CTest test")
+        for entry in budgets.tests:
+            if entry.is_pattern and not any(hb.name_matches(entry.name, n) for n in names):
+                close = hb.close_names(entry.name, names)
+                hint = f"; close names: {', '.join(close)}" if close else \
+                    f"; its tests: {', '.join(sorted(names)[:10])}" if names else ""
+                warnings.warn(hb.HeapBudgetWarning(
+                    f"{entry.origin}: budgets for '{entry.name}' match no CTest test of {settings.build_dir}{hint}"))
+        for case in cases:
+            budget = state.thresholds_for(budgets.budget_for(case.name, aliases=(case.test,)))
+            # a matching [[tests]] entry's timeout, else [ctest]'s, else CTest's TIMEOUT, else [defaults]'
+            timeout = _first(budget.timeout, settings.timeout, case.timeout, budget.default_timeout)
+            spec = RunSpec(command=case.command, cwd=case.cwd, env=case.env, timeout=timeout,
+                           expect="nonzero" if case.will_fail else 0, where=f"CTest test {case.test}")
+            item = BudgetItem.from_parent(self, name=case.name, spec=spec, budget=budget, line=settings.line)
+            if case.skip_reason:
+                item.add_marker(pytest.mark.skip(reason=case.skip_reason))
+            yield item
+
+
+def _first(*values):
+    return next((v for v in values if v is not None), None)
+
+
+# --- running a profiled program -------------------------------------------------------------
+
+@dataclass
+class RunSpec:
+    """What to run for one budget item."""
+
+    command: list[str]
+    cwd: Path
+    env: dict[str, str]
+    timeout: float | None
+    expect: int | str = 0          # the exit status expected, or "nonzero" (CTest WILL_FAIL)
+    where: str = ""
+
+
+class RunProblem(Exception):
+    """The program could not be run or wrote no usable profile: the message says why
+    and what to do, and becomes the test's failure text as it is."""
+
+
+def resolve_command(command: list[str], base: Path) -> list[str]:
+    """Paths in a budget file are relative to the file: a program given with a slash is
+    looked up there; a bare name on PATH, then beside the file."""
+    program = command[0]
+    if "/" in program:
+        return [os.path.abspath(base / program)] + command[1:]
+    found = shutil.which(program) or (str(base / program) if (base / program).exists() else program)
+    return [found] + command[1:]
+
+
+@dataclass
+class HeapRun:
+    """One profiled run: the exit status, the output, and the profile it wrote."""
+
+    command: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    profile_path: Path | None
+    duration: float
+    timed_out: bool = False
+    name: str = ""
+    timeout: float | None = None
+    expect: Any = 0                # exit status expected: a number, "nonzero", or None (not judged)
+    _profile: Any = None
+
+    @property
+    def profile(self):
+        """The loaded profile (heaptype.Profile)."""
+        if self._profile is None:
+            if self.profile_path is None:
+                raise RunProblem(no_profile_text(self))
+            self._profile = load_profile(self.profile_path)
+        return self._profile
+
+    @property
+    def crashed(self) -> bool:
+        return self.returncode < 0
+
+
+def program_environment(extra: dict[str, str], output: Path) -> dict[str, str]:
+    """The caller's environment without HEAPTYPE_* settings (a budget must not depend on
+    who runs it), plus the test's own variables, plus where to write the profile."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+    env.update(extra)
+    env["HEAPTYPE_OUTPUT"] = str(output)
+    return env
+
+
+def run_program(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float | None,
+                out_dir: Path, name: str = "") -> HeapRun:
+    """Run a command with profiling on; the profile lands in ``out_dir``."""
+    program = command[0]
+    if not Path(program).exists() and shutil.which(program) is None:
+        raise RunProblem(f"command not found: {program}: build the program first, or fix the command")
+    if not cwd.is_dir():
+        raise RunProblem(f"working directory {cwd} does not exist")
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    environment = program_environment(env, out_dir / "%e.%p.htp")
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(command, cwd=cwd, env=environment, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace")
+    except PermissionError:
+        raise RunProblem(f"{program} is not executable (chmod +x, or is it a directory?)") from None
+    except OSError as e:
+        raise RunProblem(f"cannot run {program}: {e.strerror}") from None
+    timed_out = False
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        timed_out = True
+    run = HeapRun(command, proc.returncode, stdout, stderr, None, time.monotonic() - started, timed_out, name,
+                  timeout)
+    run.profile_path = pick_profile(out_dir, proc.pid)
+    return run
+
+
+def pick_profile(out_dir: Path, pid: int) -> Path | None:
+    """The profile of the process started (a wrapper script's child when it is the only
+    profiled process); None when nothing was profiled."""
+    profiles = sorted(out_dir.glob("*.htp"))
+    mine = [p for p in profiles if p.name.endswith(f".{pid}.htp")]
+    if mine:
+        return mine[0]
+    if len(profiles) == 1:
+        return profiles[0]
+    if profiles:
+        raise RunProblem(f"the command started {len(profiles)} profiled processes ({', '.join(p.name for p in profiles)}) "
+                         f"in {out_dir}: budgets apply to one process; run the program itself, not a wrapper")
+    return None
+
+
+def no_profile_text(run: HeapRun) -> str:
+    status = f" ({exit_text(run.returncode)})" if run.returncode else ""
+    return (f"{run.command[0]} wrote no profile{status}: it is not built with HeapType, or it did not start. "
+            f"Fix: {NOT_INSTRUMENTED_FIX}")
+
+
+def exit_text(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "unknown signal"
+        return f"killed by signal {-returncode} ({name})"
+    return f"exit status {returncode}"
+
+
+def load_profile(path: Path):
+    from .profile import ProfileError, load
+
+    try:
+        return load(path)
+    except ProfileError as e:
+        raise RunProblem(f"cannot read the profile: {e}") from None
+
+
+def safe_name(nodeid: str) -> str:
+    """A directory name for a test id: readable, and unique thanks to a short hash."""
+    import hashlib
+
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid.split("::")[-1])[:60].strip("._") or "test"
+    return f"{stem}-{hashlib.sha1(nodeid.encode()).hexdigest()[:8]}"
+
+
+# --- verdicts and records ---------------------------------------------------------------------
+
+def judge(state: HeapState, test: str, budget: hb.Budget, run: HeapRun) -> tuple[dict, str | None]:
+    """Evaluate one run: its record for summaries, and its failure text (None: passed)."""
+    profile = run.profile
+    figures = hb.measure(profile)
+    evaluation = hb.evaluate(budget, figures, profile_path=str(run.profile_path), complete=profile.complete)
+    for message in evaluation.warnings:
+        warnings.warn(hb.HeapBudgetWarning(message))
+    comparison = None
+    if state.baseline is not None:
+        comparison = hb.compare(test, figures, state.baseline.figures(test), budget.thresholds)
+    problem = process_problem(run, budget.test)
+    record = make_record(test, budget, evaluation, comparison, problem=problem[0] if problem else None)
+    problems = [problem[1]] if problem else []
+    if evaluation.passed and not problems and not (comparison and comparison.regressions):
+        return record, None
+    text = hb.failure_text(evaluation, call_paths=hb.profile_call_paths(profile),
+                           regressions=comparison.regressions if comparison else (),
+                           baseline=str(state.baseline_path) if comparison else None)
+    record["passed"] = False
+    return record, "\n".join(problems + [text, measured_text(evaluation, budget)] + command_text(run))
+
+
+def process_problem(run: HeapRun, test: str) -> tuple[str, str] | None:
+    """What went wrong with the process itself, apart from budgets: the summary's word
+    and the failure's sentence. Runs of the heap_profile fixture (expect None) leave
+    the exit status, crashes and timeouts to the test body."""
+    if run.expect is None:
+        return None
+    if run.timed_out:
+        return "TIMEOUT", (f"{test}: timed out after {run.timeout:g} s and was killed; figures cover what its "
+                           "cut-short profile holds")
+    if run.crashed:
+        signal_name = exit_text(run.returncode).rsplit("(", 1)[-1].rstrip(")")
+        return f"CRASHED ({signal_name})", (f"{test}: the program crashed ({exit_text(run.returncode)}); figures "
+                                            "cover what its cut-short profile holds")
+    if run.expect == "nonzero" and run.returncode == 0:
+        return "EXIT 0", f"{test}: exit status 0, but the test is expected to fail (WILL_FAIL)"
+    if run.expect != "nonzero" and run.returncode != run.expect:
+        return f"EXIT {run.returncode}", f"{test}: {exit_text(run.returncode)} (expected {run.expect})"
+    return None
+
+
+def measured_text(evaluation: hb.Evaluation, budget: hb.Budget, largest: int = 5) -> str:
+    """The figures of the rows with limits, and of the largest rows by peak (a crash or
+    a regression is easier to read next to what the program held)."""
+    labels = set(evaluation.shown_labels(budget))
+    by_peak = sorted((label for label in evaluation.figures if label != hb.TOTAL),
+                     key=lambda label: (-evaluation.figures[label].peak, label))
+    labels |= set(by_peak[:largest])
+    rows = hb.evaluation_rows(evaluation, hb.sort_labels(labels))
+    return "\n".join(["  measured:"] + ["    " + line for line in hb.render_table(
+        ("type", "peak", "bytes", "allocations", "leaked", "limit", "verdict"), rows, numeric=(1, 2, 3, 4))])
+
+
+def command_text(run: HeapRun) -> list[str]:
+    return [f"  command: {shlex.join(run.command)}"]
+
+
+def make_record(test: str, budget: hb.Budget, evaluation: hb.Evaluation, comparison: hb.Comparison | None,
+                problem: str | None = None) -> dict:
+    """What a test measured, as plain data: it travels on the report (also from xdist
+    workers) to the summary, the baseline and the JUnit properties."""
+    regressed = {c.type for c in comparison.regressions} if comparison else set()
+    shown = hb.sort_labels(set(evaluation.shown_labels(budget)) | regressed)
+    rows = hb.evaluation_rows(evaluation, shown)
+    for row in rows:
+        if row[0] in regressed and row[-1] != "OVER":
+            row[-1] = "REGRESSED"
+        if row[0] == hb.TOTAL and problem:
+            row[-1] = problem
+    return {
+        "test": test,
+        "passed": evaluation.passed and not (comparison and comparison.regressions),
+        "complete": evaluation.complete,
+        "profile": evaluation.profile_path,
+        "figures": {label: figs.as_dict() for label, figs in evaluation.figures.items()},
+        "shown": shown,
+        "rows": [[test] + row for row in rows],
+        "changes": [{"type": c.type, "field": c.field, "verdict": c.verdict, "text": c.text()}
+                    for c in (comparison.changes if comparison else [])],
+        "in_baseline": comparison.in_baseline if comparison else None,
+    }
+
+
+def add_properties(item: pytest.Item, record: dict) -> None:
+    """JUnit XML properties: every figure of every row the summary shows (named after
+    the run too, `heaptype[second].peak[Foo]`, when a test ran several programs)."""
+    run = record["test"][len(item.nodeid):] if record["test"].startswith(item.nodeid) else ""
+    for label in record["shown"]:
+        for name, value in record["figures"][label].items():
+            item.user_properties.append((f"heaptype{run}.{name}[{label}]", value))
+
+
+def remember(item: pytest.Item, record: dict) -> None:
+    item.stash.setdefault(RECORDS, []).append(record)
+    add_properties(item, record)
+
+
+class HeapBudgetFailure(Exception):
+    """A budget item's failure: its message is the whole report, shown without traceback."""
+
+
+class BudgetItem(pytest.Item):
+    """One program run under profiling, checked against its budget."""
+
+    def __init__(self, *, spec: RunSpec, budget: hb.Budget, line: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.spec = spec
+        self.budget = budget
+        self.line = line
+
+    def runtest(self) -> None:
+        state: HeapState = self.config.stash[STATE]
+        budget = self.budget.named(self.nodeid)
+        try:
+            run = run_program(self.spec.command, cwd=self.spec.cwd, env=self.spec.env, timeout=self.spec.timeout,
+                              out_dir=state.profile_dir() / safe_name(self.nodeid), name=self.name)
+            run.expect = self.spec.expect
+            self._output_sections(run)
+            record, failure = judge(state, self.nodeid, budget, run)
+        except RunProblem as e:
+            raise HeapBudgetFailure(f"{self.nodeid} ({self.spec.where}): {e}\n  command: "
+                                    f"{shlex.join(self.spec.command)}") from None
+        remember(self, record)
+        if failure:
+            raise HeapBudgetFailure(failure)
+
+    def _output_sections(self, run: HeapRun) -> None:
+        if run.stdout:
+            self.add_report_section("call", "stdout", run.stdout)
+        if run.stderr:
+            self.add_report_section("call", "stderr", run.stderr)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, HeapBudgetFailure):
+            return str(excinfo.value)
+        if isinstance(excinfo.value, hb.HeapBudgetWarning):
+            return f"{excinfo.value} (a HeapBudgetWarning, made an error by -W / filterwarnings)"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, self.line - 1 if self.line else None, f"heap budget: {self.name}"
+
+
+# --- CTest discovery ---------------------------------------------------------------------------
+
+class DiscoveryError(Exception):
+    pass
+
+
+@dataclass
+class CTestCase:
+    """A CTest test (or one GoogleTest case of it) to run as a budget item."""
+
+    name: str
+    test: str
+    command: list[str]
+    cwd: Path
+    env: dict[str, str]
+    timeout: float | None
+    will_fail: bool = False
+    skip_reason: str | None = None
+
+
+def discover_ctest(settings: hb.CTestSettings) -> list[CTestCase]:
+    """The tests of a CMake build tree, from `ctest --show-only=json-v1`."""
+    ctest = shutil.which("ctest")
+    if ctest is None:
+        raise DiscoveryError("ctest is not installed: install CMake (e.g. `pip install cmake`) to discover tests")
+    if not (settings.build_dir / "CTestTestfile.cmake").is_file():
+        state = "does not exist" if not settings.build_dir.exists() else "has no CTestTestfile.cmake"
+        raise DiscoveryError(f"build_dir {settings.build_dir} {state}: configure and build the project first "
+                             "(with enable_testing() and add_test())")
+    command = [ctest, "--show-only=json-v1"] + (["-C", settings.configuration] if settings.configuration else [])
+    try:
+        done = subprocess.run(command, cwd=settings.build_dir, capture_output=True, text=True, timeout=LIST_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise DiscoveryError(f"`{shlex.join(command)}` did not finish in {LIST_TIMEOUT} s") from None
+    if done.returncode != 0:
+        raise DiscoveryError(f"`{shlex.join(command)}` failed: {done.stderr.strip() or done.stdout.strip()}")
+    try:
+        tests = json.loads(done.stdout)["tests"]
+    except (ValueError, KeyError, TypeError):
+        raise DiscoveryError(f"`{shlex.join(command)}` printed no test list (CMake 3.14 or newer is needed)") from None
+    cases = []
+    for test in tests:
+        if _selected(test.get("name", ""), settings):
+            cases += _cases(test, settings)
+    return cases
+
+
+def _selected(name: str, settings: hb.CTestSettings) -> bool:
+    return any(hb.name_matches(g, name) for g in settings.include) and \
+        not any(hb.name_matches(g, name) for g in settings.exclude)
+
+
+def _properties(test: dict) -> dict[str, Any]:
+    return {p.get("name"): p.get("value") for p in test.get("properties", []) if isinstance(p, dict)}
+
+
+def _cases(test: dict, settings: hb.CTestSettings) -> list[CTestCase]:
+    props = _properties(test)
+    name = test["name"]
+    env = dict(entry.split("=", 1) for entry in props.get("ENVIRONMENT", []) if "=" in entry)
+    cwd = Path(props.get("WORKING_DIRECTORY") or settings.build_dir)
+    timeout = float(props["TIMEOUT"]) if props.get("TIMEOUT") else None
+    command = test.get("command")
+    case = CTestCase(name, name, list(command or []), cwd, env, timeout, bool(props.get("WILL_FAIL")))
+    if not command:
+        case.skip_reason = f"CTest test {name} has no command in this configuration"
+        return [case]
+    if props.get("DISABLED"):
+        case.skip_reason = f"CTest test {name} is DISABLED"
+        return [case]
+    if _split_gtest(name, command, settings):
+        names = list_gtest_cases(command, cwd, env)
+        if names:
+            return [CTestCase(f"{name}[{case_name}]", name, command + [f"--gtest_filter={case_name}"], cwd, env,
+                              timeout, False) for case_name in names]
+    return [case]
+
+
+def _split_gtest(name: str, command: list[str], settings: hb.CTestSettings) -> bool:
+    """Split only GoogleTest binaries (the program holds gtest's flag names) that CTest
+    runs whole (gtest_discover_tests already gives one CTest test per case)."""
+    wanted = settings.gtest_split is True or (
+        isinstance(settings.gtest_split, list) and any(hb.name_matches(g, name) for g in settings.gtest_split))
+    if not wanted or any(arg.startswith("--gtest_filter") for arg in command[1:]):
+        return False
+    try:
+        return GTEST_MARKER in Path(command[0]).read_bytes()
+    except OSError:
+        return False
+
+
+def list_gtest_cases(command: list[str], cwd: Path, env: dict[str, str]) -> list[str]:
+    """`Suite.Case` names from `--gtest_list_tests` (comments such as `# GetParam()`
+    dropped; `DISABLED_` cases left out, as GoogleTest itself does)."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+    environment.update(env, HEAPTYPE_DISABLE="1")
+    try:
+        done = subprocess.run(command + ["--gtest_list_tests"], cwd=cwd, env=environment, capture_output=True,
+                              text=True, timeout=LIST_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise DiscoveryError(f"listing the GoogleTest cases of {command[0]} failed: {e}") from None
+    if done.returncode != 0:
+        raise DiscoveryError(f"`{shlex.join(command)} --gtest_list_tests` failed ({exit_text(done.returncode)}): "
+                             f"{done.stderr.strip()[-500:]}")
+    return parse_gtest_list(done.stdout)
+
+
+def parse_gtest_list(text: str) -> list[str]:
+    cases, suite = [], None
+    for line in text.splitlines():
+        stripped = line.split("#", 1)[0].rstrip()
+        if not stripped.strip():
+            continue
+        if not line.startswith(" "):
+            suite = stripped.strip()
+            if not suite.endswith("."):
+                suite = None  # a line gtest prints before the list
+        elif suite is not None:
+            case = stripped.strip()
+            if not case.startswith("DISABLED_") and not suite.startswith("DISABLED_"):
+                cases.append(suite + case)
+    return cases
+
+
+# --- the heap_profile fixture and the heap_budget marker -----------------------------------------
+
+class HeapProfiler:
+    """Runs native programs with profiling on, for Python tests: ``heap_profile.run``.
+
+    The runs of a test are checked against its ``heap_budget`` markers when the test
+    body has finished, and reported in the summary like budget-file tests.
+    """
+
+    def __init__(self, item: pytest.Item, state: HeapState):
+        self._item = item
+        self._state = state
+        self.runs: list[HeapRun] = []
+
+    def run(self, command, *, cwd=None, env: dict | None = None, timeout: float | None = None,
+            name: str | None = None) -> HeapRun:
+        """Run ``command`` (a list, or a string split like a shell would) with profiling on.
+
+        Returns a HeapRun: ``returncode``, ``stdout``, ``stderr``, ``profile_path`` and the
+        loaded ``profile``. Fails the test when the program cannot be run or writes no
+        profile (not built with HeapType). A non-zero exit status is the test's to check.
+        """
+        command = shlex.split(command) if isinstance(command, str) else [os.fspath(c) for c in command]
+        if not command:
+            pytest.fail("heap_profile.run: empty command", pytrace=False)
+        if timeout is None:
+            timeout = self._marker_timeout()
+        name = name or Path(command[0]).name
+        out_dir = self._state.profile_dir() / safe_name(self._item.nodeid) / f"{len(self.runs) + 1}-{safe_name(name)}"
+        try:
+            run = run_program(command, cwd=Path(cwd or os.getcwd()), env={k: str(v) for k, v in (env or {}).items()},
+                              timeout=timeout, out_dir=out_dir, name=name)
+            if run.profile_path is None:
+                raise RunProblem(no_profile_text(run))
+            run.profile  # noqa: B018 - load now, so a bad profile fails here, where it was run
+        except RunProblem as e:
+            pytest.fail(f"heap_profile.run: {e}\n  command: {shlex.join(command)}", pytrace=False)
+        self.runs.append(run)
+        return run
+
+    def _marker_timeout(self) -> float | None:
+        """`@pytest.mark.heap_budget(timeout=...)`: the default timeout of each run."""
+        try:
+            spec = marker_budget(self._item) or {}
+            return hb.budget_from_mapping(self._item.nodeid, spec, self._item.nodeid).timeout
+        except hb.BudgetError:
+            return None  # reported once the test body has run
+
+    def test_names(self) -> list[str]:
+        """A name per run: the test id alone for one run, `id[name]` for several."""
+        nodeid = self._item.nodeid
+        if len(self.runs) == 1:
+            return [nodeid]
+        names, seen = [], {}
+        for run in self.runs:
+            seen[run.name] = seen.get(run.name, 0) + 1
+            names.append(f"{nodeid}[{run.name}]" if seen[run.name] == 1 else f"{nodeid}[{run.name}-{seen[run.name]}]")
+        return names
+
+    def finish(self, budget_spec: dict | None) -> list[str]:
+        """Judge every run; returns the failure texts."""
+        failures = []
+        for test, run in zip(self.test_names(), self.runs):
+            budget = hb.budget_from_mapping(test, budget_spec or {}, f"{self._item.nodeid}: heap_budget marker")
+            budget = self._state.thresholds_for(budget)
+            run.expect = None  # the test body judges the exit status
+            record, failure = judge(self._state, test, budget, run)
+            remember(self._item, record)
+            if failure:
+                failures.append(failure)
+        return failures
+
+
+@pytest.fixture
+def heap_profile(request: pytest.FixtureRequest) -> HeapProfiler:
+    """Run native programs under HeapType: ``heap_profile.run(["build/app", "--quick"])``.
+
+    Each run returns its profile (``run.profile.type_row("Foo")``); the test's
+    ``@pytest.mark.heap_budget(...)`` limits are checked after the test body.
+    """
+    profiler = HeapProfiler(request.node, request.config.stash[STATE])
+    request.node.stash[PROFILER] = profiler
+    return profiler
+
+
+def marker_budget(item: pytest.Item) -> dict | None:
+    """The heap_budget markers of a test as one budget mapping: the closest marker
+    wins for each type and limit. ``heap_budget("Small", peak="64 KiB")`` budgets a type,
+    ``heap_budget(leaked=0)`` every typed row."""
+    markers = list(item.iter_markers("heap_budget"))
+    if not markers:
+        return None
+    spec: dict[str, Any] = {}
+    for marker in markers:
+        if len(marker.args) > 1:
+            raise hb.BudgetError(f"{item.nodeid}: heap_budget takes at most one type name, not {marker.args!r}")
+        kwargs = dict(marker.kwargs)
+        if marker.args:
+            if not isinstance(marker.args[0], str):
+                raise hb.BudgetError(f"{item.nodeid}: heap_budget: the type must be a string, not {marker.args[0]!r}")
+            for key, value in kwargs.items():
+                spec.setdefault("types", {}).setdefault(marker.args[0], {}).setdefault(key, value)
+        else:
+            for key, value in kwargs.items():
+                if key == "types" and isinstance(value, dict):
+                    for type_name, limits in value.items():
+                        target = spec.setdefault("types", {}).setdefault(type_name, {})
+                        for k, v in (limits.items() if isinstance(limits, dict) else []):
+                            target.setdefault(k, v)
+                        if not isinstance(limits, dict):
+                            spec["types"][type_name] = limits
+                elif key == "regression" and isinstance(value, dict):
+                    for k, v in value.items():
+                        spec.setdefault("regression", {}).setdefault(k, v)
+                else:
+                    spec.setdefault(key, value)
+    return spec
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    result = yield
+    profiler = item.stash.get(PROFILER, None)
+    try:
+        spec = marker_budget(item)
+    except hb.BudgetError as e:
+        pytest.fail(str(e), pytrace=False)
+    if spec is not None and profiler is None:
+        pytest.fail(f"{item.nodeid}: @pytest.mark.heap_budget needs the heap_profile fixture: run the native "
+                    "program with heap_profile.run([...]) so that there is a profile to check", pytrace=False)
+    if profiler is not None and profiler.runs:
+        try:
+            failures = profiler.finish(spec)
+        except (hb.BudgetError, RunProblem) as e:
+            pytest.fail(str(e), pytrace=False)
+        except hb.HeapBudgetWarning as e:
+            pytest.fail(f"{e} (a HeapBudgetWarning, made an error by -W / filterwarnings)", pytrace=False)
+        if failures:
+            pytest.fail("\n\n".join(failures), pytrace=False)
+    elif spec is not None:
+        pytest.fail(f"{item.nodeid}: @pytest.mark.heap_budget: the test ran no program with heap_profile.run",
+                    pytrace=False)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if call.when == "call":
+        records = item.stash.get(RECORDS, None)
+        if records:
+            report.heaptype = records
+    return report
+
+
+# --- the end of the run: summary, baseline, GitHub ---------------------------------------------
+
+class HeapSession:
+    """The run's collector of measurements, registered as a plugin in pytest_configure:
+    it sees every test report (under xdist, the workers' reports arrive here at the
+    controller), and writes the summary, the baseline and the GitHub summary once."""
+
+    def __init__(self, state: HeapState):
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        records = getattr(report, "heaptype", None)
+        if records and report.when == "call":
+            self.state.records.extend(records)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        state = self.state
+        if state.is_worker or not state.records:
+            return
+        if state.save_baseline:
+            baseline = _existing_baseline(state.baseline_path)
+            baseline.update({r["test"]: {label: hb.Figures.from_dict(f) for label, f in r["figures"].items()}
+                             for r in state.records})
+            baseline.save()
+            state.saved_baseline = state.baseline_path
+        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary_file:
+            with open(summary_file, "a", encoding="utf-8") as out:
+                out.write("\n".join(markdown_summary(state)) + "\n")
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+        state = self.state
+        if state.is_worker or not state.summary or not state.records:
+            return
+        write = terminalreporter.write_line
+        terminalreporter.write_sep("=", "heap budgets")
+        for line in hb.render_table(hb.TABLE_HEADER, summary_rows(state), numeric=SUMMARY_NUMERIC):
+            write(line)
+        failed = [r["test"] for r in sorted_records(state) if not r["passed"]]
+        write(f"{len(state.records)} measured, {len(failed)} failed" + (f": {', '.join(failed)}" if failed else ""))
+        if state.baseline is not None:
+            terminalreporter.write_sep("-", f"heap baseline {state.baseline_path}")
+            changes = change_lines(state)
+            for verdict in CHANGE_ORDER:
+                for kind, line in changes:
+                    if kind == verdict:
+                        write(f"{verdict.upper():9} {line}")
+            if not changes:
+                write("no change")
+        if state.saved_baseline:
+            count = len(state.records)
+            write(f"heaptype: saved the figures of {count} run{'' if count == 1 else 's'} to the baseline "
+                  f"{state.saved_baseline}")
+
+
+CHANGE_ORDER = ("regressed", "improved", "grew", "shrank", "new", "gone", "missing")
+
+
+def _existing_baseline(path: Path) -> hb.Baseline:
+    try:
+        return hb.Baseline.load(path)
+    except hb.BudgetError:
+        return hb.Baseline(path)
+
+
+def sorted_records(state: HeapState) -> list[dict]:
+    """Records in a stable order (test id), whatever order xdist workers finished in."""
+    return sorted(state.records, key=lambda r: r["test"])
+
+
+SUMMARY_NUMERIC = (2, 3, 4, 5)
+
+
+def summary_rows(state: HeapState) -> list[list[str]]:
+    return [row for record in sorted_records(state) for row in record["rows"]]
+
+
+def change_lines(state: HeapState) -> list[tuple[str, str]]:
+    """(verdict, line) of every baseline change worth reporting, in a stable order."""
+    lines = []
+    for record in sorted_records(state):
+        if record["in_baseline"] is False:
+            lines.append(("missing", f"{record['test']}: not in the baseline"))
+        for change in record["changes"]:
+            lines.append((change["verdict"], f"{record['test']}: {change['text']}"))
+    return lines
+
+
+def markdown_summary(state: HeapState) -> list[str]:
+    """The summary for $GITHUB_STEP_SUMMARY (GitHub renders it on the run's page)."""
+    failed = [r for r in sorted_records(state) if not r["passed"]]
+    verdict = f"{len(failed)} of {len(state.records)} failed" if failed else f"all {len(state.records)} within budget"
+    lines = ["## Heap budgets", "", f"{verdict}.", ""]
+    lines += hb.render_markdown(hb.TABLE_HEADER, summary_rows(state), numeric=SUMMARY_NUMERIC)
+    changes = change_lines(state) if state.baseline is not None else []
+    if changes:
+        lines += ["", f"### Against the baseline `{state.baseline_path.name}`", ""]
+        order = {verdict: i for i, verdict in enumerate(CHANGE_ORDER)}
+        lines += [f"- **{kind}** {text}" for kind, text in sorted(changes, key=lambda c: order[c[0]])]
+    return lines + [""]

@@ -1,0 +1,128 @@
+"""Native programs for the budget tests, built once per test session.
+
+test_budget_check.py and test_pytest_plugin.py import this module (it sits beside
+the data it builds). Programs are built the two ways users build them: with
+`heaptype --cflags/--ldflags` (workload), without HeapType at all (workload_plain: it
+writes no profile), and as a CMake project with find_package(HeapType) and CTest tests
+(ctest_project). Under pytest-xdist the workers share one build directory and build
+each program once between them (an flock per program).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parent
+WORKLOAD_SOURCE = DATA / "workload.cpp"
+CTEST_PROJECT = DATA / "ctest_project"
+EXAMPLE = DATA.parents[2] / "examples" / "pytest-budget"
+
+
+class BuildError(Exception):
+    pass
+
+
+def _run(command: list[str], what: str, cwd: Path | None = None) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=cwd)
+    if done.returncode != 0:
+        raise BuildError(f"{what} failed (exit {done.returncode}):\n$ {' '.join(map(str, command))}\n"
+                         f"{done.stdout[-3000:]}{done.stderr[-6000:]}")
+
+
+class NativePrograms:
+    """Builds start at once on a small thread pool; each accessor waits for its own."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self._pool = ThreadPoolExecutor(max_workers=2)
+        self._builds: dict[str, Future] = {}
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _get(self, name: str, build) -> Path:
+        if name not in self._builds:
+            self._builds[name] = self._pool.submit(self._locked, name, build)
+        error = self._builds[name].exception()
+        if error is not None:
+            pytest.fail(str(error), pytrace=False)
+        return self._builds[name].result()
+
+    def start(self, *names: str) -> None:
+        builders = {"workload": self._workload, "workload_plain": self._plain}
+        for name in names:
+            if name not in self._builds and name in builders:
+                self._builds[name] = self._pool.submit(self._locked, name, builders[name])
+
+    def _locked(self, name: str, build) -> Path:
+        target = self.workdir / name
+        with open(self.workdir / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            marker = self.workdir / f"{name}.built"
+            if not marker.exists():
+                build(target)
+                marker.touch()
+        return target
+
+    # -- the programs --
+
+    def workload(self) -> Path:
+        """tests/data/budget/workload.cpp built with `heaptype --cflags/--ldflags`."""
+        return self._get("workload", self._workload)
+
+    def workload_plain(self) -> Path:
+        """The same program built without HeapType: it runs, and writes no profile."""
+        return self._get("workload_plain", self._plain)
+
+    def ctest_build(self, cmake: str) -> Path:
+        """The configured and built ctest_project (its build tree)."""
+        return self._get("ctest_project", lambda target: self._cmake(cmake, CTEST_PROJECT, target))
+
+    def example_build(self, cmake: str) -> Path:
+        """examples/pytest-budget built as its README says (its build tree)."""
+        return self._get("example", lambda target: self._cmake(cmake, EXAMPLE, target))
+
+    def _workload(self, target: Path) -> None:
+        from heaptype import flags
+
+        _run(["g++", "-std=c++17", "-O2", *flags.compile_flags(), str(WORKLOAD_SOURCE), *flags.link_flags(),
+              "-o", str(target)], "building workload.cpp with HeapType")
+
+    def _plain(self, target: Path) -> None:
+        _run(["g++", "-std=c++17", "-O2", str(WORKLOAD_SOURCE), "-o", str(target)],
+             "building workload.cpp without HeapType")
+
+    def _cmake(self, cmake: str, source: Path, target: Path) -> None:
+        from heaptype import flags
+
+        generator = ["-G", "Ninja"] if _which("ninja") else []
+        _run([cmake, "-S", str(source), "-B", str(target), *generator, f"-DHeapType_DIR={flags.cmake_dir()}",
+              "-DCMAKE_BUILD_TYPE=Release"], f"configuring {source.name}")
+        _run([cmake, "--build", str(target)], f"building {source.name}")
+
+
+def _which(name: str) -> str | None:
+    import shutil
+
+    return shutil.which(name)
+
+
+@pytest.fixture(scope="session")
+def budget_programs(tmp_path_factory) -> NativePrograms:
+    """The budget tests' native programs (see NativePrograms), shared by xdist workers."""
+    from tooling import require_tool
+
+    require_tool("g++")
+    base = tmp_path_factory.getbasetemp()
+    workdir = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "heaptype-budget-programs"
+    workdir.mkdir(exist_ok=True)
+    programs = NativePrograms(workdir)
+    programs.start("workload", "workload_plain")
+    yield programs
+    programs.close()

@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     run.set_defaults(handler=cmd_run)
 
-    report = sub.add_parser("report", help="print a profile's per-type report")
+    report = sub.add_parser("report", help="print a profile's report: by type, by function or by call path")
     report.add_argument("profile", help="a .htp file")
     report.add_argument("--by", choices=["type", "function", "callpath"], default="type",
                         help="group rows by type (default), by function (self and total), or show the "

@@ -66,7 +66,7 @@ py::dict aggregate(ProfileFile& file, const std::unordered_map<uint64_t, uint32_
   py::list context_rows;
   for (const auto& s : a.context_rows)
     context_rows.append(py::make_tuple(s.context, s.row, s.allocations, s.objects, s.bytes, s.live_bytes,
-                                       s.peak_bytes));
+                                       s.peak_bytes, s.live_blocks));
   out["context_rows"] = context_rows;
   py::dict nodes;
   for (const auto& entry : a.nodes) {

@@ -136,6 +136,7 @@ class TypeAccounting {
     c.objects += b.objects;
     c.bytes += b.size;
     c.live_bytes += b.size;
+    ++c.live_blocks;
     if (c.live_bytes > c.peak_bytes) c.peak_bytes = c.live_bytes;
   }
 
@@ -144,6 +145,7 @@ class TypeAccounting {
     s.live_bytes -= b.size;
     --s.live_blocks;
     out_->context_rows[b.stats].live_bytes -= b.size;
+    --out_->context_rows[b.stats].live_blocks;
   }
 
   void subtract_allocation(const LiveBlock& b) {

@@ -59,6 +59,7 @@ struct ContextStats {
   uint64_t bytes = 0;
   uint64_t live_bytes = 0;
   uint64_t peak_bytes = 0;
+  uint64_t live_blocks = 0;
 };
 
 struct Aggregate {

@@ -153,11 +153,13 @@ uint32_t allocation_context(ThreadState* t, uintptr_t call_site, uintptr_t calle
       prune_below(c, caller_sp);
       return top_node(c);
     case CallstackMode::kFramePointer: {
+      if (!ensure_frames(c)) return 0;  // the tree's child cache
       uintptr_t ras[kMaxWalkedFrames];
       int n = walk_frame_pointers(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), ras, kMaxWalkedFrames);
       return node_from_walk(t, call_site, ras, n);
     }
     case CallstackMode::kUnwind: {
+      if (!ensure_frames(c)) return 0;
       uintptr_t ras[kMaxWalkedFrames];
       UnwindState s = {ras, 0, kMaxWalkedFrames};
       _Unwind_Backtrace(collect_frame, &s);

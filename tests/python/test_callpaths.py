@@ -1,0 +1,335 @@
+"""Call paths against exactly known truth (issue 3, acceptance points 1 and 2).
+
+* tests/cpp/callpaths_known.cpp: direct and recursive calls, an exception thrown
+  through three instrumented frames, a longjmp over three, a function inlined into
+  its caller, four threads with different paths; every allocation must be on its
+  path, with exact counts (the table in the program's header comment);
+* alloc_bench (../shared/bench): make_deep<T> (9 recursive frames) and make_obj<T>
+  (called directly) are distinct paths, with the counts the program's own PRNG
+  implies, replayed here;
+* tests/cpp/callpaths_infer.cpp: untyped allocations from the standard library get
+  a type inferred from the allocator frames at their call site, marked inferred in
+  every report.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from callpath_programs import ALLOC_BENCH_ARGS, callpath_programs  # noqa: F401 (fixture)
+from heaptype.callpaths import TypeKey, _strip_parameters, infer_type, type_filter
+from heaptype.functions import CodeLocation, SourceFrame
+
+MAKE = "void make_and_free<{}>()"
+
+# type -> {path: allocations}: the header comment of callpaths_known.cpp.
+KNOWN = {
+    "Direct": {("main", "direct_outer()", "direct_inner()", MAKE.format("Direct")): 5,
+               ("main", "direct_inner()", MAKE.format("Direct")): 3},
+    "Recursed": {("main", *["recurse(int)"] * k, MAKE.format("Recursed")): 2 for k in range(1, 6)},
+    "BeforeThrow": {("main", "catcher()", "thrower1()", "thrower2()", "thrower3()",
+                     MAKE.format("BeforeThrow")): 2},
+    "AfterCatch": {("main", "catcher()", MAKE.format("AfterCatch")): 2},
+    "AfterCatchCall": {("main", "catcher()", "after_catch_call()", MAKE.format("AfterCatchCall")): 2},
+    "BeforeJump": {("main", "jumper()", "jump1()", "jump2()", "jump3()", MAKE.format("BeforeJump")): 2},
+    "AfterJump": {("main", "jumper()", MAKE.format("AfterJump")): 2},
+    "AfterJumpCall": {("main", "jumper()", "after_jump_call()", MAKE.format("AfterJumpCall")): 2},
+    "Inlined": {("main", "inline_caller()", "inline_helper()", MAKE.format("Inlined")): 4},
+    "ThreadA": {("worker_a()", "a_leaf()", MAKE.format("ThreadA")): 10},
+    "ThreadB": {("worker_b()", "b_mid()", "b_leaf()", MAKE.format("ThreadB")): 20},
+    "ThreadC": {("worker_c()", "c_rec(int)", "c_rec(int)", "c_rec(int)", MAKE.format("ThreadC")): 30},
+    "ThreadD": {("worker_d()", MAKE.format("ThreadD")): 40},
+}
+SIZES = {"Direct": 16, "Recursed": 24, "BeforeThrow": 40, "AfterCatch": 48, "AfterCatchCall": 56,
+         "BeforeJump": 64, "AfterJump": 72, "AfterJumpCall": 80, "Inlined": 88, "ThreadA": 96,
+         "ThreadB": 104, "ThreadC": 112, "ThreadD": 120}
+
+
+def heaptype_command() -> list[str]:
+    path = shutil.which("heaptype")
+    return [path] if path else [sys.executable, "-m", "heaptype"]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    done = subprocess.run([*heaptype_command(), *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def paths_by_type(profile, **options) -> dict[str, dict[tuple, int]]:
+    out: dict[str, dict[tuple, int]] = {}
+    for row in profile.call_paths(**options):
+        out.setdefault(row.type_label, {})[row.path] = row.allocations
+    return out
+
+
+@pytest.fixture(scope="module")
+def known(callpath_programs):
+    return callpath_programs.load("known")
+
+
+# --- 1. exactly known call paths -----------------------------------------------------
+
+def test_every_allocation_is_on_its_path(known):
+    paths = paths_by_type(known)
+    assert {t: paths.get(t) for t in KNOWN} == KNOWN
+    for row in known.call_paths(types=list(KNOWN)):
+        assert row.bytes == row.allocations * SIZES[row.type], row
+        assert row.objects == row.allocations and row.live_bytes == 0
+
+
+def test_exception_object_is_allocated_below_the_throwing_frames(known):
+    # __cxa_allocate_exception (libstdc++.so, not instrumented) is the frame that
+    # calls malloc: the call site adds it below the hooks' frames.
+    paths = paths_by_type(known)["(untyped)"]
+    path = ("main", "catcher()", "thrower1()", "thrower2()", "thrower3()", "__cxa_allocate_exception")
+    assert paths.get(path) == 2, paths
+
+
+def test_threads_are_merged_by_frame_not_by_thread(known):
+    tree = known.call_tree(types=["Thread*"])
+    assert sorted(tree.root.children) == ["worker_a()", "worker_b()", "worker_c()", "worker_d()"]
+    assert {name: node.total.allocations for name, node in tree.root.children.items()} == {
+        "worker_a()": 10, "worker_b()": 20, "worker_c()": 30, "worker_d()": 40}
+    # Each thread had its own tree in the profile.
+    threads = {site.thread for site in known.call_paths_view().sites if "worker" in site.path[0]}
+    assert len(threads) == 4
+
+
+def test_top_down_tree_totals_and_types(known):
+    tree = known.call_tree(types=["Direct", "Recursed"])
+    main = tree.root.child("main")
+    assert main.total.allocations == 8 + 10
+    outer = main.find("direct_outer()", "direct_inner()", MAKE.format("Direct"))
+    assert outer.self.allocations == 5 and outer.self_types == {TypeKey("Direct"): outer.self}
+    chain = main
+    for depth in range(1, 6):
+        chain = chain.child("recurse(int)")
+        assert chain.total.allocations == 2 * (6 - depth)  # this level and every deeper one
+        assert chain.child(MAKE.format("Recursed")).self.allocations == 2
+
+
+def test_bottom_up_tree(known):
+    tree = known.call_tree(types="Direct", bottom_up=True)
+    assert list(tree.root.children) == [MAKE.format("Direct")]
+    leaf = tree.root.child(MAKE.format("Direct"))
+    inner = leaf.child("direct_inner()")
+    assert inner.total.allocations == 8
+    assert {name: node.total.allocations for name, node in inner.children.items()} == {
+        "direct_outer()": 5, "main": 3}
+    assert inner.find("direct_outer()", "main").total.allocations == 5
+    assert leaf.types == {TypeKey("Direct"): leaf.total}
+
+
+def test_by_function_self_and_total(known):
+    rows = {r.function: r for r in known.by_function(types=["Direct", "Recursed"])}
+    assert rows[MAKE.format("Direct")].self.allocations == 8
+    assert rows["direct_inner()"].self.allocations == 0 and rows["direct_inner()"].total.allocations == 8
+    assert rows["direct_outer()"].total.allocations == 5
+    # Recursion: each allocation counts once in the function's total however deep it is.
+    assert rows["recurse(int)"].total.allocations == 10
+    assert rows["main"].total.allocations == 18
+
+
+def test_type_patterns(known):
+    assert {r.type for r in known.call_paths(types="Thread[AB]")} == {"ThreadA", "ThreadB"}
+    assert {r.type for r in known.call_paths(types=["After*", "Direct"])} == {
+        "AfterCatch", "AfterCatchCall", "AfterJump", "AfterJumpCall", "Direct"}
+    assert all(r.type is None for r in known.call_paths(types="(untyped)"))
+    assert known.call_paths(types="NoSuchType") == []
+
+
+def test_walked_stacks_give_the_same_paths(callpath_programs):
+    """HEAPTYPE_CALLSTACK=frame-pointer: the same program, paths from the frame
+    pointer chain instead of the hooks (shown from main on)."""
+    profile = callpath_programs.load("known", "frame-pointer")
+
+    def without_helper(paths):
+        # make_and_free<T> is inlined or not as the compiler sees fit (without the
+        # hooks GCC keeps it out of line on the cold path before a throw): only the
+        # frames the program forces count.
+        out = Counter()
+        for path, n in paths.items():
+            out[tuple(f for f in path if "make_and_free<" not in f)] += n
+        return dict(out)
+
+    paths = paths_by_type(profile)
+    for type_name in ("Direct", "Recursed", "BeforeThrow", "AfterCatch", "BeforeJump", "AfterJump"):
+        expected = {path[:-1]: n for path, n in KNOWN[type_name].items()}
+        assert without_helper(paths.get(type_name, {})) == expected, type_name
+    inlined = paths_by_type(profile, inlined=True)
+    assert inlined["Direct"] == {("main", "direct_outer()", "direct_inner()", "make_and_free<Direct>"): 5,
+                                 ("main", "direct_inner()", "make_and_free<Direct>"): 3}
+
+
+# --- 2. alloc_bench: make_deep<T> and make_obj<T> ------------------------------------
+
+def alloc_bench_truth(n: int) -> Counter:
+    """(type, deep) -> allocations, by the benchmark's own xorshift64 sequence."""
+    mask = (1 << 64) - 1
+    state = 0x9E3779B97F4A7C15
+    counts: Counter = Counter()
+    for _ in range(n):
+        state ^= (state << 13) & mask
+        state ^= state >> 7
+        state ^= (state << 17) & mask
+        counts[(("Small", "Medium", "Large")[state % 3], bool((state >> 8) & 1))] += 1
+    return counts
+
+
+def test_alloc_bench_deep_and_direct_paths(callpath_programs):
+    profile = callpath_programs.load("alloc_bench")
+    truth = alloc_bench_truth(int(ALLOC_BENCH_ARGS[0]))
+    stderr = callpath_programs.stderr("alloc_bench")
+    for name in ("Small", "Medium", "Large"):  # the program's own counts agree with the replay
+        assert f"{name}={truth[(name, True)] + truth[(name, False)]}" in stderr
+    paths = paths_by_type(profile)
+    for name in ("Small", "Medium", "Large"):
+        obj = f"{name}* make_obj<{name}>(unsigned long)"
+        deep = f"{name}* make_deep<{name}>(int, unsigned long)"
+        expected = {
+            ("main", "phase_objects(unsigned long)", obj): truth[(name, False)],
+            ("main", "phase_objects(unsigned long)", *[deep] * 9, obj): truth[(name, True)],
+        }
+        assert paths[name] == expected
+        assert len(next(p for p in expected if deep in p)) == 12  # the depth the runtime recorded
+
+
+def test_alloc_bench_report_json(callpath_programs):
+    path = str(callpath_programs.profile_path("alloc_bench"))
+    truth = alloc_bench_truth(int(ALLOC_BENCH_ARGS[0]))
+    report = json.loads(run_cli("report", path, "--by", "callpath", "--type", "Small", "--format", "json").stdout)
+    assert report["direction"] == "top-down"
+    got = {tuple(p["path"]): p["allocations"] for p in report["paths"]}
+    assert sorted(got.values()) == sorted([truth[("Small", False)], truth[("Small", True)]])
+    phase = report["tree"]["children"][0]["children"][0]
+    assert (report["tree"]["children"][0]["function"], phase["function"]) == ("main", "phase_objects(unsigned long)")
+    assert phase["total"]["allocations"] == truth[("Small", False)] + truth[("Small", True)]
+
+
+def test_report_text_views(callpath_programs):
+    path = str(callpath_programs.profile_path("alloc_bench"))
+    tree = run_cli("report", path, "--by", "callpath", "--type", "Medium").stdout
+    assert "Medium* make_deep<Medium>(int, unsigned long) (x9, recursive)" in tree
+    assert "[Medium]" in tree and "[Small]" not in tree
+    bottom = run_cli("report", path, "--by", "callpath", "--bottom-up", "--type", "Large", "--top", "1").stdout
+    lines = [line for line in bottom.splitlines() if "make_obj<Large>" in line]
+    assert lines and lines[0].split()[-3:] == ["Large*", "make_obj<Large>(unsigned", "long)"]
+    functions = run_cli("report", path, "--by", "function", "--top", "3").stdout
+    assert "self bytes" in functions and "total bytes" in functions
+    assert "Large* make_obj<Large>(unsigned long)" in functions
+    types = run_cli("report", path, "--type", "S*").stdout
+    rows = [line.split()[0] for line in types.splitlines()[types.splitlines().index("") + 1:] if line.strip()]
+    assert rows[0] == "type" and "Small" in rows and "Medium" not in rows
+    wrong = subprocess.run([*heaptype_command(), "report", path, "--bottom-up"], capture_output=True, text=True)
+    assert wrong.returncode == 2 and "--by callpath" in wrong.stderr
+
+
+# --- inferred types ----------------------------------------------------------------------
+
+INFERRED = {
+    # type: (allocations, objects, bytes)
+    "Foo": (4, 15, 300),
+    "Bar": (4, 7, 168),
+    "std::_Sp_counted_ptr_inplace<Bar, std::allocator<void>, (__gnu_cxx::_Lock_policy)2>": (1, 1, 40),
+    "std::_Rb_tree_node<std::pair<int const, Bar>>": (3, 3, 192),
+    "char": (1, 41, 41),
+}
+
+
+@pytest.fixture(scope="module")
+def inferred(callpath_programs):
+    return callpath_programs.load("infer")
+
+
+def test_inferred_types_by_type(inferred):
+    rows = {(r.type, r.inferred): (r.allocations, r.objects, r.bytes) for r in inferred.by_type(infer=True)}
+    assert {name: rows.get((name, True)) for name in INFERRED} == INFERRED
+    assert rows[("Plain", False)] == (1, 1, 24)
+    assert not any(inferred_flag for (name, inferred_flag) in rows if name not in INFERRED)
+    # Without inference the same allocations are one untyped row; nothing is lost.
+    plain = {r.type: r for r in inferred.by_type()}
+    moved = sum(v[0] for v in INFERRED.values())
+    assert plain[None].allocations == rows[(None, False)][0] + moved
+    assert plain[None].bytes == rows[(None, False)][2] + sum(v[2] for v in INFERRED.values())
+
+
+def test_inferred_types_in_call_paths(inferred):
+    paths = paths_by_type(inferred)
+    assert paths["Foo (inferred)"] == {("main", "grow_vector()", "void std::vector<Foo, std::allocator<Foo> >::"
+                                        "_M_realloc_insert<Foo>(__gnu_cxx::__normal_iterator<Foo*, "
+                                        "std::vector<Foo, std::allocator<Foo> > >, Foo&&)"): 4}
+    assert sum(paths["Bar (inferred)"].values()) == 4
+    assert all(path[:2] == ("main", "unique_bars()") for path in paths["Bar (inferred)"])
+    assert list(paths["char (inferred)"].values()) == [1]
+    assert paths_by_type(inferred, infer=False).get("Foo (inferred)") is None
+
+
+def test_inferred_types_in_cli_reports(callpath_programs):
+    path = str(callpath_programs.profile_path("infer"))
+    text = run_cli("report", path).stdout
+    assert any(line.startswith("Foo (inferred) ") for line in text.splitlines()), text
+    assert "(inferred): untyped allocations" in text
+    assert "Foo (inferred)" not in run_cli("report", path, "--no-infer").stdout
+    rows = json.loads(run_cli("report", path, "--format", "json").stdout)["rows"]
+    assert {"type": "Foo", "inferred": True} == {k: v for k, v in next(r for r in rows if r["type"] == "Foo").items()
+                                                 if k in ("type", "inferred")}
+    tree = run_cli("report", path, "--by", "callpath", "--type", "Foo").stdout
+    assert "[Foo (inferred)]" in tree
+    functions = json.loads(run_cli("report", path, "--by", "function", "--format", "json").stdout)
+    types = [t for f in functions["functions"] for t in f["types"] if t["type"] == "Foo"]
+    assert types and all(t["inferred"] for t in types) and sum(t["objects"] for t in types) == 15
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("std::__new_allocator<Foo>::allocate(unsigned long, void const*)", "Foo"),
+    ("__gnu_cxx::new_allocator<std::_Rb_tree_node<std::pair<int const, Foo> > >::allocate(unsigned long, "
+     "void const*)", "std::_Rb_tree_node<std::pair<int const, Foo>>"),
+    ("std::allocator_traits<std::allocator<Bar> >::allocate(std::allocator<Bar>&, unsigned long)", "Bar"),
+    ("std::__detail::_MakeUniq<Bar>::__single_object std::make_unique<Bar>()", "Bar"),
+    ("std::__detail::_MakeUniq<Bar []>::__array std::make_unique<Bar []>(unsigned long)", "Bar"),
+    ("std::shared_ptr<std::enable_if<!std::is_array<Bar>::value, Bar>::type> std::make_shared<Bar>()", "Bar"),
+    ("std::__cxx11::basic_string<wchar_t, std::char_traits<wchar_t>, std::allocator<wchar_t> >::_M_create("
+     "unsigned long&, unsigned long)", "wchar_t"),
+    ("void std::vector<Foo, std::allocator<Foo> >::_M_realloc_insert<Foo>(Foo&&)", None),
+    ("std::allocator<Foo>::~allocator()", None),
+    ("main", None),
+])
+def test_infer_type_from_frame_names(name, expected):
+    location = CodeLocation(0x1000, "/bin/x", 0x1000, name, 0x1000, (SourceFrame(name),))
+    found = infer_type(location)
+    assert (found.name if found else None) == expected
+
+
+def test_innermost_allocator_frame_wins():
+    frames = (SourceFrame("std::__new_allocator<std::_Sp_counted_ptr_inplace<Bar, std::allocator<void>, "
+                          "(__gnu_cxx::_Lock_policy)2> >::allocate(unsigned long, void const*)", inlined=True,
+                          type_argument_size=40),
+              SourceFrame("std::shared_ptr<Bar> std::make_shared<Bar>()", inlined=True),
+              SourceFrame("f()"))
+    found = infer_type(CodeLocation(1, None, None, "f()", 1, frames))
+    assert found.name.startswith("std::_Sp_counted_ptr_inplace<Bar,") and found.size == 40
+    assert found.objects(2, 80) == 2 and found.objects(2, 81) == 2
+
+
+def test_strip_parameters():
+    assert _strip_parameters("Small* make_obj<Small>(unsigned long)") == "make_obj<Small>"
+    assert _strip_parameters("std::vector<int, std::allocator<int> >::size() const") == \
+        "std::vector<int, std::allocator<int> >::size"
+    assert _strip_parameters("main") == "main"
+
+
+def test_type_filter_globs():
+    keep = type_filter(["std::vector<*>", "Small"])
+    assert keep(TypeKey("std::vector<int, std::allocator<int>>"))
+    assert keep(TypeKey("Small")) and not keep(TypeKey("SmallX")) and not keep(TypeKey(None))
+    assert type_filter("Foo (inferred)")(TypeKey("Foo", True))
+    assert type_filter("Foo")(TypeKey("Foo", True))
+    assert type_filter("int [MEM_TYPE_IMGBUF]")(TypeKey("int [MEM_TYPE_IMGBUF]"))  # brackets: exact match
+    assert type_filter("(untyped)")(TypeKey(None))

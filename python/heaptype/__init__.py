@@ -10,7 +10,15 @@ This package reads those profiles and reports them::
         print(row.type, row.allocations, row.peak_bytes)
 """
 
-from .profile import Profile, ProfileError, Totals, TypeRow, load
-
 __version__ = "0.1.0"
 __all__ = ["Profile", "ProfileError", "Totals", "TypeRow", "load", "__version__"]
+
+
+def __getattr__(name):
+    # The analysis API loads the compiled core and pyelftools: only when used, so
+    # that `heaptype --cflags` and the pytest plugin's registration start fast.
+    if name in __all__:
+        from . import profile
+
+        return getattr(profile, name)
+    raise AttributeError(f"module 'heaptype' has no attribute {name!r}")

@@ -36,6 +36,11 @@ def cmake_dir() -> Path:
     return PACKAGE_DIR / "cmake"
 
 
+def bazel_dir() -> Path:
+    """The Bazel repository shipped in the package (defs.bzl, heaptype.bazelrc)."""
+    return PACKAGE_DIR / "bazel"
+
+
 @lru_cache(maxsize=None)
 def _table() -> dict:
     return json.loads((PACKAGE_DIR / "flags.json").read_text())

@@ -1,0 +1,352 @@
+"""The Bazel rules (bazel/, shipped in the wheel: `heaptype --bazel-dir`), used for real.
+
+Debian's bazel-bootstrap (Bazel 4.2.3), offline: the rules_cc, rules_java and
+remote_coverage_tools stand-ins of bazel/shims are passed with --override_repository.
+
+One Bazel workspace per test session, shared by the pytest-xdist workers (an flock
+guards its creation; Bazel itself serialises commands on one output base): a copy of
+examples/bazel-basic plus a package `plain` of unmodified BUILD rules. Every command runs
+with --batch, so no Bazel server outlives the tests.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import heaptype
+from heaptype import flags
+from heaptype.symbols import elf_type_tags
+from tooling import require_tool
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "bazel-basic"
+CMAKE_EXAMPLE = REPO / "examples" / "cmake-basic"
+
+INDEXER_TYPES = {
+    "Token", "Posting", "CacheNode",
+    "std::_Rb_tree_node<std::pair<std::__cxx11::basic_string<char, std::char_traits<char>, "
+    "std::allocator<char>> const, std::shared_ptr<Entry>>>",
+    "std::_Sp_counted_ptr_inplace<Entry, std::allocator<void>, (__gnu_cxx::_Lock_policy)2>",
+}
+
+# A project that knows nothing of HeapType: --config=heaptype must profile it as it is.
+PLAIN_BUILD = """\
+cc_library(name = "shapes", srcs = ["shapes.cc"], hdrs = ["shapes.h"])
+
+cc_binary(name = "app", srcs = ["app.cc"], deps = [":shapes"])
+
+# A tool run during the build (host configuration): it stays uninstrumented.
+cc_binary(name = "generator", srcs = ["generator.cc"])
+
+genrule(
+    name = "generated",
+    outs = ["generated.txt"],
+    cmd = "$(location :generator) > $@ && ls >> $@",
+    tools = [":generator"],
+)
+"""
+PLAIN_SOURCES = {
+    "shapes.h": "#pragma once\n#include <vector>\nstruct Circle { double r; };\n"
+                "std::vector<Circle>* make_circles(int n);\n",
+    "shapes.cc": '#include "plain/shapes.h"\n'
+                 "std::vector<Circle>* make_circles(int n) {\n"
+                 "  auto* v = new std::vector<Circle>();\n"
+                 "  for (int i = 0; i < n; ++i) v->push_back(Circle{1.0 * i});\n"
+                 "  return v;\n}\n",
+    "app.cc": '#include <map>\n#include "plain/shapes.h"\n'
+              "struct Widget { int a[4]; };\n"
+              "int main() {\n"
+              "  Widget* w = new Widget[3]; delete[] w;\n"
+              "  delete make_circles(5);\n"
+              "  std::map<int, Widget> m; for (int i = 0; i < 7; ++i) m[i] = Widget{};\n"
+              "}\n",
+    "generator.cc": "#include <cstdio>\n#include <vector>\n"
+                    'int main() { std::vector<int> v(10); std::printf("%zu\\n", v.size()); }\n',
+}
+
+# heaptype_cc_test, and heaptype_budget_test over a program built WITHOUT HeapType.
+CHECKS_BUILD = """\
+load("@heaptype//:defs.bzl", "heaptype_budget_test", "heaptype_cc_test")
+
+heaptype_cc_test(name = "recording_test", srcs = ["recording_test.cc"], copts = ["-std=c++17"])
+
+cc_binary(name = "unprofiled", srcs = ["unprofiled.cc"])
+
+heaptype_budget_test(
+    name = "unprofiled_heap",
+    binary = ":unprofiled",
+    budget = "//:heap-budget.toml",
+    tags = ["manual"],
+)
+"""
+CHECKS_SOURCES = {
+    # No #include of HeapType: the macro force-includes heaptype/new.hpp.
+    "recording_test.cc": "#include <cstdlib>\n#include <string>\n"
+                         "struct Gadget { long x[2]; };\n"
+                         "int main() {\n"
+                         "  Gadget* g = new Gadget[4];\n"
+                         "  if (!heaptype::recording()) return 1;\n"
+                         '  std::string out = std::string(std::getenv("TEST_UNDECLARED_OUTPUTS_DIR")) + "/gadget.htp";\n'
+                         "  bool dumped = heaptype::dump(out.c_str());\n"
+                         "  delete[] g;\n"
+                         "  return dumped ? 0 : 2;\n"
+                         "}\n",
+    "unprofiled.cc": "int main() { return 0; }\n",
+}
+
+
+class Bazel:
+    """One workspace and one output root for the whole test session."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.workspace = root / "workspace"
+        self.bazel_dir = Path(flags.bazel_dir())
+        self.rc = root / "session.bazelrc"
+        self.output_user_root = root / "output"
+        self._info: dict = {}
+
+    def create(self) -> None:
+        shutil.copytree(EXAMPLE, self.workspace, ignore=shutil.ignore_patterns("bazel-*"))
+        (self.workspace / "plain").mkdir()
+        (self.workspace / "plain" / "BUILD.bazel").write_text(PLAIN_BUILD)
+        for name, text in PLAIN_SOURCES.items():
+            (self.workspace / "plain" / name).write_text(text)
+        (self.workspace / "checks").mkdir()
+        (self.workspace / "checks" / "BUILD.bazel").write_text(CHECKS_BUILD)
+        for name, text in CHECKS_SOURCES.items():
+            (self.workspace / "checks" / name).write_text(text)
+        (self.workspace / "BUILD.bazel").write_text(
+            (self.workspace / "BUILD.bazel").read_text() + '\nexports_files(["heap-budget.toml"])\n')
+        shims = self.bazel_dir / "shims"
+        self.rc.write_text("\n".join([
+            # The rules as installed in the wheel, not the source tree's copy.
+            f"build --override_repository=heaptype={self.bazel_dir}",
+            f"build --override_repository=rules_cc={shims / 'rules_cc'}",
+            f"build --override_repository=rules_java={shims / 'rules_java'}",
+            f"build --override_repository=remote_coverage_tools={shims / 'remote_coverage_tools'}",
+            "build --nosandbox_debug",  # Debian's /etc/bazel/bazelrc turns it on
+            "build --show_result=0",
+            "test --test_output=errors",
+            f"import {self.bazel_dir / 'heaptype.bazelrc'}",
+            "",
+        ]))
+
+    def env(self) -> dict:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("HEAPTYPE_", "BAZEL"))}
+        env["HEAPTYPE_PYTHON"] = sys.executable  # the interpreter these tests import heaptype from
+        env["CC"] = require_tool("gcc")  # the compiler the CMake build uses too
+        return env
+
+    def run(self, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
+        command = [require_tool("bazel"), f"--output_user_root={self.output_user_root}",
+                   f"--bazelrc={self.rc}", "--batch", *args]
+        done = subprocess.run(command, cwd=self.workspace, env=self.env(), capture_output=True, text=True,
+                              timeout=timeout)
+        if check and done.returncode != 0:
+            pytest.fail(f"$ bazel {' '.join(args)}\nexit {done.returncode}\n{done.stderr[-8000:]}", pytrace=False)
+        return done
+
+    def info(self, key: str, *args: str) -> Path:
+        """`bazel info KEY` (cached: the workspace and its options stay put for the session)."""
+        if (key, args) not in self._info:
+            self._info[(key, args)] = Path(self.run("info", *args, key).stdout.strip())
+        return self._info[(key, args)]
+
+
+@pytest.fixture(scope="session")
+def bazel(tmp_path_factory) -> Bazel:
+    require_tool("bazel")
+    base = tmp_path_factory.getbasetemp()
+    # Under xdist every worker has its own basetemp; their parent is shared.
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "heaptype-bazel"
+    root.mkdir(exist_ok=True)
+    session = Bazel(root)
+    with open(root / "create.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "created").exists():
+            session.create()
+            (root / "created").touch()
+    return session
+
+
+def run_profiled(binary: Path, profile: Path, *args: str, cwd: Path | None = None) -> heaptype.Profile:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+    env["HEAPTYPE_OUTPUT"] = str(profile)
+    subprocess.run([str(binary), *args], check=True, capture_output=True, env=env, cwd=cwd)
+    return heaptype.load(profile)
+
+
+def per_type(profile: heaptype.Profile) -> dict:
+    return {row.label: (row.allocations, row.objects, row.bytes, row.peak_bytes, row.live_bytes, row.live_blocks)
+            for row in profile.by_type()}
+
+
+# --- without Bazel ----------------------------------------------------------------------------
+
+def test_bazel_dir_is_the_repository_shipped_in_the_package():
+    printed = subprocess.run([sys.executable, "-m", "heaptype", "--bazel-dir"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+    assert Path(printed) == flags.bazel_dir() == Path(heaptype.__file__).parent / "bazel"
+    for name in ("WORKSPACE", "MODULE.bazel", "BUILD.bazel", "defs.bzl", "repositories.bzl", "heaptype.bazelrc",
+                 "tools/type_table.py", "tools/budget_test.py", "shims/rules_cc/cc/defs.bzl"):
+        assert (Path(printed) / name).is_file(), name
+        assert (Path(printed) / name).read_bytes() == (REPO / "bazel" / name).read_bytes(), \
+            f"{name}: the installed copy is stale (pip install .)"
+
+
+def test_bazel_example_compiles_the_cmake_example_sources():
+    """examples/bazel-basic/src is a copy (Bazel cannot reach outside its workspace):
+    it must stay the CMake example's program, file for file."""
+    names = sorted(p.name for p in (CMAKE_EXAMPLE / "src").iterdir())
+    assert names == sorted(p.name for p in (EXAMPLE / "src").iterdir())
+    for name in names:
+        assert (EXAMPLE / "src" / name).read_text() == (CMAKE_EXAMPLE / "src" / name).read_text(), name
+
+
+# --- the macros, the aspect -------------------------------------------------------------------
+
+def test_macros_build_the_example_and_the_aspect_writes_its_type_table(bazel, tmp_path):
+    # Only the budget test on the command line: the aspect reaches the cc_binary through
+    # its `binary` attribute.
+    done = bazel.run("build", "//:indexer_heap", "--aspects=@heaptype//:defs.bzl%heaptype_aspect",
+                     "--output_groups=+heaptype_types", "--show_result=10")
+    assert re.search(r"heaptype_aspect of //:indexer_heap up-to-date:\n\s+bazel-bin/indexer.heaptype_types.json",
+                     done.stderr), done.stderr[-3000:]
+    bin_dir = bazel.info("bazel-bin")
+    binary = bin_dir / "indexer"
+
+    table = json.loads((bin_dir / "indexer.heaptype_types.json").read_text())
+    assert table["binary"] == "//:indexer"
+    names = [row["type"] for row in table["types"]]
+    assert set(names) == INDEXER_TYPES and len(names) == len(INDEXER_TYPES) == table["count"]
+    # The symbolizer the profiles use, on the same binary, gives exactly this table.
+    assert {int(row["tag"], 16): row["type"] for row in table["types"]} == elf_type_tags(str(binary))
+
+    profile = run_profiled(binary, tmp_path / "indexer.htp")
+    token = profile.type_row("Token")
+    assert (token.allocations, token.live_bytes) == (2000, 0)
+    cache = profile.type_row("CacheNode")
+    assert (cache.allocations, cache.live_blocks) == (50, 1)
+
+
+def test_generated_flags_are_the_package_flag_list(bazel):
+    """@heaptype_install//:flags.bzl comes from flags.json: the macros' default options
+    are `heaptype --cflags` with the package's include directory as Bazel names it."""
+    external = bazel.info("output_base") / "external"
+    if not (external / "heaptype_install" / "flags.bzl").exists():
+        bazel.run("build", "--nobuild", "//:indexer")
+    scope: dict = {}
+    exec((external / "heaptype_install" / "flags.bzl").read_text(), scope)
+    bazel_options = [token for group in ("headers", "types", "stl_types", "debug")
+                     for option in scope["COMPILE"][group] for token in option]
+    bazel_options += [token for option in scope["CALLSTACK"]["instrument"] for token in option]
+    cflags = subprocess.run([sys.executable, "-m", "heaptype", "--cflags", "--cxx", "gcc"], check=True,
+                            capture_output=True, text=True).stdout.split()
+    relative = [flag.replace(str(flags.include_dir()), "external/heaptype_install/include") for flag in cflags]
+    assert bazel_options == relative
+    assert scope["LINKOPTS"] == [t for option in json.loads((flags.PACKAGE_DIR / "flags.json").read_text())
+                                 ["link"]["static"] for t in option if "{lib}" not in t]
+
+
+# --- budget tests -----------------------------------------------------------------------------
+
+def test_budget_tests_pass_and_fail_with_the_budget_report_in_the_log(bazel):
+    done = bazel.run("test", "//:indexer_heap", "//:indexer_over_budget", "//checks:unprofiled_heap",
+                     "//checks:recording_test", check=False)
+    assert done.returncode == 3, done.stderr[-4000:]  # 3: the build was fine, some tests failed
+    summary = done.stdout + done.stderr
+    assert re.search(r"//:indexer_heap\s+PASSED", summary), summary[-3000:]
+    assert re.search(r"//:indexer_over_budget\s+FAILED", summary), summary[-3000:]
+    assert re.search(r"//checks:unprofiled_heap\s+FAILED", summary), summary[-3000:]
+    assert re.search(r"//checks:recording_test\s+PASSED", summary), summary[-3000:]
+
+    testlogs = bazel.info("bazel-testlogs")
+    passed = (testlogs / "indexer_heap" / "test.log").read_text()
+    assert "heaptype check: indexer: within budget" in passed
+
+    failed = (testlogs / "indexer_over_budget" / "test.log").read_text()
+    assert "heap budget exceeded" in failed
+    assert re.search(r"Token: peak 30 KiB .*limit 16 KiB", failed), failed
+    assert re.search(r"CacheNode: leaked 56 B .*limit 0 B", failed), failed
+    assert "over-budget.toml:5" in failed  # where the broken limit was set
+    assert "bazel-testlogs/indexer_over_budget/test.outputs/" in failed
+
+    with zipfile.ZipFile(testlogs / "indexer_over_budget" / "test.outputs" / "outputs.zip") as outputs:
+        assert sorted(outputs.namelist()) == ["indexer_over_budget.budget.txt", "indexer_over_budget.htp",
+                                              "indexer_over_budget.report.txt"]
+        assert "heap budget exceeded" in outputs.read("indexer_over_budget.budget.txt").decode()
+        assert "Token" in outputs.read("indexer_over_budget.report.txt").decode()
+
+    unprofiled = (testlogs / "checks" / "unprofiled_heap" / "test.log").read_text()
+    assert "checks/unprofiled exited with status 0 and wrote no profile: build it with HeapType" in unprofiled
+
+    with zipfile.ZipFile(testlogs / "checks" / "recording_test" / "test.outputs" / "outputs.zip") as outputs:
+        assert outputs.namelist() == ["gadget.htp"]
+
+
+def test_budget_test_names_no_machine_path_and_declares_its_inputs(bazel):
+    """What a remote executor needs: the launcher refers to runfiles only (the interpreter
+    aside, which --@heaptype//:python replaces), and the runfiles hold everything the
+    check imports."""
+    bazel.run("build", "//:indexer_heap")
+    bin_dir = bazel.info("bazel-bin")
+    launcher = (bin_dir / "indexer_heap").read_text()
+    for machine_path in (str(bazel.workspace), str(bazel.output_user_root), str(REPO), str(flags.PACKAGE_DIR)):
+        assert machine_path not in launcher
+    runfiles = bin_dir / "indexer_heap.runfiles"
+    for name in ("bazel_basic/indexer", "bazel_basic/heap-budget.toml", "heaptype/tools/budget_test.py",
+                 "heaptype_install/python/heaptype/budget.py", "heaptype_install/python/heaptype/check_command.py",
+                 "heaptype_install/python/elftools/elf/elffile.py"):
+        assert (runfiles / name).exists(), name
+    assert list((runfiles / "heaptype_install" / "python" / "heaptype").glob("_core*.so"))
+
+
+# --- --config=heaptype ------------------------------------------------------------------------
+
+def test_config_heaptype_profiles_an_unmodified_cc_binary(bazel, tmp_path):
+    bazel.run("build", "--config=heaptype", "//plain:app", "//plain:generated")
+    bin_dir = bazel.info("bazel-bin", "--config=heaptype")
+    assert bin_dir.parent.name.endswith("-heaptype")  # its own output directory
+    profile = run_profiled(bin_dir / "plain" / "app", tmp_path / "app.htp")
+    widget = profile.type_row("Widget")
+    assert (widget.allocations, widget.objects, widget.bytes) == (1, 3, 48)
+    circles = profile.type_row("Circle")  # compiled in the cc_library, typed by the STL shim
+    assert circles is not None and circles.allocations == 4 and circles.live_bytes == 0
+    assert profile.type_row("std::vector<Circle, std::allocator<Circle>>").allocations == 1
+    nodes = profile.type_row("std::_Rb_tree_node<std::pair<int const, Widget>>")
+    assert nodes is not None and nodes.allocations == 7
+
+    # The build's own tool ran uninstrumented: no runtime, no profile in its sandbox.
+    generated = (bin_dir / "plain" / "generated.txt").read_text().split()
+    assert generated[0] == "10" and not [name for name in generated if name.endswith(".htp")]
+
+
+# --- Bazel and CMake agree --------------------------------------------------------------------
+
+def test_bazel_and_cmake_builds_of_the_example_report_the_same_per_type_counts(bazel, tmp_path):
+    cmake = require_tool("cmake")
+    build = tmp_path / "cmake-build"
+    configure = subprocess.run([cmake, "-S", str(CMAKE_EXAMPLE), "-B", str(build),
+                                f"-DHeapType_DIR={flags.cmake_dir()}", f"-DCMAKE_CXX_COMPILER={require_tool('g++')}"],
+                               capture_output=True, text=True)
+    assert configure.returncode == 0, configure.stderr
+    compiled = subprocess.run([cmake, "--build", str(build)], capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    bazel.run("build", "//:indexer")
+    bazel_binary = bazel.info("bazel-bin") / "indexer"
+
+    from_cmake = per_type(run_profiled(build / "indexer", tmp_path / "cmake.htp", "120"))
+    from_bazel = per_type(run_profiled(bazel_binary, tmp_path / "bazel.htp", "120"))
+    assert set(INDEXER_TYPES) <= set(from_bazel)
+    assert from_bazel == from_cmake

@@ -1,0 +1,94 @@
+"""The shared workload, ../shared/bench/alloc_bench.cpp, checked to the allocation.
+
+Built with HeapType's flags (-O2 -g), its JSON report must give exactly the counts
+the program's own logic implies, and its totals must agree with heaptrack's on the
+same workload (within 0.1%; heaptrack_print rounds its peak to four digits).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from heaptype import flags
+from tooling import require_tool
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCE = REPO.parent / "shared" / "bench" / "alloc_bench.cpp"
+
+# The program prints its own truth; these are its defaults' figures (README beside it).
+EXACT = {
+    "Small": 668_138,
+    "Medium": 665_712,
+    "Large": 666_150,
+    "std::_Rb_tree_node<std::pair<int const, int>>": 200_000,
+}
+SI = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def heaptype_cli() -> list[str]:
+    return [sys.executable, "-m", "heaptype"]
+
+
+@pytest.fixture(scope="module")
+def binaries(tmp_path_factory) -> dict[str, Path]:
+    if not SOURCE.is_file():
+        message = f"{SOURCE} is missing (the shared workload beside the checkout)"
+        if os.environ.get("HEAPTYPE_REQUIRE_TOOLS") == "1":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    cxx = require_tool("g++")
+    out = tmp_path_factory.mktemp("alloc_bench")
+    builds = {
+        "heaptype": [cxx, "-O2", "-g", *flags.compile_flags(cxx=cxx), str(SOURCE), *flags.link_flags()],
+        "plain": [cxx, "-O2", "-g", str(SOURCE)],
+    }
+    made = {}
+    for name, command in builds.items():
+        made[name] = out / f"alloc_bench_{name}"
+        subprocess.run([*command, "-o", str(made[name])], check=True, capture_output=True)
+    return made
+
+
+@pytest.fixture(scope="module")
+def report(binaries, tmp_path_factory) -> dict:
+    profile = tmp_path_factory.mktemp("profile") / "alloc_bench.htp"
+    run = subprocess.run([str(binaries["heaptype"])], capture_output=True, text=True,
+                         env={**os.environ, "HEAPTYPE_OUTPUT": str(profile)})
+    assert run.returncode == 0, run.stderr
+    assert "program_new_calls=2300123" in run.stderr
+    done = subprocess.run([*heaptype_cli(), "report", str(profile), "--format", "json"],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def test_types_are_counted_exactly(report):
+    rows = {row["type"]: row for row in report["rows"]}
+    for name, allocations in EXACT.items():
+        assert rows[name]["allocations"] == allocations, name
+    assert rows["Small"]["bytes"] == 16 * EXACT["Small"]
+    assert rows["Medium"]["bytes"] == 32 * EXACT["Medium"]
+    assert rows["Large"]["bytes"] == 64 * EXACT["Large"]
+    assert all(row["live_bytes"] == 0 for row in report["rows"])
+    assert report["complete"] and not report["warnings"]
+
+
+def test_totals_agree_with_heaptrack(binaries, report, tmp_path):
+    heaptrack = require_tool("heaptrack")
+    printer = require_tool("heaptrack_print")
+    base = tmp_path / "trace"
+    subprocess.run([heaptrack, "-o", str(base), str(binaries["plain"])], check=True, capture_output=True)
+    trace = next(tmp_path.glob("trace*"))
+    text = subprocess.run([printer, str(trace)], check=True, capture_output=True, text=True).stdout
+    calls = int(re.search(r"^calls to allocation functions: (\d+)", text, re.M).group(1))
+    peak_text = re.search(r"^peak heap memory consumption: ([\d.]+)([KMG]?)B?", text, re.M)
+    peak = float(peak_text.group(1)) * SI[peak_text.group(2)]
+    totals = report["totals"]
+    assert abs(totals["allocations"] - calls) <= 0.001 * calls, (totals["allocations"], calls)
+    assert abs(totals["peak_bytes"] - peak) <= 0.001 * peak, (totals["peak_bytes"], peak)

@@ -79,9 +79,9 @@ def heaptype_cc_binary(name, types = True, stl_types = True, debug = True, calls
 def heaptype_cc_test(name, types = True, stl_types = True, debug = True, callstack = "instrument", **kwargs):
     """A cc_test compiled with HeapType's flags and linked with its runtime.
 
-    The test writes its profile where HEAPTYPE_OUTPUT says (default: its working
-    directory, which Bazel does not keep); `heaptype::dump()` to
-    $TEST_UNDECLARED_OUTPUTS_DIR keeps one. To check a heap budget, give the program to
+    Without HEAPTYPE_OUTPUT the runtime writes the test's profile to
+    $TEST_UNDECLARED_OUTPUTS_DIR, so Bazel keeps it in the test's outputs
+    (bazel-testlogs/.../test.outputs). To check a heap budget, give the program to
     heaptype_budget_test.
     """
     native.cc_test(name = name, **_instrumented(kwargs, [_RUNTIME], types, stl_types, debug, callstack))

@@ -238,11 +238,18 @@ int start_up() {
     g_recording.store(false);
   set_callstack_mode(callstack_mode_from_env());
   const char* pattern = getenv("HEAPTYPE_OUTPUT");
-  if (!pattern || !*pattern) pattern = kDefaultOutput;
-  size_t length = std::strlen(pattern);
-  if (length >= sizeof g_output_pattern) length = sizeof g_output_pattern - 1;
-  std::memcpy(g_output_pattern, pattern, length);
-  g_output_pattern[length] = '\0';
+  g_output_pattern[0] = '\0';
+  size_t used = 0;
+  if (!pattern || !*pattern) {
+    // Under `bazel test` the profile belongs with the test's undeclared outputs.
+    const char* test_outputs = getenv("TEST_UNDECLARED_OUTPUTS_DIR");
+    if (test_outputs && *test_outputs) {
+      append(g_output_pattern, sizeof g_output_pattern, &used, test_outputs);
+      append(g_output_pattern, sizeof g_output_pattern, &used, "/");
+    }
+    pattern = kDefaultOutput;
+  }
+  append(g_output_pattern, sizeof g_output_pattern, &used, pattern);
   char path[4096];
   expand_output_path(g_output_pattern, false, path, sizeof path);
   if (!writer_open(path, kClockTickNs)) {

@@ -11,6 +11,7 @@ tests/cpp/baseline.cpp and subtracted, so the totals are exact too.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -392,6 +393,21 @@ def test_fork_child_writes_its_own_profile(cpp_programs, tmp_path, mode):
     assert parent.pid != child_pid
     assert_rows(parent, {"ParentT": row(3, 3, 144, 144, 144, 3), "AfterFork": row(2, 2, 128, 128, 128, 2),
                          "ChildT": None})
+
+
+def test_profile_goes_to_bazel_test_outputs_by_default(cpp_programs, tmp_path):
+    """Under `bazel test`, without HEAPTYPE_OUTPUT, the profile is one of the test's
+    undeclared outputs."""
+    outputs = tmp_path / "undeclared"
+    outputs.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "HEAPTYPE_OUTPUT"}
+    env["TEST_UNDECLARED_OUTPUTS_DIR"] = str(outputs)
+    done = subprocess.run([str(cpp_programs.program("control")), "deref"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    written = list(outputs.glob("heaptype.control.*.htp"))
+    assert len(written) == 1 and not list(tmp_path.glob("*.htp"))
+    assert figures(heaptype.load(written[0]), "Singleton")["allocations"] == 2
 
 
 def test_deref_new_idiom_compiles_and_is_typed(cpp_programs, tmp_path):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -21,3 +24,14 @@ def require_tool(name: str) -> str:
     if os.environ.get("HEAPTYPE_REQUIRE_TOOLS") == "1":
         pytest.fail(f"{message} (HEAPTYPE_REQUIRE_TOOLS=1)", pytrace=False)
     pytest.skip(message)
+
+
+def run_once(marker: Path, make: Callable[[], None]) -> None:
+    """Runs `make` unless `marker` exists, then creates it: once per test session
+    even when pytest-xdist workers share the directory (they wait on an flock of
+    `<marker>.lock`)."""
+    with open(marker.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            make()
+            marker.touch()

@@ -17,7 +17,6 @@ workers share one directory and build and run each program once between them
 
 from __future__ import annotations
 
-import fcntl
 import inspect
 import os
 import subprocess
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tooling import require_tool
+from tooling import require_tool, run_once
 
 REPO = Path(__file__).resolve().parents[2]
 CPP_DIR = REPO / "tests" / "cpp"
@@ -74,10 +73,8 @@ class CallpathPrograms:
         if not source.exists():
             raise FileNotFoundError(f"{source} is missing (the shared benchmark lives beside the repository)")
         exe = self.workdir / name
-        with open(exe.with_suffix(".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if exe.with_suffix(".built").exists():
-                return exe
+
+        def make() -> None:
             from heaptype import flags
 
             command = [self.cxx, "-std=c++17", "-O2", "-g", *_compile_flags(stl_types=stl_types), *extra,
@@ -85,7 +82,8 @@ class CallpathPrograms:
             done = subprocess.run(command, capture_output=True, text=True, timeout=300)
             if done.returncode != 0:
                 raise RuntimeError(f"building {source.name} failed:\n$ {' '.join(command)}\n{done.stderr[-4000:]}")
-            exe.with_suffix(".built").touch()
+
+        run_once(exe.with_suffix(".built"), make)
         return exe
 
     def profile_path(self, name: str, mode: str = "auto", args: tuple[str, ...] = ()) -> Path:
@@ -94,18 +92,17 @@ class CallpathPrograms:
         if name == "alloc_bench" and not args:
             args = ALLOC_BENCH_ARGS
         output = self.workdir / f"{name}.{mode}.htp"
-        with open(output.with_suffix(".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            marker = output.with_suffix(".ran")
-            if not marker.exists():
-                env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
-                env.update(HEAPTYPE_OUTPUT=str(output), HEAPTYPE_CALLSTACK=mode)
-                done = subprocess.run([str(program), *args], capture_output=True, text=True, env=env, timeout=120)
-                if done.returncode != 0:
-                    pytest.fail(f"{program} {' '.join(args)} (HEAPTYPE_CALLSTACK={mode}) exited "
-                                f"{done.returncode}: {done.stderr[-2000:]}", pytrace=False)
-                output.with_suffix(".stderr").write_text(done.stderr)
-                marker.touch()
+
+        def make() -> None:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+            env.update(HEAPTYPE_OUTPUT=str(output), HEAPTYPE_CALLSTACK=mode)
+            done = subprocess.run([str(program), *args], capture_output=True, text=True, env=env, timeout=120)
+            if done.returncode != 0:
+                pytest.fail(f"{program} {' '.join(args)} (HEAPTYPE_CALLSTACK={mode}) exited "
+                            f"{done.returncode}: {done.stderr[-2000:]}", pytrace=False)
+            output.with_suffix(".stderr").write_text(done.stderr)
+
+        run_once(output.with_suffix(".ran"), make)
         return output
 
     def stderr(self, name: str, mode: str = "auto") -> str:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
-import shutil
 import subprocess
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -12,7 +10,7 @@ from pathlib import Path
 import pytest
 
 
-from tooling import require_tool  # noqa: F401  (re-exported for the tests here)
+from tooling import require_tool, run_once  # noqa: F401  (require_tool re-exported for the tests here)
 
 
 # --- C++ test programs (tests/cpp) -----------------------------------------------------
@@ -80,17 +78,15 @@ class CppPrograms:
         stem = name if stl_types else f"{name}_nostl"
         exe = self.workdir / stem
         obj = exe.with_suffix(".o")
-        done_marker = exe.with_suffix(".built")
-        with open(exe.with_suffix(".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if done_marker.exists():
-                return exe
-            source = CPP_DIR / f"{name}.cpp"
+        source = CPP_DIR / f"{name}.cpp"
+
+        def make() -> None:
             self._run([self.cxx, CXX_STD, "-O2", "-g", *self.compile_flags(stl_types), "-c", str(source),
                        "-o", str(obj)], f"compiling {source.name}")
             self._run([self.cxx, CXX_STD, "-O2", "-g", str(obj), *self.link_flags(), "-o", str(exe)],
                       f"linking {source.name}")
-            done_marker.touch()
+
+        run_once(exe.with_suffix(".built"), make)
         return exe
 
 

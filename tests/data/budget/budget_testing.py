@@ -10,13 +10,14 @@ each program once between them (an flock per program).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tooling import run_once
 
 DATA = Path(__file__).resolve().parent
 WORKLOAD_SOURCE = DATA / "workload.cpp"
@@ -62,12 +63,7 @@ class NativePrograms:
 
     def _locked(self, name: str, build) -> Path:
         target = self.workdir / name
-        with open(self.workdir / f"{name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            marker = self.workdir / f"{name}.built"
-            if not marker.exists():
-                build(target)
-                marker.touch()
+        run_once(self.workdir / f"{name}.built", lambda: build(target))
         return target
 
     # -- the programs --

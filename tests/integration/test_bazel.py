@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -295,8 +296,16 @@ def test_budget_tests_pass_and_fail_with_the_budget_report_in_the_log(bazel):
     unprofiled = (testlogs / "checks" / "unprofiled_heap" / "test.log").read_text()
     assert "checks/unprofiled exited with status 0 and wrote no profile: build it with HeapType" in unprofiled
 
+    # The test's own dump, and the profile the runtime writes among the undeclared
+    # outputs by default (no HEAPTYPE_OUTPUT under bazel test).
     with zipfile.ZipFile(testlogs / "checks" / "recording_test" / "test.outputs" / "outputs.zip") as outputs:
-        assert outputs.namelist() == ["gadget.htp"]
+        names = sorted(outputs.namelist())
+        assert len(names) == 2 and names[0] == "gadget.htp", names
+        assert re.fullmatch(r"heaptype\.recording_test\.\d+\.htp", names[1]), names
+        with tempfile.TemporaryDirectory() as scratch:
+            outputs.extract(names[1], scratch)
+            gadget = heaptype.load(Path(scratch) / names[1]).type_row("Gadget")
+            assert (gadget.allocations, gadget.objects, gadget.live_bytes) == (1, 4, 0)
 
 
 def test_budget_test_names_no_machine_path_and_declares_its_inputs(bazel):

@@ -120,10 +120,19 @@ class Profile:
         return end["buffer_bytes"] + end["registry_bytes"] if end else None
 
     def bookkeeping_bytes_per_live_block(self) -> float | None:
+        """All of the runtime's memory over the most blocks live at once."""
         total = self.bookkeeping_bytes()
         if total is None or not self.totals.peak_live_blocks:
             return None
         return total / self.totals.peak_live_blocks
+
+    def registry_bytes_per_live_block(self) -> float | None:
+        """The registry's share: what tracking each live block costs, without the
+        fixed per-thread buffers that dominate in small programs."""
+        end = self._raw.end
+        if not end or not self.totals.peak_live_blocks:
+            return None
+        return end["registry_bytes"] / self.totals.peak_live_blocks
 
     def by_type(self, sort: str = "peak", *, infer: bool = False,
                 types: str | list[str] | None = None) -> list[TypeRow]:

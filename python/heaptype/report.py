@@ -81,10 +81,12 @@ def _header(profile: Profile) -> list[str]:
         f"  peak       {format_bytes(t.peak_bytes)} live at {t.peak_time_us / 1e6:.3f} s",
         f"  at exit    {format_bytes(t.live_bytes)} still live in {format_count(t.live_blocks)} blocks",
     ]
-    per_block = profile.bookkeeping_bytes_per_live_block()
+    per_block = profile.registry_bytes_per_live_block()
     if per_block is not None:
-        lines.append(f"  overhead   {format_bytes(profile.bookkeeping_bytes())} of HeapType bookkeeping, "
-                     f"{per_block:.0f} B per block live at peak ({format_count(t.peak_live_blocks)})")
+        end = profile.runtime_summary
+        lines.append(f"  overhead   {format_bytes(profile.bookkeeping_bytes())} of HeapType bookkeeping: "
+                     f"{format_bytes(end['buffer_bytes'])} of buffers, and a registry of {per_block:.0f} B "
+                     f"per block live at peak ({format_count(t.peak_live_blocks)} blocks)")
     return lines
 
 

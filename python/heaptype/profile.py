@@ -291,11 +291,29 @@ def load(path: str | os.PathLike, map_files: dict[str, str] | None = None) -> Pr
 def _name_types(raw, tags: list[int], map_files, warnings: list[str]) -> dict[int, str]:
     if not tags:
         return {}
-    resolver = TypeResolver(parse_proc_maps(raw.modules), map_files)
+    mappings = parse_proc_maps(raw.modules)
+    warnings.extend(_rebuilt_modules(raw, mappings))
+    resolver = TypeResolver(mappings, map_files)
     try:
         return resolver.resolve(tags)
     except SymbolError as e:
         raise ProfileError(f"{raw.path}: cannot name the types: {e}") from None
+
+
+def _rebuilt_modules(raw, mappings) -> list[str]:
+    """Names are read from the binaries on disk: one modified after the profile
+    started is probably a rebuild, whose symbols need not match the profiled code."""
+    started = raw.start_unix_ns
+    warnings = []
+    for module in sorted({m.path for m in mappings}):
+        try:
+            modified = os.stat(module).st_mtime_ns
+        except OSError:
+            continue
+        if started and modified > started:
+            warnings.append(f"{module} changed after the profile was taken: if it was rebuilt, "
+                            "the names of its types and functions may be wrong")
+    return warnings
 
 
 def _groups_for_shared_names(names: dict[int, str]) -> dict[int, int]:

@@ -410,6 +410,19 @@ def test_profile_goes_to_bazel_test_outputs_by_default(cpp_programs, tmp_path):
     assert figures(heaptype.load(written[0]), "Singleton")["allocations"] == 2
 
 
+def test_a_binary_changed_after_profiling_gives_a_warning(cpp_programs, tmp_path):
+    program = tmp_path / "control"
+    shutil.copy2(cpp_programs.program("control"), program)
+    output = tmp_path / "deref.htp"
+    assert run_profiled(program, output, "deref").returncode == 0
+    assert not [w for w in heaptype.load(output).warnings if "changed after" in w]
+    later = heaptype.load(output)._raw.start_unix_ns + 60 * 10**9
+    os.utime(program, ns=(later, later))  # as a rebuild would
+    warnings = [w for w in heaptype.load(output).warnings if "changed after" in w]
+    assert warnings == [f"{program} changed after the profile was taken: if it was rebuilt, "
+                        "the names of its types and functions may be wrong"]
+
+
 def test_deref_new_idiom_compiles_and_is_typed(cpp_programs, tmp_path):
     output = tmp_path / "deref.htp"
     done = run_profiled(cpp_programs.program("control"), output, "deref")

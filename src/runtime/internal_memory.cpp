@@ -36,7 +36,6 @@ void unmap_pages(void* p, size_t bytes) {
   g_mapped.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
-uint64_t bookkeeping_bytes() { return g_mapped.load(std::memory_order_relaxed); }
 uint64_t bookkeeping_peak_bytes() { return g_mapped_peak.load(std::memory_order_relaxed); }
 
 }  // namespace runtime

@@ -16,8 +16,7 @@ namespace runtime {
 void* map_pages(size_t bytes);
 void unmap_pages(void* p, size_t bytes);
 
-// Bytes currently mapped by the runtime, and the most ever mapped at once.
-uint64_t bookkeeping_bytes();
+// The most bytes the runtime ever had mapped at once.
 uint64_t bookkeeping_peak_bytes();
 
 }  // namespace runtime

@@ -172,7 +172,6 @@ void writer_open_later(const char* path, uint64_t clock_tick_ns) {
   g_open_later = true;
 }
 
-bool writer_is_open() { return g_fd >= 0 || g_open_later; }
 const char* writer_path() { return g_path; }
 
 void writer_chunk(format::ChunkKind kind, uint32_t thread, const void* payload, size_t size) {

@@ -20,7 +20,6 @@ bool writer_open(const char* path, uint64_t clock_tick_ns);
 // Like writer_open, but only when the first chunk is written: a forked child that
 // goes straight to exec() leaves no empty profile behind.
 void writer_open_later(const char* path, uint64_t clock_tick_ns);
-bool writer_is_open();
 void writer_chunk(format::ChunkKind kind, uint32_t thread, const void* payload, size_t size);
 // Snapshot of the file-backed mappings (/proc/self/maps): the load bias of every
 // module, so that addresses can be symbolised after the process is gone.

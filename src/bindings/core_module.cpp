@@ -8,7 +8,7 @@
 
 #include "core/aggregate.hpp"
 #include "core/demangle.hpp"
-#include "format/profile_reader.hpp"
+#include "format/profile_file.hpp"
 
 namespace py = pybind11;
 using heaptype::core::Aggregate;
@@ -102,13 +102,6 @@ py::list threads_list(const ProfileFile& file) {
   return out;
 }
 
-py::list live_list(const ProfileFile& file) {
-  py::list out;
-  for (const auto& b : file.live_at_finish())
-    out.append(py::make_tuple(b.thread, b.number));
-  return out;
-}
-
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -142,11 +135,10 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("modules", &ProfileFile::modules)
       .def_property_readonly("threads", &threads_list)
       .def_property_readonly("end", &end_summary)
-      .def_property_readonly("live_at_finish", &live_list)
       .def_property_readonly("file_size", &ProfileFile::file_size)
       .def_property_readonly("dropped_bytes", &ProfileFile::dropped_bytes)
       .def_property_readonly("damage", &ProfileFile::damage)
-      .def_property_readonly("warnings", [](ProfileFile& f) { return f.warnings(); })
+      .def_property_readonly("warnings", &ProfileFile::warnings)
       .def("aggregate_by_type", &aggregate, py::arg("groups"),
            "Per-type sums; `groups` maps type tags to row numbers.");
 }

@@ -4,48 +4,22 @@
 #include <memory>
 #include <queue>
 
-#include "flat_map.hpp"
-
 namespace heaptype {
 namespace core {
 namespace {
 
 using format::Event;
+using format::SiteDef;
 
-struct LiveBlock {
-  uint64_t size;
-  uint64_t objects;
-  uint64_t type_tag;
-  uint32_t row;
-  uint32_t stats;  // index into context_rows
+// Where the blocks of one (thread, site) are counted.
+struct Placement {
+  bool known = false;
+  uint64_t size = 0;
+  uint64_t objects = 1;
+  uint32_t row = 0;
+  uint32_t stats = 0;   // index into context_rows
+  int64_t live = 0;     // blocks counted here now (negative: frees ahead of their allocation)
 };
-
-// A RETYPE or NAME that arrived before its block's allocation in the merge.
-struct PendingRetype {
-  Event event;
-};
-
-inline uint64_t block_key(uint32_t thread, uint64_t number) {
-  return (static_cast<uint64_t>(thread) << 40) | (number & ((uint64_t{1} << 40) - 1));
-}
-
-// The object count a RETYPE or NAME gives a block of `size` bytes whose current
-// type is `type_tag`; false when it does not apply (RETYPE: the first type wins,
-// and an array cookie must agree with the block's size).
-bool type_change_count(uint64_t size, uint64_t type_tag, const Event& e, uint64_t* count) {
-  if (e.kind == Event::kName) {
-    *count = e.count ? e.count : 1;
-    return true;
-  }
-  if (type_tag || !e.elem_size) return false;
-  if (e.offset == 0) {
-    *count = size % e.elem_size == 0 ? size / e.elem_size : 1;
-    return true;
-  }
-  if (size < e.offset || size - e.offset != e.count * e.elem_size) return false;
-  *count = e.count ? e.count : 1;
-  return true;
-}
 
 class TypeAccounting {
  public:
@@ -59,28 +33,31 @@ class TypeAccounting {
     }
   }
 
-  void on_event(const Event& e) {
-    out_->totals.duration_us = e.time_us;
-    uint64_t key = block_key(e.thread, e.number);
+  void add_stream(const format::ThreadEvents* events) { streams_[events->thread()] = events; }
+
+  void on_event(const Event& e, uint64_t time_us) {
+    out_->totals.duration_us = time_us;
     switch (e.kind) {
       case Event::kAlloc:
-        allocate(key, e);
+        allocate(placement(e.stream, e.site), time_us);
         break;
       case Event::kFree:
-        release(key);
+        release(e.thread, e.site);
         break;
-      case Event::kRetype:
-      case Event::kName:
-        retype(key, e);
+      case Event::kMove:
+        move(e.thread, e.site, e.stream, e.new_site, time_us);
         break;
     }
   }
 
   void finish() {
-    out_->totals.unmatched_frees += early_frees_.size();
-    if (!early_frees_.size()) return;
-    out_->warnings.push_back(std::to_string(early_frees_.size()) +
-                             " frees refer to allocations missing from the profile");
+    uint64_t unmatched = 0;
+    for (auto& thread : placements_)
+      for (Placement& p : thread.second)
+        if (p.live < 0) unmatched += static_cast<uint64_t>(-p.live);
+    out_->totals.unmatched_frees += unmatched;
+    if (unmatched)
+      out_->warnings.push_back(std::to_string(unmatched) + " frees refer to allocations missing from the profile");
   }
 
  private:
@@ -94,15 +71,15 @@ class TypeAccounting {
     return row;
   }
 
-  uint32_t context_of(uint32_t thread, const format::Site& site) {
-    uint64_t key = (static_cast<uint64_t>(thread) << 40) ^ (site.node << 20) ^ site.call_site;
+  uint32_t context_of(uint32_t thread, uint64_t node, uint64_t call_site) {
+    uint64_t key = (static_cast<uint64_t>(thread) << 40) ^ (node << 20) ^ call_site;
     auto range = contexts_.equal_range(key);
     for (auto it = range.first; it != range.second; ++it) {
       const Context& c = out_->contexts[it->second];
-      if (c.thread == thread && c.node == site.node && c.call_site == site.call_site) return it->second;
+      if (c.thread == thread && c.node == node && c.call_site == call_site) return it->second;
     }
     uint32_t id = static_cast<uint32_t>(out_->contexts.size());
-    out_->contexts.push_back({thread, site.node, site.call_site});
+    out_->contexts.push_back({thread, node, call_site});
     contexts_.emplace(key, id);
     return id;
   }
@@ -120,201 +97,175 @@ class TypeAccounting {
     return id;
   }
 
-  void add(const LiveBlock& b, uint64_t time_us) {
-    TypeStats& s = out_->rows[b.row];
+  // The site a (possibly derived) site takes its size and context from.
+  const SiteDef* base_of(uint32_t thread, uint32_t site, uint32_t* base_thread) {
+    for (int hops = 0; hops < 64; ++hops) {
+      auto it = streams_.find(thread);
+      if (it == streams_.end() || site >= it->second->sites().size()) return nullptr;
+      const SiteDef& def = it->second->sites()[site];
+      if (!def.derived) {
+        *base_thread = thread;
+        return &def;
+      }
+      thread = def.base_thread;
+      site = def.base_site;
+    }
+    return nullptr;
+  }
+
+  Placement* placement(uint32_t thread, uint32_t site) {
+    std::vector<Placement>& list = placements_[thread];
+    if (site >= list.size()) {
+      auto it = streams_.find(thread);
+      if (it == streams_.end() || site >= it->second->sites().size()) return nullptr;
+      list.resize(it->second->sites().size());
+    }
+    Placement& p = list[site];
+    if (p.known) return &p;
+    const SiteDef& def = streams_[thread]->sites()[site];
+    uint32_t base_thread = 0;
+    const SiteDef* base = base_of(thread, site, &base_thread);
+    if (!base) return nullptr;
+    p.known = true;
+    p.size = base->site.size;
+    p.objects = def.site.count ? def.site.count : 1;
+    p.row = row_of(def.site.type_tag);
+    p.stats = stats_of(context_of(base_thread, base->site.node, base->site.call_site), p.row);
+    return &p;
+  }
+
+  void add(Placement& p, uint64_t time_us) {
+    TypeStats& s = out_->rows[p.row];
     ++s.allocations;
-    s.objects += b.objects;
-    s.bytes += b.size;
-    s.live_bytes += b.size;
+    s.objects += p.objects;
+    s.bytes += p.size;
+    s.live_bytes += p.size;
     ++s.live_blocks;
     if (s.live_bytes > s.peak_bytes) {
       s.peak_bytes = s.live_bytes;
       s.peak_time_us = time_us;
     }
-    ContextStats& c = out_->context_rows[b.stats];
+    ContextStats& c = out_->context_rows[p.stats];
     ++c.allocations;
-    c.objects += b.objects;
-    c.bytes += b.size;
-    c.live_bytes += b.size;
+    c.objects += p.objects;
+    c.bytes += p.size;
+    c.live_bytes += p.size;
     ++c.live_blocks;
     if (c.live_bytes > c.peak_bytes) c.peak_bytes = c.live_bytes;
+    ++p.live;
   }
 
-  void subtract_live(const LiveBlock& b) {
-    TypeStats& s = out_->rows[b.row];
-    s.live_bytes -= b.size;
+  void subtract_live(Placement& p) {
+    TypeStats& s = out_->rows[p.row];
+    s.live_bytes -= p.size;
     --s.live_blocks;
-    out_->context_rows[b.stats].live_bytes -= b.size;
-    --out_->context_rows[b.stats].live_blocks;
+    out_->context_rows[p.stats].live_bytes -= p.size;
+    --out_->context_rows[p.stats].live_blocks;
+    --p.live;
   }
 
-  void subtract_allocation(const LiveBlock& b) {
-    TypeStats& s = out_->rows[b.row];
+  void subtract_allocation(Placement& p) {
+    TypeStats& s = out_->rows[p.row];
     --s.allocations;
-    s.objects -= b.objects;
-    s.bytes -= b.size;
-    ContextStats& c = out_->context_rows[b.stats];
+    s.objects -= p.objects;
+    s.bytes -= p.size;
+    ContextStats& c = out_->context_rows[p.stats];
     --c.allocations;
-    c.objects -= b.objects;
-    c.bytes -= b.size;
-    subtract_live(b);
+    c.objects -= p.objects;
+    c.bytes -= p.size;
+    subtract_live(p);
   }
 
-  // Row and figures slot of an allocation at this thread's site: computed once per
-  // site (a site fixes context and type) unless a folded RETYPE changed the type.
-  struct SiteCache {
-    uint32_t row = 0, stats = 0;
-    bool known = false;
-  };
-
-  void place(const Event& e, LiveBlock* b) {
-    if (e.thread >= site_cache_.size()) site_cache_.resize(e.thread + 1);
-    std::vector<SiteCache>& sites = site_cache_[e.thread];
-    if (e.site_number >= sites.size()) sites.resize(e.site_number + 1);
-    SiteCache& cached = sites[e.site_number];
-    bool folded = e.type_tag != e.site->type_tag;
-    if (cached.known && !folded) {
-      b->row = cached.row;
-      b->stats = cached.stats;
-      return;
-    }
-    b->row = row_of(e.type_tag);
-    b->stats = stats_of(context_of(e.thread, *e.site), b->row);
-    if (!folded) cached = {b->row, b->stats, true};
-  }
-
-  void allocate(uint64_t key, const Event& e) {
-    LiveBlock b = {e.site->size, e.count ? e.count : 1, e.type_tag, 0, 0};
-    place(e, &b);
-    PendingRetype early;
-    if (early_retypes_.size() && early_retypes_.erase(key, &early)) {
-      uint64_t count;
-      if (type_change_count(b.size, b.type_tag, early.event, &count)) {
-        uint32_t context = out_->context_rows[b.stats].context;
-        b.type_tag = early.event.type_tag;
-        b.row = row_of(b.type_tag);
-        b.objects = count;
-        b.stats = stats_of(context, b.row);
-      }
-    }
-    add(b, e.time_us);
+  void allocate(Placement* p, uint64_t time_us) {
+    if (!p) return;
+    add(*p, time_us);
     Totals& t = out_->totals;
     ++t.allocations;
-    t.bytes += b.size;
-    t.live_bytes += b.size;
+    t.bytes += p->size;
+    t.live_bytes += p->size;
     ++t.live_blocks;
     if (t.live_bytes > t.peak_bytes) {
       t.peak_bytes = t.live_bytes;
-      t.peak_time_us = e.time_us;
+      t.peak_time_us = time_us;
     }
     if (t.live_blocks > t.peak_live_blocks) t.peak_live_blocks = t.live_blocks;
-    if (early_frees_.size() && early_frees_.erase(key, nullptr)) {
-      subtract_live(b);
-      close_block(b.size);
-      return;
-    }
-    live_.insert(key, b);
   }
 
-  void close_block(uint64_t size) {
+  void release(uint32_t thread, uint32_t site) {
+    Placement* p = placement(thread, site);
+    if (!p) {
+      ++out_->totals.unmatched_frees;
+      return;
+    }
+    subtract_live(*p);
     Totals& t = out_->totals;
     ++t.frees;
-    t.live_bytes -= size;
+    t.live_bytes -= p->size;
     --t.live_blocks;
   }
 
-  void release(uint64_t key) {
-    LiveBlock b;
-    if (!live_.erase(key, &b)) {
-      // Another thread's allocation whose record comes later in the merge.
-      early_frees_.insert(key, 1);
-      return;
-    }
-    subtract_live(b);
-    close_block(b.size);
-  }
-
-  void retype(uint64_t key, const Event& e) {
-    LiveBlock* b = live_.find(key);
-    if (!b) {
-      early_retypes_.insert(key, {e});
-      return;
-    }
-    uint64_t count;
-    if (!type_change_count(b->size, b->type_tag, e, &count)) return;
-    // Move the block from the row it was counted in to its real type.
-    subtract_allocation(*b);
-    uint32_t context = out_->context_rows[b->stats].context;
-    b->type_tag = e.type_tag;
-    b->row = row_of(e.type_tag);
-    b->objects = count;
-    b->stats = stats_of(context, b->row);
-    add(*b, e.time_us);
+  void move(uint32_t thread, uint32_t site, uint32_t new_thread, uint32_t new_site, uint64_t time_us) {
+    Placement* from = placement(thread, site);
+    Placement* to = placement(new_thread, new_site);
+    if (!from || !to) return;
+    subtract_allocation(*from);
+    add(*to, time_us);
   }
 
   Aggregate* out_;
-  std::vector<std::vector<SiteCache>> site_cache_;  // [thread][site number]
+  std::unordered_map<uint32_t, const format::ThreadEvents*> streams_;
+  std::unordered_map<uint32_t, std::vector<Placement>> placements_;
   std::unordered_map<uint64_t, uint32_t> rows_of_tag_;
   std::unordered_multimap<uint64_t, uint32_t> contexts_;
   std::unordered_map<uint64_t, uint32_t> stats_index_;
-  FlatMap<LiveBlock> live_;
-  FlatMap<uint8_t> early_frees_;
-  FlatMap<PendingRetype> early_retypes_;
 };
 
 // One thread's events with a short lookahead. A block whose constructor allocates
-// is committed untyped and named by a RETYPE a few events later; folding that
-// RETYPE into the allocation counts the block under its type from the start, so
-// no row's peak sees it twice.
+// is allocated untyped and moved to its typed site a few events later; folding the
+// MOVE into the allocation counts the block under its type from the start, so no
+// row's peak sees it twice.
 class LookaheadStream {
  public:
   static constexpr size_t kLookahead = 256;
 
-  LookaheadStream(uint32_t thread, const std::vector<format::ChunkRef>& chunks) : events_(thread, chunks) {
-    fill();
-  }
+  LookaheadStream(const format::ProfileFile& file, uint32_t thread) : events_(file, thread) { fill(); }
 
   bool empty() const { return queue_.empty(); }
   const Event& front() const { return queue_.front(); }
   void pop() {
-    if (is_type_change(queue_.front())) --type_changes_;
+    if (queue_.front().kind == Event::kMove) --moves_;
     queue_.pop_front();
     fill();
   }
   const format::ThreadEvents& events() const { return events_; }
 
  private:
-  static bool is_type_change(const Event& e) { return e.kind == Event::kRetype || e.kind == Event::kName; }
-
   void fill() {
     Event e;
     while (queue_.size() < kLookahead && events_.next(&e)) {
-      if (is_type_change(e)) ++type_changes_;
+      if (e.kind == Event::kMove) ++moves_;
       queue_.push_back(e);
     }
-    if (!queue_.empty() && type_changes_) fold_retype(queue_.front());
+    if (!queue_.empty() && moves_) fold_move(queue_.front());
   }
 
-  void fold_retype(Event& alloc) {
-    if (alloc.kind != Event::kAlloc || alloc.type_tag) return;
+  // ALLOC(site A) ... MOVE(this thread, A -> B) with no free at A between them:
+  // the moved block is the one allocated.
+  void fold_move(Event& alloc) {
+    if (alloc.kind != Event::kAlloc) return;
     for (auto it = queue_.begin() + 1; it != queue_.end(); ++it) {
-      if (it->thread != alloc.thread || it->number != alloc.number) continue;
-      if (it->kind == Event::kFree) return;  // freed untyped
-      if (it->kind != Event::kRetype && it->kind != Event::kName) continue;
-      uint64_t count;
-      if (type_change_count(alloc.site->size, 0, *it, &count)) {
-        alloc.type_tag = it->type_tag;
-        alloc.count = count;
-        queue_.erase(it);
-        --type_changes_;
-      }
+      if (it->thread != alloc.stream || it->site != alloc.site) continue;
+      if (it->kind == Event::kAlloc || it->kind == Event::kFree) return;
+      alloc.site = it->new_site;
+      queue_.erase(it);
+      --moves_;
       return;
     }
   }
 
   format::ThreadEvents events_;
   std::deque<Event> queue_;
-  size_t type_changes_ = 0;  // RETYPE and NAME events in queue_
+  size_t moves_ = 0;
 };
 
 // Merges the threads' streams by time; ties go to the lower thread number.
@@ -322,25 +273,22 @@ class EventMerge {
  public:
   explicit EventMerge(const format::ProfileFile& file) {
     for (const auto& entry : file.event_chunks())
-      streams_.emplace_back(new LookaheadStream(entry.first, entry.second));
+      streams_.emplace_back(new LookaheadStream(file, entry.first));
     for (size_t i = 0; i < streams_.size(); ++i)
-      if (!streams_[i]->empty()) heap_.push({streams_[i]->front().time_us, i});
+      if (!streams_[i]->empty()) heap_.push({streams_[i]->front().time, i});
+  }
+
+  void register_streams(TypeAccounting* accounting) const {
+    for (const auto& s : streams_) accounting->add_stream(&s->events());
   }
 
   bool next(Event* out) {
-    if (streams_.size() == 1) {  // one thread: nothing to merge
-      LookaheadStream& only = *streams_[0];
-      if (only.empty()) return false;
-      *out = only.front();
-      only.pop();
-      return true;
-    }
     if (heap_.empty()) return false;
     size_t i = heap_.top().stream;
     heap_.pop();
     *out = streams_[i]->front();
     streams_[i]->pop();
-    if (!streams_[i]->empty()) heap_.push({streams_[i]->front().time_us, i});
+    if (!streams_[i]->empty()) heap_.push({streams_[i]->front().time, i});
     return true;
   }
 
@@ -354,10 +302,10 @@ class EventMerge {
 
  private:
   struct Head {
-    uint64_t time_us;
+    uint64_t time;
     size_t stream;
     bool operator<(const Head& other) const {  // std::priority_queue is a max-heap
-      if (time_us != other.time_us) return time_us > other.time_us;
+      if (time != other.time) return time > other.time;
       return stream > other.stream;
     }
   };
@@ -373,8 +321,10 @@ Aggregate aggregate_by_type(const format::ProfileFile& file,
   Aggregate out;
   TypeAccounting accounting(groups, &out);
   EventMerge merge(file);
+  merge.register_streams(&accounting);
+  uint64_t tick_ns = file.header().clock_tick_ns ? file.header().clock_tick_ns : 1000;
   Event e;
-  while (merge.next(&e)) accounting.on_event(e);
+  while (merge.next(&e)) accounting.on_event(e, e.time * tick_ns / 1000);
   accounting.finish();
   merge.finish(&out);
   return out;

@@ -1,8 +1,8 @@
 // aggregate.hpp: replays a profile's events in time order and sums them per type.
 //
-// The threads' streams are merged by their timestamps; blocks are matched by
-// (thread, allocation number), so the counts are exact whatever the merge order,
-// and only the interleaving of different threads' events within one clock tick
+// The threads' streams are merged by their timestamps; frees name the (thread,
+// site) of their block, so the counts are exact whatever the merge order, and only
+// the interleaving of different threads' events within one clock tick
 // (HEAPTYPE_CLOCK_US) is approximate for the peaks.
 #ifndef HEAPTYPE_CORE_AGGREGATE_HPP
 #define HEAPTYPE_CORE_AGGREGATE_HPP
@@ -13,7 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../format/profile_reader.hpp"
+#include "../format/event_decoder.hpp"
+#include "../format/profile_file.hpp"
 
 namespace heaptype {
 namespace core {

@@ -9,20 +9,28 @@
 //   { ChunkHeader, payload }*       payload_size bytes each
 //
 // Event chunks carry the records of one thread. Each thread's records form one
-// stream, split over that thread's chunks in file order; decoding state (the
-// allocation counter, the last address, the site table, the clock) runs on across
-// a thread's chunks. Every record starts with a varint `v`:
+// stream, split over that thread's chunks in file order; decoding state (the site
+// table, the node table, the clock, the last address) runs on across a thread's
+// chunks.
 //
-//   v & 1 == 0   FREE       free of this thread's allocation number (k - (v >> 1)),
-//                           where k counts the thread's allocations so far
-//   v & 3 == 1   ALLOC      site = v >> 3; then zigzag varint: address delta from the
-//                           thread's previous allocation, in 16-byte units when
-//                           bit 2 is 0, in bytes when bit 2 is 1. Its number is k++.
-//   v & 3 == 3   CONTROL    op = v >> 2, operands follow (see ControlOp)
+// Blocks are named by their SITE, not one by one. A site is what an allocation has
+// in common with others of its kind (size, type, object count, call site, calling
+// context); each thread numbers the sites it uses from 0. The runtime remembers the
+// (thread, site) of every live block, and a free names that pair. So the reader
+// needs no table of live blocks: its memory grows with the number of distinct
+// sites, never with the number of blocks, and a free matches exactly whatever
+// order the threads' chunks reach the file in.
 //
-// Allocations are named by (thread, number) rather than by address, so a block
-// freed by another thread, or an address reused across threads, is matched exactly
-// whatever order the threads' chunks reach the file.
+// Every record starts with a varint `v`:
+//
+//   v & 1 == 1   ALLOC     one block of this thread's site (v >> 1)
+//   v & 3 == 0   FREE      one block of this thread's site (v >> 2) is freed
+//   v & 3 == 2   CONTROL   op = v >> 2, operands follow (see ControlOp)
+//
+// With kFlagAddresses set in the file header, ALLOC, FREE, FREE_REMOTE and MOVE
+// are followed by the block's address, as a zigzag varint of its distance from
+// the address of the thread's previous ALLOC record (see encode_address_delta).
+// Without it (the default) the profile holds no addresses.
 #ifndef HEAPTYPE_PROFILE_FORMAT_HPP
 #define HEAPTYPE_PROFILE_FORMAT_HPP
 
@@ -34,9 +42,12 @@ namespace heaptype {
 namespace format {
 
 constexpr char kFileMagic[8] = {'H', 'E', 'A', 'P', 'T', 'Y', 'P', 'E'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr uint32_t kChunkMagic = 0x4b435448u;  // "HTCK" little-endian
 constexpr uint32_t kMaxChunkPayload = 1u << 24;  // sanity bound for the reader
+
+// FileHeader::flags
+constexpr uint32_t kFlagAddresses = 1u << 0;  // records carry block addresses
 
 struct FileHeader {
   char magic[8];
@@ -46,7 +57,7 @@ struct FileHeader {
   uint64_t start_unix_ns;      // wall clock at start, for humans
   uint64_t clock_tick_ns;      // unit of TIME deltas
   uint32_t pointer_size;
-  uint32_t flags;
+  uint32_t flags;              // kFlag*
   uint64_t reserved[2];
 };
 static_assert(sizeof(FileHeader) == 64, "file header is 64 bytes");
@@ -56,11 +67,10 @@ enum class ChunkKind : uint8_t {
   kModules = 2,   // payload: text lines "start end offset perms path" (hex numbers)
   kThread = 3,    // payload: varint os_tid, then thread name bytes
   kEvents = 4,    // payload: records of ChunkHeader::thread (see above)
-  kLive = 5,      // payload: varint pairs (thread, allocation number), one for each
-                  //          block live when the profile was finished
+  // 5 was the list of live blocks of version 1; the reader knows them from the events.
   kEnd = 6,       // payload: varints allocations, frees, untracked frees, peak bytes of
-                  //          the runtime's buffers and tables, bytes of the registry's
-                  //          shadow table; marks a finished profile
+                  //          the runtime's buffers and tables, bytes of the registry;
+                  //          marks a finished profile
 };
 
 struct ChunkHeader {
@@ -73,28 +83,31 @@ struct ChunkHeader {
 static_assert(sizeof(ChunkHeader) == 16, "chunk header is 16 bytes");
 
 enum class ControlOp : uint8_t {
-  kTime = 0,         // varint: clock ticks since this thread's previous TIME
-  kSite = 1,         // defines this thread's next site number:
+  kFreeLast = 0,     // no operands: the thread frees the block it allocated last, and
+                     // it has allocated nothing since (a temporary allocation). The
+                     // block is at the site of the thread's last ALLOC record; in
+                     // address mode its address is that record's address.
+  kTime = 1,         // varint: clock ticks since this thread's previous TIME
+  kSite = 2,         // defines this thread's next site number:
                      //   varint size, varint count, varint type tag, varint call site,
                      //   varint calling-context node (0: none)
-  kFreeRemote = 2,   // varint thread, varint allocation number (another thread's block)
-  kRetype = 3,       // a new-expression's type for a block committed untyped (its
-                     // constructor allocated first, or placement new reused it):
-                     //   varint thread, varint number, varint type tag, varint element
-                     //   size, varint offset of the object in the block (0, or the
-                     //   array cookie's size), varint the cookie's count word.
-                     // The reader applies it only to a block still untyped, and
-                     // only if size == offset + count * element size.
-  kName = 4,         // heaptype::tag<T>(p, n) on a tracked block, applied always:
-                     //   varint thread, varint number, varint type tag, varint count
-  kNode = 5,         // defines this thread's next calling-context node (numbered from
+  kNode = 3,         // defines this thread's next calling-context node (numbered from
                      // 1; 0 is the thread's root): varint parent node, varint function
                      // entered (0 when only the return address is known), varint call
                      // site (the return address in the caller)
+  kFreeRemote = 4,   // varint thread, varint site: a block of another thread's site
+  kDerivedSite = 5,  // defines this thread's next site number as another thread's site
+                     // with a new type: varint thread, varint site, varint type tag,
+                     // varint count. Size and calling context are the other site's
+                     // (calling-context nodes are numbered per thread).
+  kMove = 6,         // varint thread, varint site, varint new site (of this thread):
+                     // one block counted at the first site is counted at the new one
+                     // from now on. The runtime moves a block when it learns its type
+                     // late (its constructor allocated first, or heaptype::tag<T>),
+                     // and later frees name the new site.
 };
 
-// A site is what an allocation has in common with others of its kind; each
-// thread numbers the sites it uses from 0 in the order it first uses them.
+// A site is what an allocation has in common with others of its kind.
 struct Site {
   uint64_t size;
   uint64_t count;      // objects in the block: n for T[n], 1 otherwise, 0 if untyped
@@ -103,11 +116,10 @@ struct Site {
   uint64_t node;       // the thread's calling-context node of the allocation (0: none)
 };
 
-constexpr uint64_t kAllocUnitShift = 4;  // malloc blocks are 16-byte aligned
-
 // --- varints: LEB128, 7 bits a byte, least significant group first -----------------
 
 constexpr size_t kMaxVarint = 10;
+constexpr size_t kMaxRecordSize = 64;  // the largest record (a SITE) fits with room
 
 inline uint8_t* put_varint(uint8_t* out, uint64_t v) {
   while (v >= 0x80) {
@@ -126,7 +138,8 @@ inline int64_t unzigzag(uint64_t v) {
   return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
 }
 
-// Reads one varint from [*pos, end); false when the buffer ends inside it.
+// Reads one varint from [*pos, end); false when the buffer ends inside it, or when
+// it has more than ten bytes.
 inline bool get_varint(const uint8_t** pos, const uint8_t* end, uint64_t* out) {
   uint64_t v = 0;
   unsigned shift = 0;
@@ -144,12 +157,28 @@ inline bool get_varint(const uint8_t** pos, const uint8_t* end, uint64_t* out) {
   return false;
 }
 
-inline uint64_t alloc_record_head(uint64_t site, bool byte_units) {
-  return (site << 3) | (byte_units ? 5u : 1u);
+// --- record heads -------------------------------------------------------------------
+
+inline uint64_t alloc_record_head(uint64_t site) { return (site << 1) | 1u; }
+inline uint64_t free_record_head(uint64_t site) { return site << 2; }
+inline uint64_t control_record_head(ControlOp op) { return (static_cast<uint64_t>(op) << 2) | 2u; }
+
+// Address mode: a block's address as its distance from `base` (the thread's last
+// ALLOC address), in 16-byte units when it is a multiple of 16 (bit 0 clear), in
+// bytes otherwise (bit 0 set).
+constexpr unsigned kAddressUnitShift = 4;
+
+inline uint64_t encode_address_delta(uint64_t address, uint64_t base) {
+  int64_t delta = static_cast<int64_t>(address - base);
+  if ((delta & ((int64_t{1} << kAddressUnitShift) - 1)) == 0)
+    return zigzag(delta >> kAddressUnitShift) << 1;
+  return (zigzag(delta) << 1) | 1u;
 }
 
-inline uint64_t control_record_head(ControlOp op) {
-  return (static_cast<uint64_t>(op) << 2) | 3u;
+inline uint64_t decode_address_delta(uint64_t v, uint64_t base) {
+  int64_t delta = unzigzag(v >> 1);
+  if (!(v & 1)) delta = static_cast<int64_t>(static_cast<uint64_t>(delta) << kAddressUnitShift);
+  return base + static_cast<uint64_t>(delta);
 }
 
 }  // namespace format

@@ -1,0 +1,159 @@
+#include "event_decoder.hpp"
+
+#include <cstdio>
+#include <limits>
+
+namespace heaptype {
+namespace format {
+namespace {
+
+const std::vector<ChunkRef> kNoChunks;
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+constexpr uint64_t kMaxIndex = std::numeric_limits<uint32_t>::max();
+
+}  // namespace
+
+ThreadEvents::ThreadEvents(const ProfileFile& file, uint32_t thread)
+    : file_(file), thread_(thread), addresses_(file.has_addresses()) {
+  auto it = file.event_chunks().find(thread);
+  chunks_ = it == file.event_chunks().end() ? &kNoChunks : &it->second;
+}
+
+bool ThreadEvents::load_chunk() {
+  while (pos_ == end_) {
+    if (chunk_index_ == chunks_->size()) return false;
+    const ChunkRef& chunk = (*chunks_)[chunk_index_++];
+    if (!file_.read_payload(chunk, &buffer_)) return fail("read error at offset " + std::to_string(chunk.offset));
+    bytes_done_ += chunk.size;
+    pos_ = buffer_.data();
+    end_ = pos_ + buffer_.size();
+  }
+  return true;
+}
+
+bool ThreadEvents::fail(const std::string& what) {
+  if (error_.empty()) error_ = "thread " + std::to_string(thread_) + ": " + what;
+  pos_ = end_ = nullptr;
+  chunk_index_ = chunks_->size();
+  return false;
+}
+
+bool ThreadEvents::read(uint64_t* value, const char* record) {
+  if (get_varint(&pos_, end_, value)) return true;
+  return fail(std::string(record) + " record cut short");
+}
+
+bool ThreadEvents::read_address(uint64_t* address, const char* record) {
+  *address = 0;
+  if (!addresses_) return true;
+  uint64_t v;
+  if (!read(&v, record)) return false;
+  *address = decode_address_delta(v, last_address_);
+  return true;
+}
+
+bool ThreadEvents::next(Event* out) {
+  for (;;) {
+    if (!load_chunk()) return false;
+    uint64_t v;
+    if (!read(&v, "event")) return false;
+    *out = Event{Event::kAlloc, false, thread_, thread_, 0, 0, time_, 0};
+    if (v & 1) {  // ALLOC
+      uint64_t site = v >> 1;
+      if (site >= sites_.size()) return fail("allocation at undefined site " + std::to_string(site));
+      if (!read_address(&out->address, "allocation")) return false;
+      if (addresses_) last_address_ = out->address;
+      out->site = static_cast<uint32_t>(site);
+      last_alloc_site_ = out->site;
+      last_alloc_open_ = true;
+      return true;
+    }
+    if ((v & 3) == 0) {  // FREE of one of this thread's sites
+      uint64_t site = v >> 2;
+      if (site >= sites_.size()) return fail("free at undefined site " + std::to_string(site));
+      out->kind = Event::kFree;
+      out->site = static_cast<uint32_t>(site);
+      return read_address(&out->address, "free");
+    }
+    uint64_t operands[5];
+    switch (static_cast<ControlOp>(v >> 2)) {
+      case ControlOp::kFreeLast:
+        if (!last_alloc_open_) return fail("free of the last allocation with no allocation open");
+        last_alloc_open_ = false;
+        out->kind = Event::kFree;
+        out->temporary = true;
+        out->site = last_alloc_site_;
+        out->address = addresses_ ? last_address_ : 0;
+        return true;
+      case ControlOp::kTime:
+        if (!read(&operands[0], "time")) return false;
+        if (operands[0] > std::numeric_limits<uint64_t>::max() - time_) return fail("time overflows");
+        time_ += operands[0];
+        continue;
+      case ControlOp::kSite: {
+        for (int i = 0; i < 5; ++i)
+          if (!read(&operands[i], "site")) return false;
+        if (operands[4] >= nodes_.size()) return fail("site refers to undefined node " + std::to_string(operands[4]));
+        if (sites_.size() >= kMaxIndex) return fail("too many sites");
+        SiteDef def;
+        def.site = {operands[0], operands[1], operands[2], operands[3], operands[4]};
+        sites_.push_back(def);
+        continue;
+      }
+      case ControlOp::kNode:
+        for (int i = 0; i < 3; ++i)
+          if (!read(&operands[i], "node")) return false;
+        if (operands[0] >= nodes_.size()) return fail("node refers to undefined parent " + std::to_string(operands[0]));
+        if (nodes_.size() >= kMaxIndex) return fail("too many nodes");
+        nodes_.push_back({operands[0], operands[1], operands[2]});
+        continue;
+      case ControlOp::kFreeRemote:
+        for (int i = 0; i < 2; ++i)
+          if (!read(&operands[i], "remote free")) return false;
+        if (operands[0] == 0 || operands[0] > kMaxIndex || operands[1] >= kMaxIndex)
+          return fail("remote free names thread " + std::to_string(operands[0]) + " site " +
+                      std::to_string(operands[1]));
+        out->kind = Event::kFree;
+        out->thread = static_cast<uint32_t>(operands[0]);
+        out->site = static_cast<uint32_t>(operands[1]);
+        return read_address(&out->address, "remote free");
+      case ControlOp::kDerivedSite: {
+        for (int i = 0; i < 4; ++i)
+          if (!read(&operands[i], "derived site")) return false;
+        if (operands[0] == 0 || operands[0] > kMaxIndex || operands[1] >= kMaxIndex)
+          return fail("derived site names thread " + std::to_string(operands[0]) + " site " +
+                      std::to_string(operands[1]));
+        if (sites_.size() >= kMaxIndex) return fail("too many sites");
+        SiteDef def;
+        def.site = {0, operands[3], operands[2], 0, 0};
+        def.derived = true;
+        def.base_thread = static_cast<uint32_t>(operands[0]);
+        def.base_site = static_cast<uint32_t>(operands[1]);
+        sites_.push_back(def);
+        continue;
+      }
+      case ControlOp::kMove:
+        for (int i = 0; i < 3; ++i)
+          if (!read(&operands[i], "move")) return false;
+        if (operands[0] == 0 || operands[0] > kMaxIndex || operands[1] >= kMaxIndex)
+          return fail("move names thread " + std::to_string(operands[0]) + " site " + std::to_string(operands[1]));
+        if (operands[2] >= sites_.size()) return fail("move to undefined site " + std::to_string(operands[2]));
+        out->kind = Event::kMove;
+        out->thread = static_cast<uint32_t>(operands[0]);
+        out->site = static_cast<uint32_t>(operands[1]);
+        out->new_site = static_cast<uint32_t>(operands[2]);
+        return read_address(&out->address, "move");
+      default:
+        return fail("unknown record " + hex(v));
+    }
+  }
+}
+
+}  // namespace format
+}  // namespace heaptype

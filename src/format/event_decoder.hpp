@@ -1,0 +1,89 @@
+// event_decoder.hpp: decodes one thread's event records (see profile_format.hpp),
+// across that thread's chunks, reading one chunk at a time.
+#ifndef HEAPTYPE_FORMAT_EVENT_DECODER_HPP
+#define HEAPTYPE_FORMAT_EVENT_DECODER_HPP
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profile_file.hpp"
+
+namespace heaptype {
+namespace format {
+
+// A node of a thread's calling-context tree: `function` was entered from
+// `call_site` (a return address in the parent node's function).
+struct NodeDef {
+  uint64_t parent;       // 0: the thread's root
+  uint64_t function;     // 0 when only the return address is known
+  uint64_t call_site;
+};
+
+// A site as defined in a thread's stream. A derived site takes its size and
+// calling context from another thread's site (`base_thread`, `base_site`); its
+// `site.size`, `site.call_site` and `site.node` are 0 here.
+struct SiteDef {
+  Site site;
+  bool derived = false;
+  uint32_t base_thread = 0;
+  uint32_t base_site = 0;
+};
+
+struct Event {
+  enum Kind : uint8_t { kAlloc, kFree, kMove };
+  Kind kind;
+  bool temporary;      // kFree: the thread freed its last allocation before allocating again
+  uint32_t stream;     // the thread whose records hold the event
+  uint32_t thread;     // the thread whose site the block is at (kAlloc: the stream)
+  uint32_t site;       // that thread's site number
+  uint32_t new_site;   // kMove: the stream's site the block moves to
+  uint64_t time;       // clock ticks since the start
+  uint64_t address;    // address mode only, else 0
+};
+
+class ThreadEvents {
+ public:
+  ThreadEvents(const ProfileFile& file, uint32_t thread);
+
+  // The next event; false at the end of the stream. A malformed record ends the
+  // stream with error() set; everything before it stands.
+  bool next(Event* out);
+
+  const std::string& error() const { return error_; }
+  uint32_t thread() const { return thread_; }
+  // Definitions so far. nodes()[0] is the root.
+  const std::vector<NodeDef>& nodes() const { return nodes_; }
+  const std::vector<SiteDef>& sites() const { return sites_; }
+  // Payload bytes consumed so far (whole chunks), for progress.
+  uint64_t bytes_done() const { return bytes_done_; }
+  uint64_t time() const { return time_; }
+
+ private:
+  bool load_chunk();
+  bool fail(const std::string& what);
+  bool read(uint64_t* value, const char* record);
+  bool read_address(uint64_t* address, const char* record);
+
+  const ProfileFile& file_;
+  uint32_t thread_;
+  const std::vector<ChunkRef>* chunks_;
+  bool addresses_;
+  size_t chunk_index_ = 0;
+  std::vector<uint8_t> buffer_;
+  const uint8_t* pos_ = nullptr;
+  const uint8_t* end_ = nullptr;
+  uint64_t bytes_done_ = 0;
+  uint64_t time_ = 0;
+  uint64_t last_address_ = 0;
+  uint32_t last_alloc_site_ = 0;
+  bool last_alloc_open_ = false;  // FREE_LAST may follow
+  std::vector<SiteDef> sites_;
+  std::vector<NodeDef> nodes_{NodeDef{0, 0, 0}};
+  std::string error_;
+};
+
+}  // namespace format
+}  // namespace heaptype
+
+#endif

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from . import budget as hb
-from .cli import CommandError, load_profile
+from .console import CommandError, load_profile
 
 EXIT_OVER_BUDGET = 1
 

@@ -1,16 +1,15 @@
-"""The ``heaptype`` command."""
+"""The ``heaptype`` command: argument parsing and dispatch. Each command's work
+lives in its own module (report/, exports, runner, check_command, demo)."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 from . import __version__, flags
+from .console import CommandError, load_profile
 
 EPILOG = """\
 typical use:
@@ -19,12 +18,15 @@ typical use:
   heaptype report app.htp --top 20
 """
 
-
-class CommandError(Exception):
-    """A user-facing error: printed as one line, exit status 2."""
+VIEWS = ("type", "function", "callpath", "thread")
+SORTS = ("peak", "bytes", "allocations", "objects", "live", "temporary")
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Names from a profile may hold any bytes: never fail on printing them.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -39,6 +41,37 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return 0
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text}")
+    return value
+
+
+def thread_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a thread number: {text}") from None
+
+
+def add_filter_options(parser: argparse.ArgumentParser) -> None:
+    """The one filter model: the same flags for every view and export."""
+    parser.add_argument("--type", action="append", dest="types", metavar="GLOB",
+                        help="only types matching this glob, e.g. 'std::vector<*>' (repeatable)")
+    parser.add_argument("--function", action="append", dest="functions", metavar="GLOB",
+                        help="only allocations with this function anywhere on their call path (repeatable)")
+    parser.add_argument("--thread", action="append", dest="threads", type=thread_number, metavar="N",
+                        help="only allocations made by this thread (HeapType's number; repeatable)")
+    parser.add_argument("--map", action="append", default=[], metavar="[MODULE=]FILE",
+                        help="linker map file for a stripped binary (repeatable)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a profiled program and keep its profile",
                          description="Run PROGRAM (built with heaptype's flags) with profiling on.")
     run.add_argument("-o", "--output", help="profile file (default heaptype.<program>.<pid>.htp); "
-                     "%%p is replaced by the pid")
+                     "%%p is replaced by the pid, %%e by the program's name")
     run.add_argument("--budget", metavar="FILE",
                      help="then check the profile against this budget file, as `heaptype check` does "
                           "(exit status 1 when over budget)")
@@ -75,15 +108,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     run.set_defaults(handler=cmd_run)
 
-    report = sub.add_parser("report", help="print a profile's report: by type, by function or by call path")
+    report = sub.add_parser("report", help="print a profile's report: by type, function, call path or thread")
     report.add_argument("profile", help="a .htp file")
-    report.add_argument("--by", choices=["type", "function", "callpath"], default="type",
-                        help="group rows by type (default), by function (self and total), or show the "
+    report.add_argument("--by", choices=VIEWS, default="type",
+                        help="group by type (default), by function (self and total), by thread, or show the "
                              "merged call tree (callpath)")
     report.add_argument("--bottom-up", action="store_true",
                         help="with --by callpath: start at the allocating functions, then their callers")
-    report.add_argument("--type", action="append", dest="types", metavar="PATTERN",
-                        help="only types matching this glob, e.g. 'std::vector<*>' (repeatable)")
+    add_filter_options(report)
     report.add_argument("--inlined", action="store_true", default=None,
                         help="count functions inlined at call sites (from DWARF) as frames of their own: the "
                              "default with --by function, as pprof does; --no-inlined turns it off")
@@ -91,12 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--no-infer", dest="infer", action="store_false",
                         help="do not infer types of untyped allocations from allocator frames")
     report.add_argument("--top", type=positive_int,
-                        help="show only the first N rows (with --by callpath: N children per frame)")
-    report.add_argument("--sort", choices=["peak", "bytes", "allocations", "live"],
-                        help="order by (default: peak for --by type, bytes otherwise)")
+                        help="show only the first N rows (with --by callpath: N children per node)")
+    report.add_argument("--sort", choices=SORTS, help="order by (default: peak for --by type and thread, "
+                                                      "bytes otherwise)")
     report.add_argument("--format", choices=["text", "json"], default="text")
-    report.add_argument("--map", action="append", default=[], metavar="[MODULE=]FILE",
-                        help="linker map file for a stripped binary (repeatable)")
+    report.add_argument("--progress", action="store_true",
+                        help="show progress on stderr (shown anyway on a terminal when a step takes over a second)")
     report.set_defaults(handler=cmd_report)
 
     export = sub.add_parser("export", help="write a profile's call paths for other tools (pprof, flame graphs)")
@@ -105,39 +137,30 @@ def build_parser() -> argparse.ArgumentParser:
                         help="pprof-text: gperftools heap profile (google-pprof PROGRAM FILE); folded: "
                              "'frame;...;type value' lines for flamegraph.pl; pprof: gzipped profile.proto")
     export.add_argument("-o", "--output", help="output file (default: standard output)")
-    export.add_argument("--type", action="append", dest="types", metavar="PATTERN",
-                        help="only types matching this glob (repeatable)")
-    export.add_argument("--value", choices=["bytes", "allocations", "objects", "peak", "live"], default="bytes",
-                        help="with --format folded: what each line counts (default: bytes allocated)")
+    add_filter_options(export)
+    export.add_argument("--value", choices=["bytes", "allocations", "objects", "peak", "live", "temporary"],
+                        default="bytes", help="with --format folded: what each line counts (default: bytes)")
     export.add_argument("--inlined", action="store_true", default=None,
                         help="include frames inlined at call sites (the default with --format pprof)")
     export.add_argument("--no-inlined", dest="inlined", action="store_false", help=argparse.SUPPRESS)
-    export.add_argument("--map", action="append", default=[], metavar="[MODULE=]FILE",
-                        help="linker map file for a stripped binary (repeatable)")
     export.set_defaults(handler=cmd_export)
 
     demo = sub.add_parser("demo", help="build and profile a small example program, print its report")
     demo.add_argument("--workdir", help="build here instead of a temporary directory (kept afterwards)")
     demo.add_argument("--cxx", help="C++ compiler (default: $CXX, then g++, clang++, c++)")
     demo.set_defaults(handler=cmd_demo)
+
     from .check_command import add_check_parser
+
     add_check_parser(sub)
     return parser
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, not {text}")
-    return value
 
 
 def print_build_info(args) -> int:
     flags.check_installed()
     out = []
     if args.cflags:
-        out += flags.compile_flags(stl_types=not args.no_stl_types, callstack=args.callstack,
-                                   cxx=args.flags_cxx)
+        out += flags.compile_flags(stl_types=not args.no_stl_types, callstack=args.callstack, cxx=args.flags_cxx)
     if args.ldflags:
         out += flags.link_flags(shared=args.shared)
     if out:
@@ -153,51 +176,31 @@ def print_build_info(args) -> int:
     return 0
 
 
-# --- run ------------------------------------------------------------------------------
+def cmd_run(args) -> int:
+    from .runner import RunError, run_profiled
 
-def run_profiled(command: list[str], output: str | None) -> tuple[int, Path | None]:
-    """Runs `command` with profiling on; returns its exit status and the profile path."""
+    command = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not command:
         raise CommandError("run: no program given (heaptype run [-o FILE] -- PROGRAM ARGS...)")
-    env = dict(os.environ)
-    env.pop("HEAPTYPE_DISABLE", None)
-    if output:
-        env["HEAPTYPE_OUTPUT"] = os.path.abspath(output)
     try:
-        proc = subprocess.Popen(command, env=env)
-    except FileNotFoundError:
-        raise CommandError(f"run: {command[0]}: no such program") from None
-    except PermissionError:
-        raise CommandError(f"run: {command[0]}: not executable") from None
-    status = proc.wait()
-    pattern = env.get("HEAPTYPE_OUTPUT") or f"heaptype.{Path(command[0]).name[:15]}.%p.htp"
-    path = Path(pattern.replace("%p", str(proc.pid)).replace("%e", Path(command[0]).name[:15]))
-    return status, (path if path.exists() else None)
-
-
-def cmd_run(args) -> int:
-    command = args.program[1:] if args.program[:1] == ["--"] else args.program
-    status, path = run_profiled(command, args.output)
-    if path is None:
-        raise CommandError(
-            f"{command[0]} wrote no profile: build it with HeapType "
-            "(compile with `heaptype --cflags`, link with `heaptype --ldflags`)")
-    signal_note = f" (killed by signal {-status})" if status < 0 else ""
-    print(f"heaptype: profile written to {path}{signal_note}", file=sys.stderr)
-    program_status = status if status >= 0 else 128 - status
+        run = run_profiled(command, output=args.output)
+    except RunError as e:
+        raise CommandError(f"run: {e}") from None
+    if run.profile_path is None:
+        raise CommandError(run.no_profile_text())
+    signal_note = f" ({run.exit_text()})" if run.crashed else ""
+    print(f"heaptype: profile written to {run.profile_path}{signal_note}", file=sys.stderr)
     if not args.budget:
-        return program_status
+        return run.exit_status
     from .check_command import cmd_check
 
-    verdict = cmd_check(argparse.Namespace(profile=str(path), budget=args.budget, test=args.budget_test,
+    verdict = cmd_check(argparse.Namespace(profile=str(run.profile_path), budget=args.budget, test=args.budget_test,
                                            quiet=False))
-    if program_status != 0:
-        print(f"heaptype: {command[0]} failed (exit status {program_status})", file=sys.stderr)
-        return program_status
+    if run.exit_status != 0:
+        print(f"heaptype: {command[0]} failed ({run.exit_text()})", file=sys.stderr)
+        return run.exit_status
     return verdict
 
-
-# --- report ---------------------------------------------------------------------------
 
 def parse_map_options(options: list[str]) -> dict[str, str]:
     maps = {}
@@ -211,63 +214,71 @@ def parse_map_options(options: list[str]) -> dict[str, str]:
     return maps
 
 
-def load_profile(path: str, map_files: dict[str, str] | None = None):
-    from .profile import ProfileError, load
-
-    if not Path(path).exists():
-        raise CommandError(f"{path}: no such profile file")
-    try:
-        profile = load(path, map_files=map_files)
-    except ProfileError as e:
-        raise CommandError(str(e)) from None
-    for warning in profile.warnings:
-        print(f"heaptype: warning: {warning}", file=sys.stderr)
+def filtered_profile(args):
+    profile = load_profile(args.profile, parse_map_options(args.map) or None)
+    if args.types or args.functions or args.threads:
+        profile = profile.filter(types=args.types, functions=args.functions, threads=args.threads)
     return profile
 
 
 def cmd_report(args) -> int:
     from . import report
+    from .profile import ProfileError
 
-    profile = load_profile(args.profile, parse_map_options(args.map) or None)
     if args.bottom_up and args.by != "callpath":
         raise CommandError("report: --bottom-up goes with --by callpath")
-    if args.by == "type":
-        render = report.render_json if args.format == "json" else report.render_text
-        print(render(profile, sort=args.sort or "peak", top=args.top, types=args.types, infer=args.infer))
-        return 0
-    inlined = args.inlined if args.inlined is not None else args.by == "function"
-    options = dict(sort=args.sort or "bytes", top=args.top, types=args.types, inlined=inlined,
-                   infer=args.infer)
-    if args.by == "function":
-        if args.format == "json":
-            print(json.dumps(report.functions_json(profile, **options), indent=2))
+    profile = filtered_profile(args)
+    json_out = args.format == "json"
+    sort = args.sort or ("peak" if args.by in ("type", "thread") else "bytes")
+    try:
+        profile.analysis(call_tree=args.by in ("function", "callpath"), functions=args.by == "function",
+                         bottom_up=args.bottom_up, inlined=_inlined(args), infer=args.infer,
+                         progress=args.progress or sys.stderr.isatty())
+        if args.by == "type":
+            render = report.types_json if json_out else report.render_types_text
+            output = render(profile, sort, args.top, infer=args.infer)
+        elif args.by == "thread":
+            output = (report.threads_json if json_out else report.render_threads_text)(profile, sort, args.top)
+        elif args.by == "function":
+            render = report.functions_json if json_out else report.render_functions_text
+            output = render(profile, sort, args.top, inlined=_inlined(args), infer=args.infer)
         else:
-            print(report.render_functions_text(profile, **options))
-    else:
-        if args.format == "json":
-            print(json.dumps(report.callpaths_json(profile, bottom_up=args.bottom_up, **options), indent=2))
-        else:
-            print(report.render_callpaths_text(profile, bottom_up=args.bottom_up, **options))
+            render = report.callpaths.callpaths_json_text if json_out else report.render_callpaths_text
+            output = render(profile, sort, args.top, bottom_up=args.bottom_up, inlined=_inlined(args),
+                            infer=args.infer)
+    except ProfileError as e:
+        raise CommandError(str(e)) from None
+    if isinstance(output, dict):
+        import json
+
+        output = json.dumps(output, indent=2)
+    print(output)
     return 0
+
+
+def _inlined(args) -> bool:
+    return args.inlined if args.inlined is not None else args.by == "function"
 
 
 def cmd_export(args) -> int:
     from .exports import export
+    from .profile import ProfileError
 
-    profile = load_profile(args.profile, parse_map_options(args.map) or None)
-    data = export(profile, args.format, types=args.types, value=args.value, inlined=args.inlined)
+    if args.format == "pprof" and not args.output and sys.stdout.isatty():
+        raise CommandError("export: --format pprof is binary: give -o FILE (or redirect standard output)")
+    profile = filtered_profile(args)
+    try:
+        data = export(profile, args.format, value=args.value, inlined=args.inlined)
+    except ProfileError as e:
+        raise CommandError(str(e)) from None
     if args.output and args.output != "-":
         Path(args.output).write_bytes(data)
         print(f"heaptype: {args.format} export written to {args.output}", file=sys.stderr)
-    elif args.format == "pprof" and sys.stdout.isatty():
-        raise CommandError("export: --format pprof is binary: give -o FILE (or redirect standard output)")
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     return 0
 
-
-# --- demo -----------------------------------------------------------------------------
 
 def cmd_demo(args) -> int:
     from .demo import run_demo

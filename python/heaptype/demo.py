@@ -59,8 +59,9 @@ def build_directly(cxx: str, source: Path, build_dir: Path) -> Path:
 
 
 def run_demo(workdir: str | None = None, cxx: str | None = None) -> int:
-    from .cli import CommandError, load_profile, run_profiled
-    from .report import render_text
+    from .console import CommandError, load_profile
+    from .report import render_types_text
+    from .runner import RunError, run_profiled
 
     try:
         flags.check_installed()
@@ -83,11 +84,14 @@ def run_demo(workdir: str | None = None, cxx: str | None = None) -> int:
     except RuntimeError as e:
         raise CommandError(str(e)) from None
     step(f"running {binary.name} with profiling on")
-    status, path = run_profiled([str(binary)], str(profile_path))
-    if status != 0 or path is None:
-        raise CommandError(f"the demo program failed (exit status {status})")
-    step(f"report of {path}")
-    print(render_text(load_profile(str(path)), top=15))
+    try:
+        run = run_profiled([str(binary)], output=profile_path)
+    except RunError as e:
+        raise CommandError(str(e)) from None
+    if run.returncode != 0 or run.profile_path is None:
+        raise CommandError(f"the demo program failed ({run.exit_text()})")
+    step(f"report of {run.profile_path}")
+    print(render_types_text(load_profile(str(run.profile_path)), top=15))
     if not workdir:
         shutil.rmtree(base, ignore_errors=True)
     return 0

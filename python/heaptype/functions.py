@@ -1312,3 +1312,8 @@ def _share_abbrevs(dwarf, offset: int, table: dict) -> None:
 
 
 _ENUM_NAMES: dict[str, dict] = {}
+
+
+def build_id(path: str) -> str | None:
+    """The GNU build id of an ELF file, as hex; None when it has none."""
+    return _read_build_id(path)

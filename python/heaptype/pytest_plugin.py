@@ -26,10 +26,8 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +36,8 @@ from typing import Any, Iterator
 import pytest
 
 from . import budget as hb
+from .runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_profiled
 
-NOT_INSTRUMENTED_FIX = ("build it with HeapType: compile with `heaptype --cflags` and link with "
-                        "`heaptype --ldflags`, or call heaptype_instrument(<target>) after "
-                        "find_package(HeapType) in CMake")
 GTEST_MARKER = b"gtest_list_tests"
 LIST_TIMEOUT = 120
 
@@ -327,77 +323,30 @@ class HeapRun:
         return self.returncode < 0
 
 
-def program_environment(extra: dict[str, str], output: Path) -> dict[str, str]:
-    """The caller's environment without HEAPTYPE_* settings (a budget must not depend on
-    who runs it), plus the test's own variables, plus where to write the profile."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
-    env.update(extra)
-    env["HEAPTYPE_OUTPUT"] = str(output)
-    return env
-
-
 def run_program(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float | None,
                 out_dir: Path, name: str = "") -> HeapRun:
-    """Run a command with profiling on; the profile lands in ``out_dir``."""
-    program = command[0]
-    if not Path(program).exists() and shutil.which(program) is None:
-        raise RunProblem(f"command not found: {program}: build the program first, or fix the command")
-    if not cwd.is_dir():
-        raise RunProblem(f"working directory {cwd} does not exist")
+    """Run a command with profiling on (heaptype.runner, as `heaptype run` does); the
+    profile lands in ``out_dir``. The caller's HEAPTYPE_* settings are dropped: a
+    budget must not depend on who runs it."""
     if out_dir.exists():
         shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
-    environment = program_environment(env, out_dir / "%e.%p.htp")
-    started = time.monotonic()
     try:
-        proc = subprocess.Popen(command, cwd=cwd, env=environment, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, errors="replace")
-    except PermissionError:
-        raise RunProblem(f"{program} is not executable (chmod +x, or is it a directory?)") from None
-    except OSError as e:
-        raise RunProblem(f"cannot run {program}: {e.strerror}") from None
-    timed_out = False
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        stdout, stderr = proc.communicate()
-        timed_out = True
-    run = HeapRun(command, proc.returncode, stdout, stderr, None, time.monotonic() - started, timed_out, name,
-                  timeout)
-    run.profile_path = pick_profile(out_dir, proc.pid)
-    return run
-
-
-def pick_profile(out_dir: Path, pid: int) -> Path | None:
-    """The profile of the process started (a wrapper script's child when it is the only
-    profiled process); None when nothing was profiled."""
-    profiles = sorted(out_dir.glob("*.htp"))
-    mine = [p for p in profiles if p.name.endswith(f".{pid}.htp")]
-    if mine:
-        return mine[0]
-    if len(profiles) == 1:
-        return profiles[0]
-    if profiles:
-        raise RunProblem(f"the command started {len(profiles)} profiled processes ({', '.join(p.name for p in profiles)}) "
-                         f"in {out_dir}: budgets apply to one process; run the program itself, not a wrapper")
-    return None
+        done = run_profiled(command, output=out_dir / "%e.%p.htp", cwd=cwd, env=env, timeout=timeout,
+                            capture=True, keep_settings=False)
+    except RunError as e:
+        raise RunProblem(str(e)) from None
+    if done.other_profiles and done.profile_path is None:
+        names = ", ".join(p.name for p in done.other_profiles)
+        raise RunProblem(f"the command started {len(done.other_profiles)} profiled processes ({names}) in {out_dir}: "
+                         "budgets apply to one process; run the program itself, not a wrapper")
+    return HeapRun(done.command, done.returncode, done.stdout or "", done.stderr or "", done.profile_path,
+                   done.duration, done.timed_out, name, timeout)
 
 
 def no_profile_text(run: HeapRun) -> str:
     status = f" ({exit_text(run.returncode)})" if run.returncode else ""
     return (f"{run.command[0]} wrote no profile{status}: it is not built with HeapType, or it did not start. "
             f"Fix: {NOT_INSTRUMENTED_FIX}")
-
-
-def exit_text(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = "unknown signal"
-        return f"killed by signal {-returncode} ({name})"
-    return f"exit status {returncode}"
 
 
 def load_profile(path: Path):

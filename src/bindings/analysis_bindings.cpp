@@ -7,6 +7,7 @@
 
 #include "bindings.hpp"
 #include "core/analysis.hpp"
+#include "core/exports/exports.hpp"
 
 namespace py = pybind11;
 using heaptype::core::Analysis;
@@ -35,6 +36,7 @@ struct FiguresOut {
 };
 
 FiguresOut out(const Session& s, const Figures& f) { return FiguresOut{f, s.us(f.peak_time)}; }
+FiguresOut out_figures(const Session& s, const Figures& f) { return out(s, f); }
 
 struct TotalsOut {
   core::Totals t;
@@ -127,6 +129,23 @@ std::vector<NodeOut> node_children(const NodeOut& n) {
   return out;
 }
 
+py::list type_paths(const SessionPtr& s) {
+  const Analysis& a = *s->analysis;
+  const MergedTree& tree = a.tree();
+  py::list out;
+  std::vector<uint32_t> path;
+  for (uint32_t id = 1; id < tree.size(); ++id) {
+    const MergedTree::Node& leaf = tree.node(id);
+    if (leaf.kind != MergedTree::kType) continue;
+    path.clear();
+    for (uint32_t n = leaf.parent; n != 0 && n != core::kNone; n = tree.node(n).parent) path.push_back(n);
+    py::list frames;
+    for (auto it = path.rbegin(); it != path.rend(); ++it) frames.append(name_text(a.strings().get(tree.node(*it).label)));
+    out.append(py::make_tuple(frames, TypeGroupOut{s, leaf.label}, out_figures(*s, leaf.total)));
+  }
+  return out;
+}
+
 SessionPtr run_analysis(std::shared_ptr<format::ProfileFile> file, std::shared_ptr<core::CodeNames> names,
                         AnalysisOptions options, bool progress) {
   auto s = std::make_shared<Session>();
@@ -214,7 +233,11 @@ their thread before it allocated anything else).)doc");
       .def_property_readonly("id", [](const NodeOut& n) { return n.id; })
       .def_property_readonly("total", [](const NodeOut& n) { return out(*n.s, n.node().total); },
                              "Allocations made under this node.")
-      .def_property_readonly("self", [](const NodeOut& n) { return out(*n.s, n.node().self); },
+      .def_property_readonly("self",
+                             [](const NodeOut& n) {
+                               const MergedTree::Node& node = n.node();
+                               return out(*n.s, node.kind == MergedTree::kType ? node.total : node.self);
+                             },
                              "Allocations whose path ends at this frame.")
       .def_property_readonly("children", &node_children)
       .def_property_readonly("parent", [](const NodeOut& n) -> py::object {
@@ -278,7 +301,61 @@ their thread before it allocated anything else).)doc");
         py::list out;
         for (const std::string& w : s.analysis->warnings()) out.append(name_text(w));
         return out;
-      });
+      })
+      .def_property_readonly("has_call_paths", [](const Session& s) { return s.analysis->has_call_paths(); },
+                             "True when the runtime recorded calling contexts.")
+      .def("type_paths", &type_paths,
+           "The merged tree's leaves: (frames root first, TypeGroup, Figures) for each call path and type.")
+      .def("tree_json",
+           [](const Session& s, bool bottom_up, const std::string& sort, uint32_t top) {
+             std::string out;
+             {
+               py::gil_scoped_release release;
+               if (!core::tree_json(*s.analysis, bottom_up, sort, top, &out)) out.clear();
+             }
+             if (out.empty()) throw py::value_error("unknown sort key " + sort);
+             return py::str(out);
+           },
+           py::arg("bottom_up") = false, py::arg("sort") = "bytes", py::arg("top") = 0,
+           "The merged call tree as a JSON list of nested nodes (no recursion, any depth).")
+      .def("folded",
+           [](const Session& s, const std::string& value) {
+             std::string out;
+             bool ok;
+             {
+               py::gil_scoped_release release;
+               ok = core::folded(*s.analysis, value, &out);
+             }
+             if (!ok) throw py::value_error("unknown value " + value);
+             return py::bytes(out);
+           },
+           py::arg("value") = "bytes", "flamegraph.pl's folded stacks, the type as the leaf frame.")
+      .def("pprof_text",
+           [](const Session& s) {
+             py::gil_scoped_release release;
+             std::string out = core::pprof_text(*s.analysis, s.file->modules());
+             py::gil_scoped_acquire acquire;
+             return py::bytes(out);
+           },
+           "gperftools' heap profile text (google-pprof PROGRAM FILE reads it).")
+      .def("pprof_proto",
+           [](const Session& s, const std::vector<std::tuple<uint64_t, uint64_t, uint64_t, std::string, std::string>>& mappings,
+              const std::string& comment) {
+             core::PprofInfo info;
+             for (const auto& m : mappings)
+               info.mappings.push_back(core::ExportMapping{std::get<0>(m), std::get<1>(m), std::get<2>(m),
+                                                           std::get<3>(m), std::get<4>(m)});
+             info.comment = comment;
+             info.time_unix_ns = s.file->header().start_unix_ns;
+             std::string out;
+             {
+               py::gil_scoped_release release;
+               out = core::pprof_proto(*s.analysis, info);
+             }
+             return py::bytes(out);
+           },
+           py::arg("mappings"), py::arg("comment") = "",
+           "pprof's profile.proto, uncompressed. mappings: (start, limit, offset, path, build_id), main binary first.");
 }
 
 }  // namespace bindings

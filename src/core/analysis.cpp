@@ -240,6 +240,12 @@ Placement* Analysis::placement(uint32_t thread, uint32_t site) {
   return &p;
 }
 
+bool Analysis::has_call_paths() const {
+  for (const format::ThreadEvents* stream : merge_.streams())
+    if (stream->nodes().size() > 1) return true;
+  return false;
+}
+
 uint64_t Analysis::live_blocks_at(uint32_t thread, uint32_t site) {
   auto it = placements_.find(thread);
   if (it == placements_.end() || site >= it->second.size()) return 0;

@@ -120,6 +120,8 @@ class Analysis : public BlockLedger {
   }
   const std::vector<std::string>& warnings() const { return warnings_; }
   uint64_t clock_tick_ns() const { return tick_ns_; }
+  // True when some thread recorded calling-context nodes.
+  bool has_call_paths() const;
 
   uint64_t live_blocks_at(uint32_t thread, uint32_t site) override;
 

@@ -1,0 +1,45 @@
+"""Heap budgets: limits per C++ type, checked against a HeapType profile.
+
+One engine for every integration: ``pytest --heap-budget`` (``pytest_plugin``),
+``heaptype check`` (``check_command``) and the Bazel budget test. It reads budget files
+(TOML), matches type names, evaluates limits against a loaded profile, writes the
+failure text, and keeps baselines (JSON) for regression thresholds. It imports nothing
+from pytest and runs no process: callers run programs and load profiles, so each
+integration decides how to run things and this module decides what "over budget" means.
+
+A budget file::
+
+    [defaults]                      # every typed row of every test, unless overridden
+    leaked = 0
+
+    [[tests]]
+    name = "alloc_bench"
+    command = ["build/alloc_bench", "10000"]   # relative to this file
+    [tests.types."Small"]           # exact name, glob, "*", "(untyped)" or "(total)"
+    peak = "64 KiB"
+
+The full format is in docs/budgets.md.
+
+The package, by job: ``values`` (fields, sizes, errors), ``matching`` (which rule
+covers which row), ``toml_source`` (lines and columns for errors), ``model`` (limits,
+rules, tests, files), ``parse`` (reading budget files), ``evaluate`` (measuring and
+judging a profile), ``verdict`` (failure texts and table rows), ``baseline`` (stored
+figures and regression thresholds).
+"""
+
+from __future__ import annotations
+
+from ..labels import TOTAL, UNTYPED
+from ..tables import render_markdown, render_table, shorten
+from .baseline import BASELINE_FORMAT, BASELINE_VERSION, Baseline, Change, Comparison, compare
+from .evaluate import Evaluation, Figures, Violation, evaluate, measure, sort_labels, type_label, unmatched_warnings
+from .matching import close_names, did_you_mean, name_matches, pattern_specificity, type_matches
+from .model import (THRESHOLD_HELP, Budget, BudgetFile, CTestSettings, Limit, Rule, TestEntry, Threshold,
+                    parse_threshold_option, parse_threshold_value)
+from .parse import DEFAULT_FILE, budget_from_mapping, find_budget_file, has_pyproject_budgets, load_budget_file
+from .toml_source import TomlLocator
+from .values import (FIELD_MEANING, FIELDS, SIZE_FIELDS, SIZE_HELP, BudgetError, HeapBudgetWarning, format_exact,
+                     format_size, format_value, parse_count, parse_limit, parse_size)
+from .verdict import TABLE_HEADER, evaluation_rows, failure_text, format_path, limits_text, profile_call_paths
+
+__all__ = [name for name in dir() if not name.startswith("_") and name != "annotations"]

@@ -1,0 +1,146 @@
+"""Measuring a profile and judging it against a budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from ..labels import TOTAL, UNTYPED
+from ..patterns import is_glob
+from .matching import close_names
+from .model import Budget, Limit
+from .values import FIELDS, format_exact
+
+# --- measuring a profile --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Figures:
+    """The four figures budgets are about, for one row of a profile."""
+
+    peak: int = 0
+    bytes: int = 0
+    allocations: int = 0
+    leaked: int = 0
+
+    def get(self, name: str) -> int:
+        return getattr(self, name)
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: self.get(name) for name in FIELDS}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Figures":
+        return cls(**{name: int(data.get(name, 0)) for name in FIELDS})
+
+
+def type_label(type_name: str | None) -> str:
+    return UNTYPED if type_name is None else type_name
+
+
+def measure(profile) -> dict[str, Figures]:
+    """Figures per row label of a loaded profile, plus the whole process as "(total)"."""
+    figures = {type_label(r.type): Figures(r.peak_bytes, r.bytes, r.allocations, r.live_bytes)
+               for r in profile.by_type()}
+    t = profile.totals
+    figures[TOTAL] = Figures(t.peak_bytes, t.bytes, t.allocations, t.live_bytes)
+    return figures
+
+
+def sort_labels(labels: Iterable[str]) -> list[str]:
+    """A stable order for tables: the total first, the untyped row last."""
+    return sorted(labels, key=lambda label: (label != TOTAL, label == UNTYPED, label))
+
+
+# --- evaluating ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Violation:
+    """A figure over its limit."""
+
+    test: str
+    type: str
+    field: str
+    limit: Limit
+    measured: int
+
+    @property
+    def over(self) -> int:
+        return self.measured - self.limit.value
+
+    def headline(self) -> str:
+        f = self.field
+        ratio = f" (+{self.over / self.limit.value:.1%})" if self.limit.value else ""
+        return (f"{self.type}: {f} {format_exact(f, self.measured)} > limit {format_exact(f, self.limit.value)}, "
+                f"over by {format_exact(f, self.over)}{ratio}")
+
+
+@dataclass
+class Evaluation:
+    """A test's verdict: the figures, the limits that applied, what is over."""
+
+    test: str
+    figures: dict[str, Figures]
+    limits: dict[str, dict[str, Limit]]
+    violations: list[Violation]
+    warnings: list[str]
+    profile_path: str | None = None
+    complete: bool = True
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations
+
+    def shown_labels(self, budget: Budget | None = None) -> list[str]:
+        """Rows worth a line in a summary: the total, every row a named rule covers, and
+        every row over its limit (not all rows that only [defaults] cover)."""
+        labels = {TOTAL} | {v.type for v in self.violations}
+        if budget is not None:
+            labels |= {label for label in self.figures
+                       if any(r.covers(label) for r in budget.named_patterns())}
+        else:
+            labels |= set(self.limits)
+        return sort_labels(label for label in labels if label in self.figures)
+
+
+def evaluate(budget: Budget, figures: Mapping[str, Figures], *, profile_path: str | None = None,
+             complete: bool = True) -> Evaluation:
+    """Check every row of a profile against the limits that cover it. A profile cut
+    short (crash, kill) has no exit: what was live then is not a leak, so `leaked`
+    limits are not checked on it."""
+    limits: dict[str, dict[str, Limit]] = {}
+    violations = []
+    for label in sort_labels(figures):
+        row_limits = budget.limits_for(label)
+        if not complete:
+            row_limits.pop("leaked", None)
+        if not row_limits:
+            continue
+        limits[label] = row_limits
+        for name, limit in row_limits.items():
+            measured = figures[label].get(name)
+            if measured > limit.value:
+                violations.append(Violation(budget.test, label, name, limit, measured))
+    return Evaluation(budget.test, dict(figures), limits, violations, unmatched_warnings(budget, figures),
+                      profile_path, complete)
+
+
+def unmatched_warnings(budget: Budget, figures: Mapping[str, Figures]) -> list[str]:
+    """A warning for each named type (or glob) that no row of the profile matches,
+    with the closest type names: a budget for a misspelt type would pass forever."""
+    typed = [label for label in figures if label not in (UNTYPED, TOTAL)]
+    warnings = []
+    seen = set()
+    for rule in sorted(budget.named_patterns(), key=lambda r: r.order):
+        pattern = rule.pattern
+        if pattern in (UNTYPED, TOTAL, "*") or pattern in seen or any(rule.covers(label) for label in typed):
+            continue
+        seen.add(pattern)
+        origin = next(iter(rule.limits.values())).origin if rule.limits else budget.source
+        kind = "matches no type" if is_glob(pattern) else "never appears"
+        close = close_names(pattern.replace("*", ""), typed) if is_glob(pattern) else close_names(pattern, typed)
+        hint = f"; close type names: {', '.join(close)}" if close else \
+            f"; the profile has {len(typed)} typed rows (heaptype report shows them)"
+        warnings.append(f"{budget.test}: budget for type '{pattern}' ({origin}): the type {kind} in the profile{hint}")
+    return warnings
+
+

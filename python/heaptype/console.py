@@ -1,0 +1,30 @@
+"""What the commands (``heaptype ...``) share: their error, and loading a profile
+with its warnings on stderr."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+class CommandError(Exception):
+    """A user-facing error: printed as ``heaptype: error: ...``, exit status 2."""
+
+
+def warn(message: str) -> None:
+    print(f"heaptype: warning: {message}", file=sys.stderr)
+
+
+def load_profile(path: str, map_files: dict[str, str] | None = None):
+    """The profile at ``path``, its warnings printed; CommandError when it cannot be read."""
+    from .profile import ProfileError, load
+
+    if not Path(path).exists():
+        raise CommandError(f"{path}: no such profile file")
+    try:
+        profile = load(path, map_files=map_files)
+    except ProfileError as e:
+        raise CommandError(str(e)) from None
+    for warning in profile.warnings:
+        warn(warning)
+    return profile

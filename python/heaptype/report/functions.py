@@ -1,0 +1,64 @@
+"""The report by function: what each function allocated itself (self) and what was
+allocated while it was on the stack (total), with exact peaks for both."""
+
+from __future__ import annotations
+
+from ..labels import INFERRED_NOTE
+from ..profile import Profile, sort_attribute
+from ..tables import render_table
+from ..units import format_bytes, format_count, format_percent
+from .header import header_lines, report_json_head
+
+NO_CONTEXT_NOTE = ("no calling contexts in this profile (run with HEAPTYPE_CALLSTACK=none, or built with "
+                   "--callstack none): paths start at the function that called the allocator")
+
+
+def functions_json(profile: Profile, sort: str = "bytes", top: int | None = None, *, inlined: bool = True,
+                   infer: bool = True) -> dict:
+    groups = profile.by_function(sort, inlined=inlined, infer=infer)
+    out = report_json_head(profile, "function")
+    out["functions"] = [{"function": g.function, "self": g.self.as_dict(), "total": g.total.as_dict()}
+                        for g in (groups[:top] if top else groups)]
+    out["warnings"] = profile.warnings
+    return out
+
+
+def self_types(profile: Profile, *, inlined: bool, infer: bool, sort: str) -> dict[str, list[str]]:
+    """The types each function allocated itself, largest first (from the call tree's leaves)."""
+    attribute = sort_attribute(sort)
+    by_function: dict[str, dict[str, int]] = {}
+    for row in profile.call_paths(inlined=inlined, infer=infer):
+        if row.path:
+            amounts = by_function.setdefault(row.path[-1], {})
+            amounts[row.type_label] = amounts.get(row.type_label, 0) + getattr(row.figures, attribute)
+    return {f: [t for t, _ in sorted(a.items(), key=lambda kv: -kv[1])] for f, a in by_function.items()}
+
+
+def render_functions_text(profile: Profile, sort: str = "bytes", top: int | None = None, *, inlined: bool = True,
+                          infer: bool = True) -> str:
+    groups = profile.by_function(sort, inlined=inlined, infer=infer)
+    shown = groups[:top] if top else groups
+    types = self_types(profile, inlined=inlined, infer=infer, sort=sort)
+    everything = profile.selected.bytes
+    lines = header_lines(profile) + ["", f"Functions, by {sort} allocated in the function itself (self) "
+                                         "and under it (total):"]
+    body = []
+    for g in shown:
+        names = types.get(g.function, [])
+        note = ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
+        body.append((format_count(g.self.allocations), format_bytes(g.self.bytes),
+                     format_percent(g.self.bytes, everything), format_bytes(g.self.peak_bytes),
+                     format_count(g.total.allocations), format_bytes(g.total.bytes),
+                     format_percent(g.total.bytes, everything), format_bytes(g.total.peak_bytes), note, g.function))
+    header = ("self allocs", "self bytes", "self%", "self peak", "total allocs", "total bytes", "total%",
+              "total peak", "self types", "function")
+    lines += render_table(header, body, numeric=range(0, 8), widths={8: 40})
+    if len(groups) > len(shown):
+        lines.append(f"... {len(groups) - len(shown)} more functions (--top to show more)")
+    if any("(inferred)" in t for g in shown for t in types.get(g.function, [])):
+        lines += ["", INFERRED_NOTE]
+    if not groups:
+        lines.append("(no allocations)")
+    if not profile.has_call_paths:
+        lines += ["", NO_CONTEXT_NOTE]
+    return "\n".join(lines)

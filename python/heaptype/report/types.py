@@ -1,0 +1,35 @@
+"""The report by type: one row per C++ type."""
+
+from __future__ import annotations
+
+from ..labels import INFERRED_NOTE
+from ..profile import Profile
+from ..tables import render_table
+from ..units import format_bytes, format_count
+from .header import header_lines, report_json_head
+
+TYPE_COLUMN_WIDTH = 70
+
+
+def types_json(profile: Profile, sort: str = "peak", top: int | None = None, *, infer: bool = True) -> dict:
+    groups = profile.by_type(sort, infer=infer)
+    out = report_json_head(profile, "type")
+    out["rows"] = [{"type": g.type, "inferred": g.inferred, "label": g.label, **g.figures.as_dict()}
+                   for g in (groups[:top] if top else groups)]
+    out["warnings"] = profile.warnings
+    return out
+
+
+def render_types_text(profile: Profile, sort: str = "peak", top: int | None = None, *, infer: bool = True) -> str:
+    groups = profile.by_type(sort, infer=infer)
+    shown = groups[:top] if top else groups
+    lines = header_lines(profile) + [""]
+    header = ("type", "allocations", "objects", "bytes", "peak", "live at exit")
+    body = [(g.label, format_count(g.allocations), format_count(g.objects), format_bytes(g.bytes),
+             format_bytes(g.peak_bytes), format_bytes(g.live_bytes)) for g in shown]
+    lines += render_table(header, body, numeric=range(1, 6), widths={0: TYPE_COLUMN_WIDTH})
+    if len(groups) > len(shown):
+        lines.append(f"... {len(groups) - len(shown)} more types (--top to show more)")
+    if any(g.inferred for g in shown):
+        lines += ["", INFERRED_NOTE]
+    return "\n".join(lines)

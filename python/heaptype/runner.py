@@ -1,0 +1,156 @@
+"""Running a program with profiling on, for every integration: ``heaptype run``,
+``pytest --heap-budget``, the CTest helper and the Bazel budget test.
+
+The runtime names its profile from HEAPTYPE_OUTPUT (``%p`` the pid, ``%e`` the
+program's name). The runner sets it, runs the program, and finds the profile of the
+process it started: by its pid, else (a wrapper script that ran one profiled
+program) the only profile the run wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_PATTERN = "heaptype.%e.%p.htp"
+NOT_INSTRUMENTED_FIX = ("compile with `heaptype --cflags` and link with `heaptype --ldflags` (CMake: "
+                        "find_package(HeapType) and heaptype_instrument(TARGET))")
+
+
+class RunError(Exception):
+    """The program could not be run, or its run cannot be judged; the message says
+    why and what to do."""
+
+
+@dataclass
+class ProfiledRun:
+    """One profiled run: the exit status, the output if captured, the profile written."""
+
+    command: list[str]
+    returncode: int
+    profile_path: Path | None
+    duration: float
+    timed_out: bool = False
+    stdout: str | None = None
+    stderr: str | None = None
+    other_profiles: list[Path] = field(default_factory=list)  # of other processes the run started
+
+    @property
+    def crashed(self) -> bool:
+        return self.returncode < 0
+
+    @property
+    def exit_status(self) -> int:
+        """As a shell reports it: 128+N for death by signal N."""
+        return self.returncode if self.returncode >= 0 else 128 - self.returncode
+
+    def exit_text(self) -> str:
+        return exit_text(self.returncode)
+
+    def no_profile_text(self) -> str:
+        status = f" ({self.exit_text()})" if self.returncode else ""
+        return (f"{self.command[0]} wrote no profile{status}: it is not built with HeapType, or it did not start. "
+                f"Fix: {NOT_INSTRUMENTED_FIX}")
+
+
+def exit_text(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "unknown signal"
+        return f"killed by signal {-returncode} ({name})"
+    return f"exit status {returncode}"
+
+
+def profiled_environment(output: str, *, extra: dict[str, str] | None = None,
+                         keep_settings: bool = True) -> dict[str, str]:
+    """The caller's environment with profiling on and the profile sent to ``output``.
+    ``keep_settings=False`` drops the caller's HEAPTYPE_* settings: a budget must not
+    depend on who runs it."""
+    env = {k: v for k, v in os.environ.items() if keep_settings or not k.startswith("HEAPTYPE_")}
+    env.pop("HEAPTYPE_DISABLE", None)
+    env.update(extra or {})
+    env["HEAPTYPE_OUTPUT"] = output
+    return env
+
+
+def _check_program(command: list[str], cwd: Path | None) -> None:
+    if not command:
+        raise RunError("no program given")
+    program = command[0]
+    base = cwd or Path.cwd()
+    if "/" in program:
+        if not (base / program).exists():
+            raise RunError(f"{program}: no such program (build it first, or fix the command)")
+    elif shutil.which(program) is None:
+        raise RunError(f"{program}: command not found (build it first, or fix the command)")
+    if cwd is not None and not cwd.is_dir():
+        raise RunError(f"working directory {cwd} does not exist")
+
+
+def _expand(pattern: str, pid: int, program: str) -> str:
+    return pattern.replace("%p", str(pid)).replace("%e", program).replace("%%", "%")
+
+
+def find_profile(pattern: str, pid: int, program: str, before: set[Path]) -> tuple[Path | None, list[Path]]:
+    """The profile of process ``pid``, and the others the run wrote (forked or exec'ed
+    processes). Without ``%p`` a forked child writes ``<path>.<pid>``."""
+    exact = Path(_expand(pattern, pid, program))
+    glob = Path(pattern.replace("%p", "*").replace("%e", "*").replace("%%", "%"))
+    written = {p for p in glob.parent.glob(glob.name) if p not in before} if glob.parent.is_dir() else set()
+    if "%p" not in pattern:
+        written |= {p for p in exact.parent.glob(exact.name + ".*") if p not in before}
+    mine = exact if exact.exists() else None
+    if mine is None:
+        by_pid = [p for p in written if p.name.endswith(f".{pid}.htp") or p.name.endswith(f".{pid}")]
+        if len(by_pid) == 1:
+            mine = by_pid[0]
+        elif len(written) == 1:
+            mine = next(iter(written))  # a wrapper's only profiled process
+    others = sorted(p for p in written if p != mine)
+    return mine, others
+
+
+def run_profiled(command: list[str], *, output: str | os.PathLike | None = None, cwd: Path | None = None,
+                 env: dict[str, str] | None = None, timeout: float | None = None, capture: bool = False,
+                 keep_settings: bool = True) -> ProfiledRun:
+    """Runs ``command`` with profiling on. ``output`` is the profile's path or pattern
+    (default ``heaptype.%e.%p.htp`` in the working directory); relative to ``cwd``."""
+    _check_program(command, cwd)
+    base = Path(cwd) if cwd else Path.cwd()
+    pattern = str(base / (os.fspath(output) if output else DEFAULT_PATTERN))
+    Path(pattern).parent.mkdir(parents=True, exist_ok=True)
+    glob = Path(pattern.replace("%p", "*").replace("%e", "*"))
+    before = set(glob.parent.glob(glob.name))
+    if "%p" not in pattern and Path(pattern).exists():
+        Path(pattern).unlink()  # a stale file of the same name is not this run's
+    environment = profiled_environment(pattern, extra=env, keep_settings=keep_settings)
+    started = time.monotonic()
+    pipe = subprocess.PIPE if capture else None
+    try:
+        proc = subprocess.Popen(command, cwd=cwd, env=environment, stdout=pipe, stderr=pipe,
+                                text=True if capture else None, errors="replace" if capture else None)
+    except PermissionError:
+        raise RunError(f"{command[0]} is not executable (chmod +x, or is it a directory?)") from None
+    except OSError as e:
+        raise RunError(f"cannot run {command[0]}: {e.strerror}") from None
+    timed_out = False
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        timed_out = True
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        proc.wait()
+        raise
+    duration = time.monotonic() - started
+    mine, others = find_profile(pattern, proc.pid, os.path.basename(command[0]), before)
+    return ProfiledRun(list(command), proc.returncode, mine, duration, timed_out, stdout, stderr, others)

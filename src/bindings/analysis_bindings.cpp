@@ -1,0 +1,285 @@
+// analysis_bindings.cpp: the analysis pass and its results as typed Python
+// objects: Figures, Totals, TypeGroup, FunctionGroup, ThreadGroup, Node, Analysis.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+
+#include "bindings.hpp"
+#include "core/analysis.hpp"
+
+namespace py = pybind11;
+using heaptype::core::Analysis;
+using heaptype::core::AnalysisOptions;
+using heaptype::core::Figures;
+using heaptype::core::MergedTree;
+
+namespace heaptype {
+namespace bindings {
+namespace {
+
+// An analysis with what it reads from, kept alive by every result object.
+struct Session {
+  std::shared_ptr<format::ProfileFile> file;
+  std::shared_ptr<core::CodeNames> names;
+  std::unique_ptr<Analysis> analysis;
+
+  uint64_t us(uint64_t ticks) const { return ticks * analysis->clock_tick_ns() / 1000; }
+};
+using SessionPtr = std::shared_ptr<Session>;
+
+// Figures with times in microseconds.
+struct FiguresOut {
+  Figures f;
+  uint64_t peak_time_us;
+};
+
+FiguresOut out(const Session& s, const Figures& f) { return FiguresOut{f, s.us(f.peak_time)}; }
+
+struct TotalsOut {
+  core::Totals t;
+  uint64_t peak_time_us;
+  uint64_t duration_us;
+};
+
+struct TypeGroupOut {
+  SessionPtr s;
+  uint32_t index;
+  const core::TypeGroup& g() const { return s->analysis->types()[index]; }
+};
+
+struct FunctionGroupOut {
+  SessionPtr s;
+  uint32_t index;
+  const core::FunctionGroup& g() const { return s->analysis->functions()[index]; }
+};
+
+struct ThreadGroupOut {
+  SessionPtr s;
+  uint32_t index;
+  const core::ThreadGroup& g() const { return s->analysis->threads()[index]; }
+};
+
+struct NodeOut {
+  SessionPtr s;
+  bool bottom_up;
+  uint32_t id;
+  const MergedTree& tree() const { return bottom_up ? s->analysis->bottom_up_tree() : s->analysis->tree(); }
+  const MergedTree::Node& node() const { return tree().node(id); }
+};
+
+py::dict figures_dict(const FiguresOut& o) {
+  py::dict d;
+  d["allocations"] = o.f.allocations;
+  d["objects"] = o.f.objects;
+  d["bytes"] = o.f.bytes;
+  d["peak_bytes"] = o.f.peak_bytes;
+  d["peak_time_us"] = o.peak_time_us;
+  d["live_bytes"] = o.f.live_bytes;
+  d["live_blocks"] = o.f.live_blocks;
+  d["temporary_allocations"] = o.f.temporary_allocations;
+  return d;
+}
+
+// Read-only Figures attributes on any class whose object gives a FiguresOut.
+template <class Class, class Get>
+void figure_attributes(Class& cls, Get get) {
+  cls.def_property_readonly("allocations", [get](const typename Class::type& o) { return get(o).f.allocations; })
+      .def_property_readonly("objects", [get](const typename Class::type& o) { return get(o).f.objects; })
+      .def_property_readonly("bytes", [get](const typename Class::type& o) { return get(o).f.bytes; })
+      .def_property_readonly("peak_bytes", [get](const typename Class::type& o) { return get(o).f.peak_bytes; })
+      .def_property_readonly("peak_time_us", [get](const typename Class::type& o) { return get(o).peak_time_us; })
+      .def_property_readonly("live_bytes", [get](const typename Class::type& o) { return get(o).f.live_bytes; })
+      .def_property_readonly("live_blocks", [get](const typename Class::type& o) { return get(o).f.live_blocks; })
+      .def_property_readonly("temporary_allocations",
+                             [get](const typename Class::type& o) { return get(o).f.temporary_allocations; });
+}
+
+const char* kind_name(MergedTree::Kind kind) {
+  switch (kind) {
+    case MergedTree::kRoot:
+      return "root";
+    case MergedTree::kFrame:
+      return "frame";
+    case MergedTree::kType:
+      return "type";
+  }
+  return "?";
+}
+
+py::object node_name(const NodeOut& n) {
+  const MergedTree::Node& node = n.node();
+  const Analysis& a = *n.s->analysis;
+  switch (node.kind) {
+    case MergedTree::kRoot:
+      return py::str("(root)");
+    case MergedTree::kFrame:
+      return name_text(a.strings().get(node.label));
+    case MergedTree::kType:
+      return name_text(a.strings().get(a.types()[node.label].label));
+  }
+  return py::none();
+}
+
+std::vector<NodeOut> node_children(const NodeOut& n) {
+  std::vector<NodeOut> out;
+  for (uint32_t child : n.tree().children()[n.id]) out.push_back(NodeOut{n.s, n.bottom_up, child});
+  return out;
+}
+
+SessionPtr run_analysis(std::shared_ptr<format::ProfileFile> file, std::shared_ptr<core::CodeNames> names,
+                        AnalysisOptions options, bool progress) {
+  auto s = std::make_shared<Session>();
+  s->file = std::move(file);
+  s->names = std::move(names);
+  s->analysis.reset(new Analysis(*s->file, s->names.get(), std::move(options)));
+  py::gil_scoped_release release;
+  s->analysis->run(progress ? core::stderr_progress() : core::ProgressFn());
+  return s;
+}
+
+}  // namespace
+
+void bind_analysis(py::module_& m) {
+  auto figures = py::class_<FiguresOut>(m, "Figures", R"doc(What was counted for a group of allocations.
+
+allocations, objects (T[n] counts n), bytes (allocated in all), peak_bytes (the most
+bytes of the group live at one moment) and peak_time_us (when it was first reached),
+live_bytes and live_blocks (at the end: never freed), temporary_allocations (freed by
+their thread before it allocated anything else).)doc");
+  figure_attributes(figures, [](const FiguresOut& o) -> const FiguresOut& { return o; });
+  figures.def("as_dict", &figures_dict)
+      .def("__repr__", [](const FiguresOut& o) {
+        return "Figures(allocations=" + std::to_string(o.f.allocations) + ", bytes=" + std::to_string(o.f.bytes) +
+               ", peak_bytes=" + std::to_string(o.f.peak_bytes) + ", live_bytes=" + std::to_string(o.f.live_bytes) +
+               ")";
+      });
+
+  auto totals = py::class_<TotalsOut>(m, "Totals", "Figures of the whole profile, with its frees and duration.");
+  figure_attributes(totals, [](const TotalsOut& o) { return FiguresOut{o.t, o.peak_time_us}; });
+  totals.def_property_readonly("frees", [](const TotalsOut& o) { return o.t.frees; })
+      .def_property_readonly("unmatched_frees", [](const TotalsOut& o) { return o.t.unmatched_frees; },
+                             "Frees of blocks whose allocation the profile does not hold.")
+      .def_property_readonly("peak_live_blocks", [](const TotalsOut& o) { return o.t.peak_live_blocks; })
+      .def_property_readonly("duration_us", [](const TotalsOut& o) { return o.duration_us; })
+      .def("as_dict", [](const TotalsOut& o) {
+        py::dict d = figures_dict(FiguresOut{o.t, o.peak_time_us});
+        d["frees"] = o.t.frees;
+        d["unmatched_frees"] = o.t.unmatched_frees;
+        d["peak_live_blocks"] = o.t.peak_live_blocks;
+        d["duration_us"] = o.duration_us;
+        return d;
+      });
+
+  auto type_group = py::class_<TypeGroupOut>(m, "TypeGroup", "One type's figures.");
+  figure_attributes(type_group, [](const TypeGroupOut& o) { return out(*o.s, o.g().figures); });
+  type_group
+      .def_property_readonly("type",
+                             [](const TypeGroupOut& o) -> py::object {
+                               if (!o.g().name) return py::none();
+                               return name_text(o.s->analysis->strings().get(o.g().name));
+                             },
+                             "The C++ type, or None for allocations with no type.")
+      .def_property_readonly("label",
+                             [](const TypeGroupOut& o) {
+                               return name_text(o.s->analysis->strings().get(o.g().label));
+                             },
+                             "As reports show it: 'T', 'T (inferred)' or '(untyped)'.")
+      .def_property_readonly("inferred", [](const TypeGroupOut& o) { return o.g().inferred; },
+                             "The type was read from the allocator frames at the call site.")
+      .def_property_readonly("type_tag", [](const TypeGroupOut& o) { return o.g().type_tag; })
+      .def_property_readonly("figures", [](const TypeGroupOut& o) { return out(*o.s, o.g().figures); });
+
+  py::class_<FunctionGroupOut>(m, "FunctionGroup",
+                               "A function's figures: `self` the allocations it made itself, `total` those "
+                               "made while it was on the stack (once per recursion).")
+      .def_property_readonly("function",
+                             [](const FunctionGroupOut& o) {
+                               return name_text(o.s->analysis->strings().get(o.g().name));
+                             })
+      .def_property_readonly("self", [](const FunctionGroupOut& o) { return out(*o.s, o.g().self); })
+      .def_property_readonly("total", [](const FunctionGroupOut& o) { return out(*o.s, o.g().total); });
+
+  auto thread_group = py::class_<ThreadGroupOut>(m, "ThreadGroup", "The figures of one thread's allocations.");
+  figure_attributes(thread_group, [](const ThreadGroupOut& o) { return out(*o.s, o.g().figures); });
+  thread_group.def_property_readonly("thread", [](const ThreadGroupOut& o) { return o.g().thread; })
+      .def_property_readonly("figures", [](const ThreadGroupOut& o) { return out(*o.s, o.g().figures); });
+
+  py::class_<NodeOut>(m, "Node", "A node of a merged call tree: a frame, a type (the leaves), or the root.")
+      .def_property_readonly("name", &node_name, "The frame's function, the type's label, or '(root)'.")
+      .def_property_readonly("kind", [](const NodeOut& n) { return kind_name(n.node().kind); })
+      .def_property_readonly("inlined", [](const NodeOut& n) { return n.node().inlined; },
+                             "The frame was inlined at a call site (DWARF) and not seen by the hooks.")
+      .def_property_readonly("depth", [](const NodeOut& n) { return n.node().depth; })
+      .def_property_readonly("id", [](const NodeOut& n) { return n.id; })
+      .def_property_readonly("total", [](const NodeOut& n) { return out(*n.s, n.node().total); },
+                             "Allocations made under this node.")
+      .def_property_readonly("self", [](const NodeOut& n) { return out(*n.s, n.node().self); },
+                             "Allocations whose path ends at this frame.")
+      .def_property_readonly("children", &node_children)
+      .def_property_readonly("parent", [](const NodeOut& n) -> py::object {
+        uint32_t parent = n.node().parent;
+        if (parent == core::kNone) return py::none();
+        return py::cast(NodeOut{n.s, n.bottom_up, parent});
+      });
+
+  py::class_<Session, SessionPtr>(m, "Analysis", "One pass over a profile; see AnalysisOptions in analysis.hpp.")
+      .def(py::init([](std::shared_ptr<format::ProfileFile> file, std::shared_ptr<core::CodeNames> names,
+                       bool call_tree, bool bottom_up, bool functions, bool inlined, bool infer,
+                       std::vector<std::string> types, std::vector<std::string> functions_on_path,
+                       std::vector<uint32_t> threads, bool progress) {
+             AnalysisOptions options;
+             options.call_tree = call_tree;
+             options.bottom_up = bottom_up;
+             options.functions = functions;
+             options.inlined = inlined;
+             options.infer = infer;
+             options.types = std::move(types);
+             options.functions_on_path = std::move(functions_on_path);
+             options.threads = std::move(threads);
+             return run_analysis(std::move(file), std::move(names), std::move(options), progress);
+           }),
+           py::arg("file"), py::arg("names"), py::kw_only(), py::arg("call_tree") = false,
+           py::arg("bottom_up") = false, py::arg("functions") = false, py::arg("inlined") = false,
+           py::arg("infer") = true, py::arg("types") = std::vector<std::string>{},
+           py::arg("functions_on_path") = std::vector<std::string>{}, py::arg("threads") = std::vector<uint32_t>{},
+           py::arg("progress") = false)
+      .def_property_readonly("totals",
+                             [](const Session& s) {
+                               const core::Totals& t = s.analysis->totals();
+                               return TotalsOut{t, s.us(t.peak_time), s.us(t.duration)};
+                             })
+      .def_property_readonly("selected", [](const Session& s) { return out(s, s.analysis->selected()); },
+                             "Figures of the allocations the filters keep.")
+      .def_property_readonly("types",
+                             [](const SessionPtr& s) {
+                               std::vector<TypeGroupOut> v;
+                               for (uint32_t i = 0; i < s->analysis->types().size(); ++i) v.push_back({s, i});
+                               return v;
+                             })
+      .def_property_readonly("functions",
+                             [](const SessionPtr& s) {
+                               std::vector<FunctionGroupOut> v;
+                               for (uint32_t i = 0; i < s->analysis->functions().size(); ++i) v.push_back({s, i});
+                               return v;
+                             })
+      .def_property_readonly("threads",
+                             [](const SessionPtr& s) {
+                               std::vector<ThreadGroupOut> v;
+                               for (uint32_t i = 0; i < s->analysis->threads().size(); ++i) v.push_back({s, i});
+                               return v;
+                             })
+      .def_property_readonly("tree", [](const SessionPtr& s) { return NodeOut{s, false, 0}; },
+                             "The root of the merged call tree (call_tree=True).")
+      .def_property_readonly("bottom_up_tree", [](const SessionPtr& s) { return NodeOut{s, true, 0}; },
+                             "The root of the reversed tree (bottom_up=True).")
+      .def_property_readonly("tree_size", [](const Session& s) { return s.analysis->tree().size(); })
+      .def_property_readonly("warnings", [](const Session& s) {
+        py::list out;
+        for (const std::string& w : s.analysis->warnings()) out.append(name_text(w));
+        return out;
+      });
+}
+
+}  // namespace bindings
+}  // namespace heaptype

@@ -1,0 +1,141 @@
+// names_bindings.cpp: code names for the analysis (tables for synthetic profiles,
+// a bridge to a Python namer), demangling and the glob dialect.
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <unordered_map>
+
+#include "bindings.hpp"
+#include "core/code_names.hpp"
+#include "core/demangle.hpp"
+#include "core/patterns.hpp"
+
+namespace py = pybind11;
+using heaptype::core::CodeFrame;
+using heaptype::core::CodeInfo;
+using heaptype::core::CodeNames;
+using heaptype::core::TableCodeNames;
+
+namespace heaptype {
+namespace bindings {
+namespace {
+
+using FrameTuple = std::tuple<std::string, std::string, uint32_t, bool, uint64_t>;
+
+std::vector<CodeFrame> to_frames(const std::vector<FrameTuple>& frames) {
+  std::vector<CodeFrame> out;
+  for (const auto& f : frames)
+    out.push_back(CodeFrame{std::get<0>(f), std::get<1>(f), std::get<2>(f), std::get<3>(f), std::get<4>(f)});
+  return out;
+}
+
+CodeInfo make_info(uint64_t address, const std::string& function, uint64_t function_address,
+                   const std::string& module, uint64_t module_offset, const std::vector<FrameTuple>& frames) {
+  CodeInfo info;
+  info.address = address;
+  info.function = function;
+  info.function_address = function_address;
+  info.module = module;
+  info.module_offset = module_offset;
+  info.frames = to_frames(frames);
+  return info;
+}
+
+// Names from Python callables (each called once per address or tag), returning
+// objects with the attributes of heaptype.functions.CodeLocation, or a type name.
+class PythonCodeNames : public CodeNames {
+ public:
+  PythonCodeNames(py::object functions, py::object call_sites, py::object types)
+      : functions_(std::move(functions)), call_sites_(std::move(call_sites)), types_(std::move(types)) {}
+  ~PythonCodeNames() override {
+    py::gil_scoped_acquire gil;
+    functions_ = py::object();
+    call_sites_ = py::object();
+    types_ = py::object();
+  }
+
+  const CodeInfo& function(uint64_t entry) override { return lookup(function_cache_, functions_, entry); }
+  const CodeInfo& call_site(uint64_t address) override { return lookup(call_site_cache_, call_sites_, address); }
+  std::string type_name(uint64_t tag) override {
+    py::gil_scoped_acquire gil;
+    py::object name = types_(tag);
+    return name.is_none() ? std::string() : name.cast<std::string>();
+  }
+
+ private:
+  const CodeInfo& lookup(std::unordered_map<uint64_t, CodeInfo>& cache, py::object& fn, uint64_t address) {
+    auto it = cache.find(address);
+    if (it != cache.end()) return it->second;
+    py::gil_scoped_acquire gil;
+    py::object loc = fn(address);
+    CodeInfo info;
+    info.address = address;
+    auto text = [](py::handle value) { return value.is_none() ? std::string() : value.cast<std::string>(); };
+    auto number = [](py::handle value) { return value.is_none() ? uint64_t{0} : value.cast<uint64_t>(); };
+    info.function = text(loc.attr("function"));
+    info.function_address = number(loc.attr("function_address"));
+    info.module = text(loc.attr("module"));
+    info.module_offset = number(loc.attr("module_offset"));
+    for (py::handle f : loc.attr("frames")) {
+      info.frames.push_back(CodeFrame{text(f.attr("function")), text(f.attr("file")),
+                                      static_cast<uint32_t>(number(f.attr("line"))), f.attr("inlined").cast<bool>(),
+                                      number(f.attr("type_argument_size"))});
+    }
+    return cache.emplace(address, std::move(info)).first->second;
+  }
+
+  py::object functions_, call_sites_, types_;
+  std::unordered_map<uint64_t, CodeInfo> function_cache_, call_site_cache_;
+};
+
+}  // namespace
+
+void bind_names(py::module_& m) {
+  m.def("demangle", &core::demangle, py::arg("name"),
+        "Demangle one C++ symbol name (returned unchanged if it is not one).");
+  m.def("demangle_many",
+        [](const std::vector<std::string>& names) {
+          std::vector<std::string> out;
+          out.reserve(names.size());
+          for (const auto& n : names) out.push_back(core::demangle(n));
+          return out;
+        },
+        py::arg("names"));
+  m.def("glob_match", &core::glob_match, py::arg("pattern"), py::arg("name"),
+        "HeapType's glob: `*` any run of characters, `?` one, everything else literal (brackets too).");
+  m.def("is_glob", &core::is_glob, py::arg("pattern"));
+
+  py::class_<CodeNames, std::shared_ptr<CodeNames>>(m, "CodeNames",
+                                                    "What the analysis knows of code addresses and type tags.");
+
+  py::class_<TableCodeNames, CodeNames, std::shared_ptr<TableCodeNames>>(
+      m, "TableCodeNames", "Code and type names given as tables (synthetic profiles).")
+      .def(py::init<>())
+      .def("add_function",
+           [](TableCodeNames& t, uint64_t address, const std::string& name, const std::string& module,
+              const std::vector<FrameTuple>& frames) {
+             t.functions[address] = make_info(address, name, address, module, 0, frames);
+           },
+           py::arg("address"), py::arg("name"), py::arg("module") = "",
+           py::arg("frames") = std::vector<FrameTuple>{})
+      .def("add_call_site",
+           [](TableCodeNames& t, uint64_t address, const std::string& function, uint64_t function_address,
+              const std::string& module, const std::vector<FrameTuple>& frames) {
+             t.call_sites[address] = make_info(address, function, function_address, module, 0, frames);
+           },
+           py::arg("address"), py::arg("function"), py::arg("function_address") = 0, py::arg("module") = "",
+           py::arg("frames") = std::vector<FrameTuple>{},
+           "frames: innermost first, (function, file, line, inlined, type_argument_size) each.")
+      .def("add_type", [](TableCodeNames& t, uint64_t tag, const std::string& name) { t.types[tag] = name; },
+           py::arg("tag"), py::arg("name"));
+
+  py::class_<PythonCodeNames, CodeNames, std::shared_ptr<PythonCodeNames>>(
+      m, "PythonCodeNames", "Code names from Python callables: functions(address), call_sites(address), types(tag).")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("functions"), py::arg("call_sites"),
+           py::arg("types"));
+}
+
+}  // namespace bindings
+}  // namespace heaptype

@@ -1,0 +1,353 @@
+#include "analysis.hpp"
+
+#include <algorithm>
+
+#include "cxx_names.hpp"
+#include "patterns.hpp"
+
+namespace heaptype {
+namespace core {
+
+using format::Event;
+
+namespace {
+
+constexpr int kMaxDerivedHops = 64;  // a chain of derived sites longer than this is damage
+
+uint64_t context_key(uint32_t thread, uint64_t node, uint64_t call_site) {
+  uint64_t h = (static_cast<uint64_t>(thread) * 0x9E3779B97F4A7C15ull) ^ (node * 0xC2B2AE3D27D4EB4Full);
+  return h ^ (call_site * 0x165667B19E3779F9ull);
+}
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+Analysis::Analysis(const format::ProfileFile& file, CodeNames* names, AnalysisOptions options)
+    : file_(file),
+      names_(names),
+      options_(std::move(options)),
+      tick_ns_(file.header().clock_tick_ns ? file.header().clock_tick_ns : 1000),
+      merge_(file, this),
+      paths_(names, &strings_, options_.inlined) {
+  if (options_.call_tree || options_.bottom_up) options_.functions = options_.functions || options_.call_tree;
+  untyped_label_ = strings_.intern("(untyped)");
+}
+
+// --- groups ------------------------------------------------------------------------------
+
+uint32_t Analysis::group_for_name(uint32_t name, bool inferred, uint64_t tag) {
+  uint64_t key = (static_cast<uint64_t>(name) << 1) | (inferred ? 1 : 0);
+  auto it = group_of_name_.find(key);
+  if (it != group_of_name_.end()) return it->second;
+  TypeGroup g;
+  g.name = name;
+  g.inferred = inferred;
+  g.type_tag = tag;
+  g.label = name == 0 ? untyped_label_ : inferred ? strings_.intern(strings_.get(name) + " (inferred)") : name;
+  uint32_t id = static_cast<uint32_t>(types_.size());
+  types_.push_back(g);
+  group_of_name_.emplace(key, id);
+  return id;
+}
+
+uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uint64_t* objects) {
+  if (tag) {
+    auto it = group_of_tag_.find(tag);
+    if (it != group_of_tag_.end()) return it->second;
+    std::string name = names_->type_name(tag);
+    if (name.empty()) name = "(unknown type " + hex(tag) + ")";
+    uint32_t id = group_for_name(strings_.intern(name), false, tag);
+    group_of_tag_.emplace(tag, id);
+    return id;
+  }
+  if (options_.infer && context != kNone) {
+    Context& c = contexts_[context];
+    if (!c.inferred_known) {
+      c.inferred_known = true;
+      if (c.call_site) c.inferred = infer_type(names_->call_site(c.call_site));
+    }
+    if (!c.inferred.name.empty()) {
+      *objects = c.inferred.objects(1, size);
+      return group_for_name(strings_.intern(c.inferred.name), true, 0);
+    }
+  }
+  return group_for_name(0, false, 0);
+}
+
+uint32_t Analysis::thread_group(uint32_t thread) {
+  auto it = group_of_thread_.find(thread);
+  if (it != group_of_thread_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(threads_.size());
+  threads_.push_back(ThreadGroup{thread, {}});
+  group_of_thread_.emplace(thread, id);
+  return id;
+}
+
+uint32_t Analysis::function_group(uint32_t name) {
+  auto it = group_of_function_.find(name);
+  if (it != group_of_function_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(functions_.size());
+  functions_.push_back(FunctionGroup{name, {}, {}});
+  group_of_function_.emplace(name, id);
+  return id;
+}
+
+// --- contexts ----------------------------------------------------------------------------
+
+uint32_t Analysis::context_of(uint32_t thread, uint64_t node, uint64_t call_site) {
+  uint64_t key = context_key(thread, node, call_site);
+  for (;; ++key) {  // open addressing over the key space: collisions are compared
+    auto it = context_index_.find(key);
+    if (it == context_index_.end()) break;
+    const Context& c = contexts_[it->second];
+    if (c.thread == thread && c.node == node && c.call_site == call_site) return it->second;
+  }
+  uint32_t id = static_cast<uint32_t>(contexts_.size());
+  Context c;
+  c.thread = thread;
+  c.node = node;
+  c.call_site = call_site;
+  contexts_.push_back(c);
+  context_index_.emplace(key, id);
+  return id;
+}
+
+uint32_t Analysis::context_path(uint32_t context) {
+  Context& c = contexts_[context];
+  if (c.path == kNone) {
+    const format::ThreadEvents* stream = merge_.stream_of(c.thread);
+    static const std::vector<format::NodeDef> kRootOnly{format::NodeDef{0, 0, 0}};
+    const std::vector<format::NodeDef>& nodes = stream ? stream->nodes() : kRootOnly;
+    uint64_t node = c.node < nodes.size() ? c.node : 0;
+    uint32_t path = paths_.context_path(c.thread, nodes, node, c.call_site);
+    contexts_[context].path = path;
+  }
+  return contexts_[context].path;
+}
+
+bool Analysis::keeps_context(uint32_t context) {
+  if (options_.functions_on_path.empty()) return true;
+  if (contexts_[context].keep >= 0) return contexts_[context].keep != 0;
+  bool keep = false;
+  for (uint32_t c = context_path(context); c != kNone && !keep; c = paths_.cell(c).prev) {
+    uint32_t name = paths_.cell(c).frame.name;
+    auto cached = function_matches_.find(name);
+    if (cached == function_matches_.end()) {
+      const std::string& full = strings_.get(name);
+      bool match = any_match(options_.functions_on_path, full) ||
+                   any_match(options_.functions_on_path, strip_parameters(full));
+      cached = function_matches_.emplace(name, match ? 1 : 0).first;
+    }
+    keep = cached->second != 0;
+  }
+  contexts_[context].keep = keep ? 1 : 0;
+  return keep;
+}
+
+uint32_t Analysis::tree_frame(uint32_t context) {
+  if (contexts_[context].tree_frame != kNone) return contexts_[context].tree_frame;
+  std::vector<const PathFrame*> frames = paths_.frames(context_path(context));
+  uint32_t node = 0;
+  for (const PathFrame* f : frames) {
+    node = tree_.child(node, MergedTree::kFrame, f->name, f->inlined && !f->hooked);
+    if (tree_.node(node).group == kNone) tree_.node(node).group = function_group(f->name);
+  }
+  contexts_[context].tree_frame = node;
+  return node;
+}
+
+uint32_t Analysis::bottom_leaf(uint32_t context) {
+  if (contexts_[context].bottom_leaf != kNone) return contexts_[context].bottom_leaf;
+  uint32_t node = 0;
+  for (uint32_t c = context_path(context); c != kNone; c = paths_.cell(c).prev) {
+    const PathFrame& f = paths_.cell(c).frame;
+    node = bottom_up_.child(node, MergedTree::kFrame, f.name, f.inlined && !f.hooked);
+  }
+  contexts_[context].bottom_leaf = node;
+  return node;
+}
+
+// --- placements ----------------------------------------------------------------------------
+
+const format::SiteDef* Analysis::base_site(uint32_t thread, uint32_t site, uint32_t* base_thread) {
+  for (int hops = 0; hops < kMaxDerivedHops; ++hops) {
+    const format::ThreadEvents* stream = merge_.stream_of(thread);
+    if (!stream || site >= stream->sites().size()) return nullptr;
+    const format::SiteDef& def = stream->sites()[site];
+    if (!def.derived) {
+      *base_thread = thread;
+      return &def;
+    }
+    thread = def.base_thread;
+    site = def.base_site;
+  }
+  return nullptr;
+}
+
+bool Analysis::resolve(uint32_t thread, uint32_t site, Placement* p) {
+  const format::SiteDef& def = merge_.stream_of(thread)->sites()[site];
+  uint32_t base_thread = 0;
+  const format::SiteDef* base = base_site(thread, site, &base_thread);
+  if (!base) {
+    warnings_.push_back("thread " + std::to_string(thread) + " site " + std::to_string(site) +
+                        " derives from a site the profile does not define; its blocks are not counted");
+    return false;
+  }
+  p->known = true;
+  p->size = base->site.size;
+  p->objects = def.site.count ? def.site.count : 1;
+  p->context = context_of(base_thread, base->site.node, base->site.call_site);
+  p->type_group = type_group(def.site.type_tag, p->context, p->size, &p->objects);
+  p->thread_group = thread_group(thread);
+  const TypeGroup& g = types_[p->type_group];
+  p->selected = (options_.types.empty() || any_match(options_.types, strings_.get(g.label)) ||
+                 (g.name && any_match(options_.types, strings_.get(g.name)))) &&
+                (options_.threads.empty() ||
+                 std::find(options_.threads.begin(), options_.threads.end(), thread) != options_.threads.end()) &&
+                keeps_context(p->context);
+  if (p->selected) place_in_trees(p);
+  return true;
+}
+
+void Analysis::place_in_trees(Placement* p) {
+  if (options_.functions || options_.call_tree) {
+    uint32_t frame = tree_frame(p->context);
+    p->tree_leaf = tree_.child(frame, MergedTree::kType, p->type_group, false);
+  }
+  if (options_.bottom_up) bottom_leaf(p->context);
+}
+
+Placement* Analysis::placement(uint32_t thread, uint32_t site) {
+  if (thread != cached_thread_ || !cached_placements_) {
+    const format::ThreadEvents* stream = merge_.stream_of(thread);
+    if (!stream) return nullptr;
+    cached_thread_ = thread;
+    cached_placements_ = &placements_[thread];
+  }
+  std::vector<Placement>& list = *cached_placements_;
+  if (site >= list.size()) {
+    const format::ThreadEvents* stream = merge_.stream_of(thread);
+    if (site >= stream->sites().size()) return nullptr;
+    list.resize(stream->sites().size());
+  }
+  Placement& p = list[site];
+  if (!p.known && !resolve(thread, site, &p)) return nullptr;
+  return &p;
+}
+
+uint64_t Analysis::live_blocks_at(uint32_t thread, uint32_t site) {
+  auto it = placements_.find(thread);
+  if (it == placements_.end() || site >= it->second.size()) return 0;
+  return it->second[site].figures.live_blocks;
+}
+
+// --- applying events -------------------------------------------------------------------------
+
+template <class Change>
+void Analysis::change_groups(Placement& p, Change&& change) {
+  change(p.figures);
+  if (!p.selected) return;
+  change(selected_);
+  change(types_[p.type_group].figures);
+  change(threads_[p.thread_group].figures);
+  if (p.tree_leaf != kNone) {
+    for (uint32_t n = p.tree_leaf; n != kNone;) {
+      MergedTree::Node& node = tree_.node(n);
+      change(node.total);
+      if (node.first_of_function) change(functions_[node.group].total);
+      n = node.parent;
+    }
+    MergedTree::Node& frame = tree_.node(tree_.node(p.tree_leaf).parent);
+    change(frame.self);
+    change(functions_[frame.group].self);
+  }
+  if (options_.bottom_up) {
+    uint32_t leaf = contexts_[p.context].bottom_leaf;
+    for (uint32_t n = leaf; n != kNone; n = bottom_up_.node(n).parent) change(bottom_up_.node(n).total);
+    change(bottom_up_.node(leaf).self);
+  }
+}
+
+void Analysis::allocate(Placement& p, uint64_t time) {
+  uint64_t size = p.size, objects = p.objects;
+  change_groups(p, [&](Figures& f) { f.allocate(size, objects, time); });
+}
+
+void Analysis::release(Placement& p, bool temporary) {
+  uint64_t size = p.size;
+  change_groups(p, [&](Figures& f) { f.release(size, temporary); });
+}
+
+void Analysis::unallocate(Placement& p) {
+  uint64_t size = p.size, objects = p.objects;
+  change_groups(p, [&](Figures& f) { f.unallocate(size, objects); });
+}
+
+void Analysis::apply(const Event& e) {
+  if (e.time > totals_.duration) totals_.duration = e.time;
+  switch (e.kind) {
+    case Event::kAlloc: {
+      Placement* p = placement(e.stream, e.site);
+      if (!p) return;
+      allocate(*p, e.time);
+      totals_.allocate(p->size, p->objects, e.time);
+      totals_.peak_live_blocks = std::max(totals_.peak_live_blocks, totals_.live_blocks);
+      merge_.on_live_block(e.stream, e.site);
+      return;
+    }
+    case Event::kFree: {
+      Placement* p = placement(e.thread, e.site);
+      if (!p || !p->figures.live_blocks) {
+        ++totals_.unmatched_frees;
+        return;
+      }
+      release(*p, e.temporary);
+      totals_.release(p->size, e.temporary);
+      ++totals_.frees;
+      return;
+    }
+    case Event::kMove: {
+      Placement* to = placement(e.stream, e.new_site);
+      Placement* from = placement(e.thread, e.site);
+      to = to ? placement(e.stream, e.new_site) : nullptr;  // the lookup of `from` may have grown the table
+      if (!from || !to || !from->figures.live_blocks) {
+        ++totals_.unmatched_frees;
+        return;
+      }
+      unallocate(*from);
+      allocate(*to, e.time);
+      merge_.on_live_block(e.stream, e.new_site);
+      return;
+    }
+  }
+}
+
+void Analysis::run(const ProgressFn& progress) {
+  ProgressTicker ticker(progress, "reading " + file_.path());
+  uint64_t total_bytes = file_.event_bytes() ? file_.event_bytes() : 1;
+  Event e;
+  EventMerge::Verdict verdict;
+  uint64_t count = 0;
+  while (merge_.next(&e, &verdict)) {
+    if (verdict == EventMerge::Verdict::kApply) {
+      apply(e);
+    } else {
+      ++totals_.unmatched_frees;
+    }
+    if ((++count & 0xffff) == 0) ticker.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
+  }
+  ticker.done();
+  for (const format::ThreadEvents* stream : merge_.streams())
+    if (!stream->error().empty()) warnings_.push_back("damaged events: " + stream->error());
+  if (totals_.unmatched_frees)
+    warnings_.push_back(std::to_string(totals_.unmatched_frees) +
+                        " frees refer to blocks the profile does not hold (their allocation is missing)");
+}
+
+}  // namespace core
+}  // namespace heaptype

@@ -1,0 +1,180 @@
+// analysis.hpp: one streaming pass over a profile, in the C++ core.
+//
+// Events are read chunk by chunk in merged time order (event_merge.hpp) and
+// applied to every group an allocation belongs to: its type, its thread, and,
+// when asked for, every node of the merged call tree above it and every function
+// on its path. Each group's peak is the most bytes that group held live at any one
+// moment, with the time it happened: never a sum of its members' peaks.
+//
+// Memory grows with distinct sites, contexts and groups, never with the file's
+// size or with the number of live blocks: a free names its block's site (see
+// profile_format.hpp). Nothing recurses: call paths 100,000 frames deep work.
+#ifndef HEAPTYPE_CORE_ANALYSIS_HPP
+#define HEAPTYPE_CORE_ANALYSIS_HPP
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../format/profile_file.hpp"
+#include "call_paths.hpp"
+#include "code_names.hpp"
+#include "event_merge.hpp"
+#include "figures.hpp"
+#include "merged_tree.hpp"
+#include "progress.hpp"
+#include "string_table.hpp"
+#include "type_inference.hpp"
+
+namespace heaptype {
+namespace core {
+
+struct AnalysisOptions {
+  bool call_tree = false;   // the merged call tree, types as its leaves
+  bool bottom_up = false;   // the reversed tree: allocating frames first, then their callers
+  bool functions = false;   // self and total figures per function
+  bool inlined = false;     // functions inlined at call sites (DWARF) are frames of their own
+  bool infer = true;        // untyped allocations at allocator frames get an inferred type
+  // Filters; an allocation is kept when it passes all of them. Globs (patterns.hpp).
+  std::vector<std::string> types;      // its type's name or label matches one
+  std::vector<std::string> functions_on_path;  // a frame of its path matches one
+  std::vector<uint32_t> threads;       // it was allocated by one of these threads
+};
+
+struct Totals : Figures {
+  uint64_t frees = 0;
+  uint64_t unmatched_frees = 0;   // frees and moves of blocks the profile does not hold
+  uint64_t peak_live_blocks = 0;  // the most blocks live at once
+  uint64_t duration = 0;          // time of the last event
+};
+
+struct TypeGroup {
+  uint32_t name = 0;        // interned type name; 0: untyped
+  bool inferred = false;    // read from the allocator frames at the call site
+  uint32_t label = 0;       // interned: "T", "T (inferred)", "(untyped)"
+  uint64_t type_tag = 0;    // one of the tags that name this type (0 untyped)
+  Figures figures;
+};
+
+struct FunctionGroup {
+  uint32_t name = 0;
+  Figures self;   // allocations this function called the allocator for
+  Figures total;  // allocations made while it was on the stack (once per recursion)
+};
+
+struct ThreadGroup {
+  uint32_t thread = 0;
+  Figures figures;
+};
+
+// A calling context: where blocks were allocated from.
+struct Context {
+  uint32_t thread;
+  uint64_t node;
+  uint64_t call_site;
+  uint32_t path = kNone;         // CallPaths cell, when resolved
+  uint32_t tree_frame = kNone;   // MergedTree node of the path's last frame
+  uint32_t bottom_leaf = kNone;  // bottom-up tree node of the path's first frame
+  int8_t keep = -1;              // function filter: -1 not decided yet
+  bool inferred_known = false;
+  InferredType inferred;
+};
+
+// The blocks of one (thread, site): one size, one type, one context.
+struct Placement {
+  bool known = false;
+  bool selected = false;
+  uint32_t context = kNone;
+  uint32_t type_group = 0;
+  uint32_t thread_group = 0;
+  uint32_t tree_leaf = kNone;   // the type node under the context's last frame
+  uint64_t size = 0;
+  uint64_t objects = 1;
+  Figures figures;
+};
+
+class Analysis : public BlockLedger {
+ public:
+  Analysis(const format::ProfileFile& file, CodeNames* names, AnalysisOptions options);
+  void run(const ProgressFn& progress = nullptr);
+
+  const AnalysisOptions& options() const { return options_; }
+  const Totals& totals() const { return totals_; }       // the whole profile
+  const Figures& selected() const { return selected_; }  // what the filters keep
+  const std::vector<TypeGroup>& types() const { return types_; }
+  const std::vector<FunctionGroup>& functions() const { return functions_; }
+  const std::vector<ThreadGroup>& threads() const { return threads_; }
+  const MergedTree& tree() const { return tree_; }
+  const MergedTree& bottom_up_tree() const { return bottom_up_; }
+  const StringTable& strings() const { return strings_; }
+  const CallPaths& call_paths() const { return paths_; }
+  const std::vector<Context>& contexts() const { return contexts_; }
+  // Every placement met, by (thread, site).
+  template <class F>
+  void for_each_placement(F&& visit) const {
+    for (const auto& entry : placements_)
+      for (const Placement& p : entry.second)
+        if (p.known) visit(p);
+  }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  uint64_t clock_tick_ns() const { return tick_ns_; }
+
+  uint64_t live_blocks_at(uint32_t thread, uint32_t site) override;
+
+ private:
+  Placement* placement(uint32_t thread, uint32_t site);
+  bool resolve(uint32_t thread, uint32_t site, Placement* p);
+  const format::SiteDef* base_site(uint32_t thread, uint32_t site, uint32_t* base_thread);
+  uint32_t context_of(uint32_t thread, uint64_t node, uint64_t call_site);
+  uint32_t context_path(uint32_t context);
+  bool keeps_context(uint32_t context);
+  uint32_t type_group(uint64_t tag, uint32_t context, uint64_t size, uint64_t* objects);
+  uint32_t group_for_name(uint32_t name, bool inferred, uint64_t tag);
+  uint32_t thread_group(uint32_t thread);
+  uint32_t function_group(uint32_t name);
+  void place_in_trees(Placement* p);
+  uint32_t tree_frame(uint32_t context);
+  uint32_t bottom_leaf(uint32_t context);
+
+  void apply(const format::Event& e);
+  void allocate(Placement& p, uint64_t time);
+  void release(Placement& p, bool temporary);
+  void unallocate(Placement& p);
+  template <class Change>
+  void change_groups(Placement& p, Change&& change);
+
+  const format::ProfileFile& file_;
+  CodeNames* names_;
+  AnalysisOptions options_;
+  uint64_t tick_ns_;
+  EventMerge merge_;
+  StringTable strings_;
+  CallPaths paths_;
+  MergedTree tree_;
+  MergedTree bottom_up_;
+  Totals totals_;
+  Figures selected_;
+  std::vector<TypeGroup> types_;
+  std::vector<FunctionGroup> functions_;
+  std::vector<ThreadGroup> threads_;
+  std::vector<Context> contexts_;
+  std::unordered_map<uint32_t, std::vector<Placement>> placements_;
+  std::unordered_map<uint64_t, uint32_t> context_index_;
+  std::unordered_map<uint64_t, uint32_t> group_of_tag_;
+  std::unordered_map<uint64_t, uint32_t> group_of_name_;    // (name, inferred)
+  std::unordered_map<uint32_t, uint32_t> group_of_thread_;
+  std::unordered_map<uint32_t, uint32_t> group_of_function_;
+  std::unordered_map<uint64_t, uint32_t> function_matches_;  // name -> 0/1, cached
+  std::vector<std::string> warnings_;
+  uint32_t untyped_label_;
+  // Hot path: the placements of the thread of the last event.
+  uint32_t cached_thread_ = 0;
+  std::vector<Placement>* cached_placements_ = nullptr;
+};
+
+}  // namespace core
+}  // namespace heaptype
+
+#endif

@@ -1,0 +1,173 @@
+#include "event_merge.hpp"
+
+namespace heaptype {
+namespace core {
+
+using format::Event;
+
+LookaheadStream::LookaheadStream(const format::ProfileFile& file, uint32_t thread) : events_(file, thread) {
+  fill();
+}
+
+void LookaheadStream::pop() {
+  if (queue_.front().kind == Event::kMove) --moves_;
+  queue_.pop_front();
+  fill();
+}
+
+void LookaheadStream::fill() {
+  Event e;
+  while (queue_.size() < kLookahead && events_.next(&e)) {
+    if (e.kind == Event::kMove) ++moves_;
+    queue_.push_back(e);
+  }
+  if (!queue_.empty() && moves_) fold_move(queue_.front());
+}
+
+// ALLOC(site A) ... MOVE(this thread's A -> B) with no other event at A between
+// them: the moved block is the one just allocated.
+void LookaheadStream::fold_move(Event& alloc) {
+  if (alloc.kind != Event::kAlloc) return;
+  for (auto it = queue_.begin() + 1; it != queue_.end(); ++it) {
+    if (it->thread != alloc.stream || it->site != alloc.site) continue;
+    if (it->kind != Event::kMove) return;
+    if (alloc.address != it->address) return;  // address mode: another block
+    alloc.site = it->new_site;
+    queue_.erase(it);
+    --moves_;
+    return;
+  }
+}
+
+EventMerge::EventMerge(const format::ProfileFile& file, BlockLedger* ledger) : ledger_(ledger) {
+  for (const auto& entry : file.event_chunks()) {
+    stream_of_thread_[entry.first] = streams_.size();
+    threads_.push_back(entry.first);
+    streams_.emplace_back(new LookaheadStream(file, entry.first));
+  }
+  force_next_.assign(streams_.size(), false);
+  for (size_t i = 0; i < streams_.size(); ++i) push(i);
+}
+
+void EventMerge::push(size_t stream) {
+  if (streams_[stream]->empty()) {
+    release_waiters_of(threads_[stream]);
+    return;
+  }
+  heap_.push({streams_[stream]->front().time, threads_[stream], stream});
+}
+
+const format::ThreadEvents* EventMerge::stream_of(uint32_t thread) const {
+  auto it = stream_of_thread_.find(thread);
+  return it == stream_of_thread_.end() ? nullptr : &streams_[it->second]->events();
+}
+
+std::vector<const format::ThreadEvents*> EventMerge::streams() const {
+  std::vector<const format::ThreadEvents*> out;
+  for (const auto& s : streams_) out.push_back(&s->events());
+  return out;
+}
+
+uint64_t EventMerge::bytes_done() const {
+  uint64_t done = 0;
+  for (const auto& s : streams_) done += s->events().bytes_done();
+  return done;
+}
+
+bool EventMerge::must_wait(const Event& e, size_t stream, Verdict* verdict) {
+  *verdict = Verdict::kApply;
+  if (e.kind == Event::kAlloc) return false;
+  if (force_next_[stream]) {
+    force_next_[stream] = false;
+    *verdict = Verdict::kUnmatched;
+    return false;
+  }
+  if (ledger_->live_blocks_at(e.thread, e.site)) return false;
+  auto owner = stream_of_thread_.find(e.thread);
+  bool owner_may_allocate = e.thread != e.stream && owner != stream_of_thread_.end() &&
+                            !streams_[owner->second]->empty();
+  if (!owner_may_allocate) {
+    *verdict = Verdict::kUnmatched;
+    return false;
+  }
+  parked_[key(e.thread, e.site)].push_back(stream);
+  ++parked_count_;
+  return true;
+}
+
+void EventMerge::on_live_block(uint32_t thread, uint32_t site) {
+  if (!parked_count_) return;
+  auto it = parked_.find(key(thread, site));
+  if (it == parked_.end()) return;
+  std::vector<size_t> woken;
+  woken.swap(it->second);
+  parked_.erase(it);
+  parked_count_ -= woken.size();
+  for (size_t stream : woken) push(stream);
+}
+
+// A thread whose stream ended allocates nothing more: whoever waits for one of its
+// sites waits for a block the profile does not hold.
+void EventMerge::release_waiters_of(uint32_t thread) {
+  if (!parked_count_) return;
+  std::vector<size_t> released;
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (static_cast<uint32_t>(it->first >> 32) == thread) {
+      released.insert(released.end(), it->second.begin(), it->second.end());
+      it = parked_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  parked_count_ -= released.size();
+  for (size_t stream : released) {
+    force_next_[stream] = true;
+    push(stream);
+  }
+}
+
+// Every stream is parked on another: a damaged profile. The earliest parked event
+// goes on as unmatched.
+bool EventMerge::force_one_parked() {
+  size_t best = streams_.size();
+  uint64_t best_key = 0;
+  for (const auto& entry : parked_) {
+    for (size_t stream : entry.second) {
+      if (best == streams_.size() || streams_[stream]->front().time < streams_[best]->front().time) {
+        best = stream;
+        best_key = entry.first;
+      }
+    }
+  }
+  if (best == streams_.size()) return false;
+  std::vector<size_t>& list = parked_[best_key];
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i] == best) {
+      list.erase(list.begin() + static_cast<long>(i));
+      break;
+    }
+  }
+  if (list.empty()) parked_.erase(best_key);
+  --parked_count_;
+  force_next_[best] = true;
+  push(best);
+  return true;
+}
+
+bool EventMerge::next(Event* out, Verdict* verdict) {
+  for (;;) {
+    if (heap_.empty() && !force_one_parked()) return false;
+    if (heap_.empty()) continue;
+    size_t stream = heap_.top().stream;
+    heap_.pop();
+    LookaheadStream& s = *streams_[stream];
+    if (must_wait(s.front(), stream, verdict)) continue;
+    *out = s.front();
+    s.pop();
+    push(stream);
+    return true;
+  }
+}
+
+}  // namespace core
+}  // namespace heaptype

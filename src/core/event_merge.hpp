@@ -1,0 +1,100 @@
+// event_merge.hpp: the threads' event streams merged into one, in time order.
+//
+// Streams are merged by their clock ticks, ties to the lower thread number. A free
+// or move of another thread's block cannot come before that block's allocation:
+// when the merge meets one whose site has no live block yet (both happened within
+// one clock tick, or the other thread's chunk is later in the file), it parks
+// that stream until the other thread allocates at the site. Within a thread,
+// order is exact. A block allocated untyped and moved to its typed site a few
+// events later (its constructor allocated first) is counted at the typed site
+// from the start: the move is folded into the allocation.
+#ifndef HEAPTYPE_CORE_EVENT_MERGE_HPP
+#define HEAPTYPE_CORE_EVENT_MERGE_HPP
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <queue>
+#include <unordered_map>
+#include <vector>
+
+#include "../format/event_decoder.hpp"
+
+namespace heaptype {
+namespace core {
+
+// One thread's events with a short lookahead, for folding moves.
+class LookaheadStream {
+ public:
+  static constexpr size_t kLookahead = 256;
+
+  LookaheadStream(const format::ProfileFile& file, uint32_t thread);
+  bool empty() const { return queue_.empty(); }
+  const format::Event& front() const { return queue_.front(); }
+  void pop();
+  const format::ThreadEvents& events() const { return events_; }
+
+ private:
+  void fill();
+  void fold_move(format::Event& alloc);
+
+  format::ThreadEvents events_;
+  std::deque<format::Event> queue_;
+  size_t moves_ = 0;  // MOVE events in queue_
+};
+
+// Decides, for the merge, whether an event can be applied now.
+class BlockLedger {
+ public:
+  virtual ~BlockLedger() = default;
+  // Live blocks the analysis counts at (thread, site) now.
+  virtual uint64_t live_blocks_at(uint32_t thread, uint32_t site) = 0;
+};
+
+class EventMerge {
+ public:
+  enum class Verdict { kApply, kUnmatched };
+
+  EventMerge(const format::ProfileFile& file, BlockLedger* ledger);
+
+  // The next event in merged order and whether it can be applied (kUnmatched: a
+  // free or move of a block the profile never allocated). False at the end.
+  bool next(format::Event* out, Verdict* verdict);
+  // Tell the merge that (thread, site) just gained a live block.
+  void on_live_block(uint32_t thread, uint32_t site);
+
+  const format::ThreadEvents* stream_of(uint32_t thread) const;
+  std::vector<const format::ThreadEvents*> streams() const;
+  uint64_t bytes_done() const;
+
+ private:
+  struct Head {
+    uint64_t time;
+    uint32_t thread;
+    size_t stream;
+    bool operator<(const Head& other) const {  // std::priority_queue is a max-heap
+      if (time != other.time) return time > other.time;
+      return thread > other.thread;
+    }
+  };
+  static uint64_t key(uint32_t thread, uint32_t site) { return (static_cast<uint64_t>(thread) << 32) | site; }
+
+  void push(size_t stream);
+  bool must_wait(const format::Event& e, size_t stream, Verdict* verdict);
+  void release_waiters_of(uint32_t thread);
+  bool force_one_parked();
+
+  BlockLedger* ledger_;
+  std::vector<std::unique_ptr<LookaheadStream>> streams_;
+  std::vector<uint32_t> threads_;                          // [stream] -> thread number
+  std::unordered_map<uint32_t, size_t> stream_of_thread_;
+  std::priority_queue<Head> heap_;
+  std::unordered_map<uint64_t, std::vector<size_t>> parked_;  // (thread, site) -> streams
+  size_t parked_count_ = 0;
+  std::vector<bool> force_next_;  // [stream]: its front is unmatched, apply no wait
+};
+
+}  // namespace core
+}  // namespace heaptype
+
+#endif

@@ -1,0 +1,59 @@
+// figures.hpp: what the analysis counts for every group of allocations (a type, a
+// function, a call-path node, a thread, the whole profile).
+#ifndef HEAPTYPE_CORE_FIGURES_HPP
+#define HEAPTYPE_CORE_FIGURES_HPP
+
+#include <cstdint>
+
+namespace heaptype {
+namespace core {
+
+// Times are clock ticks of the profile (see ProfileFile::header().clock_tick_ns)
+// until the bindings turn them into microseconds.
+struct Figures {
+  uint64_t allocations = 0;
+  uint64_t objects = 0;              // T[n] counts n; an untyped block counts one
+  uint64_t bytes = 0;                // allocated in all
+  uint64_t live_bytes = 0;           // now (at the end: never freed)
+  uint64_t live_blocks = 0;
+  uint64_t peak_bytes = 0;           // the most live bytes of this group at any moment
+  uint64_t peak_time = 0;            // when that was first reached
+  uint64_t temporary_allocations = 0;  // freed by their thread before it allocated again
+
+  void allocate(uint64_t size, uint64_t objects_in_block, uint64_t time) {
+    ++allocations;
+    objects += objects_in_block;
+    bytes += size;
+    add_live(size, time);
+  }
+
+  void add_live(uint64_t size, uint64_t time) {
+    live_bytes += size;
+    ++live_blocks;
+    if (live_bytes > peak_bytes) {
+      peak_bytes = live_bytes;
+      peak_time = time;
+    }
+  }
+
+  void release(uint64_t size, bool temporary) {
+    live_bytes -= size;
+    --live_blocks;
+    if (temporary) ++temporary_allocations;
+  }
+
+  // A block leaves this group for another one (it got its type late): as if it
+  // had never been allocated here. Peaks stay: they happened.
+  void unallocate(uint64_t size, uint64_t objects_in_block) {
+    --allocations;
+    objects -= objects_in_block;
+    bytes -= size;
+    live_bytes -= size;
+    --live_blocks;
+  }
+};
+
+}  // namespace core
+}  // namespace heaptype
+
+#endif

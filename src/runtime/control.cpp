@@ -120,36 +120,6 @@ void periodic_flush() {
   if (g_state.load(std::memory_order_acquire) == kActive) flush_all_threads();
 }
 
-// Growing byte buffer in mapped memory, for the LIVE and END chunks.
-struct Bytes {
-  uint8_t* data = nullptr;
-  size_t used = 0;
-  size_t capacity = 0;
-
-  bool reserve(size_t extra) {
-    if (used + extra <= capacity) return true;
-    size_t cap = capacity ? capacity * 2 : 64 * 1024;
-    while (cap < used + extra) cap *= 2;
-    uint8_t* bigger = static_cast<uint8_t*>(map_pages(cap));
-    if (!bigger) return false;
-    if (data) std::memcpy(bigger, data, used);
-    unmap_pages(data, capacity);
-    data = bigger;
-    capacity = cap;
-    return true;
-  }
-  void release() { unmap_pages(data, capacity); }
-};
-
-void add_live_block(uintptr_t, uint64_t owner, void* context) {
-  Bytes* out = static_cast<Bytes*>(context);
-  if (!out->reserve(2 * format::kMaxVarint)) return;
-  uint8_t* p = out->data + out->used;
-  p = put_varint(p, owner_thread(owner));
-  p = put_varint(p, owner_number(owner));
-  out->used = static_cast<size_t>(p - out->data);
-}
-
 struct Totals {
   uint64_t allocations, frees, untracked_frees;
 };
@@ -161,37 +131,18 @@ void add_thread_totals(ThreadState* t, void* context) {
   totals->untracked_frees += t->untracked_frees;
 }
 
-// Appends the LIVE and END chunks (headers included) describing this moment to `out`.
-void describe_finish(Bytes* out) {
-  Bytes live;
-  registry_for_each(add_live_block, &live);
+// The END chunk's payload describing this moment; returns its size. The reader
+// knows the live blocks from the events.
+size_t describe_end(uint8_t (&end)[5 * format::kMaxVarint]) {
   Totals totals = {0, 0, 0};
   for_each_thread_state(add_thread_totals, &totals);
-  uint8_t end[5 * format::kMaxVarint];
   uint8_t* p = end;
   p = put_varint(p, totals.allocations);
   p = put_varint(p, totals.frees);
   p = put_varint(p, totals.untracked_frees);
   p = put_varint(p, bookkeeping_peak_bytes());
   p = put_varint(p, registry_resident_bytes());
-  struct Part {
-    format::ChunkKind kind;
-    const void* data;
-    size_t size;
-  } parts[2] = {{format::ChunkKind::kLive, live.data, live.used},
-                {format::ChunkKind::kEnd, end, static_cast<size_t>(p - end)}};
-  for (const Part& part : parts) {
-    if (!out->reserve(sizeof(format::ChunkHeader) + part.size)) break;
-    format::ChunkHeader header;
-    std::memset(&header, 0, sizeof header);
-    header.magic = format::kChunkMagic;
-    header.kind = static_cast<uint8_t>(part.kind);
-    header.payload_size = static_cast<uint32_t>(part.size);
-    std::memcpy(out->data + out->used, &header, sizeof header);
-    if (part.size) std::memcpy(out->data + out->used + sizeof header, part.data, part.size);
-    out->used += sizeof header + part.size;
-  }
-  live.release();
+  return static_cast<size_t>(p - end);
 }
 
 void fork_prepare() {
@@ -252,7 +203,7 @@ int start_up() {
   append(g_output_pattern, sizeof g_output_pattern, &used, pattern);
   char path[4096];
   expand_output_path(g_output_pattern, false, path, sizeof path);
-  if (!writer_open(path, kClockTickNs)) {
+  if (!writer_open(path, kClockTickNs, env_flag("HEAPTYPE_ADDRESSES"))) {
     say("cannot create the profile file ", path, ": ", strerrordesc_np(errno));
     return kDisabled;
   }
@@ -297,18 +248,8 @@ void finish() {
   if (__gnu_cxx::__freeres) __gnu_cxx::__freeres();
   flush_all_threads();
   writer_modules();
-  Bytes tail;
-  describe_finish(&tail);
-  // The tail is whole chunks already; write its bytes through the writer's lock.
-  size_t offset = 0;
-  while (offset + sizeof(format::ChunkHeader) <= tail.used) {
-    format::ChunkHeader header;
-    std::memcpy(&header, tail.data + offset, sizeof header);
-    writer_chunk(static_cast<format::ChunkKind>(header.kind), header.thread,
-                 tail.data + offset + sizeof header, header.payload_size);
-    offset += sizeof header + header.payload_size;
-  }
-  tail.release();
+  uint8_t end[5 * format::kMaxVarint];
+  writer_chunk(format::ChunkKind::kEnd, 0, end, describe_end(end));
   g_finished = true;
 }
 
@@ -316,11 +257,8 @@ bool dump(const char* path) {
   if (!path || g_state.load(std::memory_order_acquire) != kActive) return false;
   flush_all_threads();
   writer_modules();
-  Bytes tail;
-  describe_finish(&tail);
-  bool ok = writer_copy(path, tail.data, tail.used);
-  tail.release();
-  return ok;
+  uint8_t end[5 * format::kMaxVarint];
+  return writer_copy(path, format::ChunkKind::kEnd, end, describe_end(end));
 }
 
 }  // namespace runtime

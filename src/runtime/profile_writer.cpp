@@ -20,6 +20,7 @@ int g_fd = -1;
 char g_path[4096];
 bool g_open_later = false;
 uint64_t g_clock_tick_ns = 1000;
+bool g_addresses = false;
 
 bool write_all(int fd, const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);
@@ -147,6 +148,7 @@ bool open_locked(const char* path, uint64_t clock_tick_ns) {
   header.start_unix_ns = realtime_ns();
   header.clock_tick_ns = clock_tick_ns;
   header.pointer_size = sizeof(void*);
+  header.flags = g_addresses ? format::kFlagAddresses : 0;
   write_all(fd, &header, sizeof header);
   g_fd = fd;
   write_program_chunk();
@@ -160,10 +162,13 @@ void open_if_deferred_locked() {
 
 }  // namespace
 
-bool writer_open(const char* path, uint64_t clock_tick_ns) {
+bool writer_open(const char* path, uint64_t clock_tick_ns, bool addresses) {
   LockGuard guard(g_lock);
+  g_addresses = addresses;
   return open_locked(path, clock_tick_ns);
 }
+
+bool writer_addresses() { return g_addresses; }
 
 void writer_open_later(const char* path, uint64_t clock_tick_ns) {
   LockGuard guard(g_lock);
@@ -186,7 +191,7 @@ void writer_modules() {
   if (g_fd >= 0) write_modules_locked();
 }
 
-bool writer_copy(const char* path, const void* tail, size_t tail_size) {
+bool writer_copy(const char* path, format::ChunkKind kind, const void* payload, size_t size) {
   LockGuard guard(g_lock);
   open_if_deferred_locked();
   if (g_fd < 0) return false;
@@ -202,7 +207,7 @@ bool writer_copy(const char* path, const void* tail, size_t tail_size) {
     ok = ok && write_all(out, buf, static_cast<size_t>(n));
     offset += n;
   }
-  ok = ok && write_all(out, tail, tail_size);
+  if (ok) write_chunk_locked(out, kind, 0, payload, size);
   close(out);
   return ok;
 }

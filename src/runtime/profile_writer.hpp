@@ -15,8 +15,11 @@ namespace heaptype {
 namespace runtime {
 
 // Creates `path` and writes the file header, the program and the module map.
-// `clock_tick_ns` is the unit of the events' TIME deltas.
-bool writer_open(const char* path, uint64_t clock_tick_ns);
+// `clock_tick_ns` is the unit of the events' TIME deltas; `addresses`: records
+// carry block addresses (format::kFlagAddresses).
+bool writer_open(const char* path, uint64_t clock_tick_ns, bool addresses);
+// Whether the profile's records carry block addresses.
+bool writer_addresses();
 // Like writer_open, but only when the first chunk is written: a forked child that
 // goes straight to exec() leaves no empty profile behind.
 void writer_open_later(const char* path, uint64_t clock_tick_ns);
@@ -24,8 +27,8 @@ void writer_chunk(format::ChunkKind kind, uint32_t thread, const void* payload, 
 // Snapshot of the file-backed mappings (/proc/self/maps): the load bias of every
 // module, so that addresses can be symbolised after the process is gone.
 void writer_modules();
-// Copies the file written so far to `path`, then appends `tail` (whole chunks).
-bool writer_copy(const char* path, const void* tail, size_t tail_size);
+// Copies the file written so far to `path`, then appends one more chunk.
+bool writer_copy(const char* path, format::ChunkKind kind, const void* payload, size_t size);
 // Fork: hold the writer across fork(); the parent resumes, the child drops the
 // parent's file without touching it (it opens its own on first use).
 void writer_lock_for_fork();

@@ -1,7 +1,7 @@
 // registry.hpp: every live block HeapType tracks, found by its address.
 //
 // A shadow table: one 8-byte word per 8 bytes of address space, holding the owner
-// of the block that starts there (its thread and allocation number), 0 where no
+// of the block that starts there (its thread and site), 0 where no
 // tracked block starts. The word is found by arithmetic, so insert, remove and
 // lookup are a load and a store: no lock, no probing, no hashing. Concurrent
 // threads never touch the same word at once, because malloc never hands out one
@@ -23,12 +23,12 @@
 namespace heaptype {
 namespace runtime {
 
-constexpr unsigned kOwnerNumberBits = 40;
-inline uint64_t make_owner(uint32_t thread, uint64_t number) {
-  return (static_cast<uint64_t>(thread) << kOwnerNumberBits) | number;
-}
-inline uint32_t owner_thread(uint64_t owner) { return static_cast<uint32_t>(owner >> kOwnerNumberBits); }
-inline uint64_t owner_number(uint64_t owner) { return owner & ((uint64_t{1} << kOwnerNumberBits) - 1); }
+// The owner word of a block: the thread that allocated it (or took it over by
+// naming its type) and that thread's site number of the block. Never 0: thread
+// numbers start at 1.
+inline uint64_t make_owner(uint32_t thread, uint32_t site) { return (static_cast<uint64_t>(thread) << 32) | site; }
+inline uint32_t owner_thread(uint64_t owner) { return static_cast<uint32_t>(owner >> 32); }
+inline uint32_t owner_site(uint64_t owner) { return static_cast<uint32_t>(owner); }
 
 // Reserves the table's directory; false (profiling off) if the kernel refuses.
 bool registry_init();

@@ -11,6 +11,7 @@
 
 #include "internal_memory.hpp"
 #include "profile_writer.hpp"
+#include "registry.hpp"
 
 namespace heaptype {
 namespace runtime {
@@ -31,32 +32,42 @@ bool g_key_ready = false;
 
 // --- site table ----------------------------------------------------------------------
 
-inline uint64_t hash_site(const format::Site& s) {
+inline uint64_t hash_site(const SiteKey& k) {
+  const format::Site& s = k.site;
   uint64_t h = s.size * 0x9E3779B97F4A7C15ull;
   h ^= (s.type_tag + (h << 6) + (h >> 2)) * 0xC2B2AE3D27D4EB4Full;
   h ^= (s.call_site + (h << 6) + (h >> 2)) * 0x165667B19E3779F9ull;
   h ^= s.count * 0x27D4EB2F165667C5ull;
-  h ^= s.node * 0x94D049BB133111EBull;
+  h ^= (s.node ^ k.base) * 0x94D049BB133111EBull;
   return h ^ (h >> 31);
 }
 
-inline bool same_site(const format::Site& a, const format::Site& b) {
-  return a.size == b.size && a.call_site == b.call_site && a.type_tag == b.type_tag &&
-         a.count == b.count && a.node == b.node;
+inline bool same_site(const SiteKey& a, const SiteKey& b) {
+  return a.site.size == b.site.size && a.site.call_site == b.site.call_site &&
+         a.site.type_tag == b.site.type_tag && a.site.count == b.site.count && a.site.node == b.site.node &&
+         a.base == b.base;
 }
 
 bool grow_sites(SiteTable& table) {
   size_t capacity = table.capacity ? table.capacity * 2 : 256;
   SiteSlot* slots = static_cast<SiteSlot*>(map_pages(capacity * sizeof(SiteSlot)));
-  if (!slots) return false;
+  SiteKey* by_id = static_cast<SiteKey*>(map_pages(capacity * sizeof(SiteKey)));
+  if (!slots || !by_id) {
+    unmap_pages(slots, capacity * sizeof(SiteSlot));
+    unmap_pages(by_id, capacity * sizeof(SiteKey));
+    return false;
+  }
   for (size_t i = 0; i < table.capacity; ++i) {
     if (!table.slots[i].used) continue;
-    size_t j = hash_site(table.slots[i].site) & (capacity - 1);
+    size_t j = hash_site(table.slots[i].key) & (capacity - 1);
     while (slots[j].used) j = (j + 1) & (capacity - 1);
     slots[j] = table.slots[i];
   }
+  if (table.used) std::memcpy(by_id, table.by_id, table.used * sizeof(SiteKey));
   unmap_pages(table.slots, table.capacity * sizeof(SiteSlot));
+  unmap_pages(table.by_id, table.capacity * sizeof(SiteKey));
   table.slots = slots;
+  table.by_id = by_id;
   table.capacity = capacity;
   return true;
 }
@@ -76,19 +87,34 @@ void emit_control(ThreadState* t, format::ControlOp op, std::initializer_list<ui
   t->used = static_cast<size_t>(p - t->buffer);
 }
 
-// The thread's number for a site, writing its SITE record on first use.
-uint32_t site_number(ThreadState* t, const format::Site& site) {
+void emit_varint(ThreadState* t, uint64_t v) {
+  t->used = static_cast<size_t>(put_varint(tail(t), v) - t->buffer);
+}
+
+// Address mode: the block's address after ALLOC, FREE, FREE_REMOTE and MOVE.
+inline void emit_address(ThreadState* t, uintptr_t address) {
+  if (writer_addresses()) emit_varint(t, format::encode_address_delta(address, t->last_address));
+}
+
+// The number of a site key, defining it (SITE or DERIVED_SITE record) on first use.
+uint32_t site_key_number(ThreadState* t, const SiteKey& key) {
   SiteTable& table = t->sites;
   if ((table.used + 1) * 4 > table.capacity * 3 && !grow_sites(table)) return 0;
   size_t mask = table.capacity - 1;
-  for (size_t i = hash_site(site) & mask;; i = (i + 1) & mask) {
+  for (size_t i = hash_site(key) & mask;; i = (i + 1) & mask) {
     SiteSlot& slot = table.slots[i];
-    if (slot.used && same_site(slot.site, site)) return slot.id;
+    if (slot.used && same_site(slot.key, key)) return slot.id;
     if (slot.used) continue;
-    slot.site = site;
+    slot.key = key;
     slot.used = 1;
     slot.id = static_cast<uint32_t>(table.used++);
-    emit_control(t, format::ControlOp::kSite, {site.size, site.count, site.type_tag, site.call_site, site.node});
+    table.by_id[slot.id] = key;
+    const format::Site& s = key.site;
+    if (key.base)
+      emit_control(t, format::ControlOp::kDerivedSite,
+                   {owner_thread(key.base - 1), owner_site(key.base - 1), s.type_tag, s.count});
+    else
+      emit_control(t, format::ControlOp::kSite, {s.size, s.count, s.type_tag, s.call_site, s.node});
     return slot.id;
   }
 }
@@ -115,8 +141,8 @@ void reset_stream(ThreadState* t, uint32_t number) {
   t->exited = false;
   t->announced = false;
   t->used = 0;
-  t->next_alloc_number = 0;
   t->last_address = 0;
+  t->last_alloc.open = false;
   t->last_time_us = 0;
   if (t->sites.capacity) std::memset(t->sites.slots, 0, t->sites.capacity * sizeof(SiteSlot));
   t->sites.used = 0;
@@ -185,53 +211,65 @@ void for_each_thread_state(void (*visit)(ThreadState*, void*), void* context) {
   }
 }
 
+uint32_t site_number(ThreadState* t, const format::Site& site) { return site_key_number(t, {site, 0}); }
+
+uint32_t derived_site_number(ThreadState* t, uint32_t thread, uint32_t site, uintptr_t type_tag, uint64_t count) {
+  SiteKey key = {{0, count, type_tag, 0, 0}, make_owner(thread, site) + 1};
+  return site_key_number(t, key);
+}
+
+const SiteKey* site_definition(const ThreadState* t, uint32_t site) {
+  return site < t->sites.used ? &t->sites.by_id[site] : nullptr;
+}
+
 void commit_pending(ThreadState* t) {
   if (!t->pending.valid) return;
   PendingAlloc& a = t->pending;
   a.valid = false;
-  format::Site site = {a.size, a.count, a.type_tag, a.call_site, a.node};
-  uint32_t id = site_number(t, site);
+  uint32_t site = a.site;
+  if (a.type_tag) {
+    // Typed after its owner word was written: the word names the typed site now.
+    site = site_number(t, {a.size, a.count, a.type_tag, a.call_site, a.node});
+    registry_insert(a.address, make_owner(t->number, site));
+  }
   reserve_record(t);
   emit_time(t, a.time_us);
-  int64_t delta = static_cast<int64_t>(a.address - t->last_address);
-  bool byte_units = (delta & ((1 << format::kAllocUnitShift) - 1)) != 0;
-  if (!byte_units) delta >>= format::kAllocUnitShift;
-  uint8_t* p = tail(t);
-  p = put_varint(p, format::alloc_record_head(id, byte_units));
-  p = put_varint(p, format::zigzag(delta));
-  t->used = static_cast<size_t>(p - t->buffer);
+  emit_varint(t, format::alloc_record_head(site));
+  emit_address(t, a.address);
   t->last_address = a.address;
+  t->last_alloc = {a.address, site, true};
   ++t->allocations;
 }
 
-void emit_free(ThreadState* t, uint32_t thread, uint64_t number, uint64_t time_us) {
+void emit_free(ThreadState* t, uint64_t owner, uintptr_t address, uint64_t time_us) {
   reserve_record(t);
   emit_time(t, time_us);
-  if (thread == t->number) {
-    uint8_t* p = put_varint(tail(t), (t->next_alloc_number - number) << 1);
-    t->used = static_cast<size_t>(p - t->buffer);
+  uint32_t thread = owner_thread(owner), site = owner_site(owner);
+  LastAlloc& last = t->last_alloc;
+  if (thread != t->number) {
+    emit_control(t, format::ControlOp::kFreeRemote, {thread, site});
+    emit_address(t, address);
+  } else if (last.open && last.address == address && last.site == site) {
+    emit_varint(t, format::control_record_head(format::ControlOp::kFreeLast));
+    last.open = false;
   } else {
-    emit_control(t, format::ControlOp::kFreeRemote, {thread, number});
+    emit_varint(t, format::free_record_head(site));
+    emit_address(t, address);
   }
   ++t->frees;
 }
 
-void emit_retype(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t elem_size,
-                 uint64_t offset, uint64_t cookie_word, uint64_t time_us) {
+void emit_move(ThreadState* t, uint64_t owner, uint32_t new_site, uintptr_t address, uint64_t time_us) {
   reserve_record(t);
   emit_time(t, time_us);
-  emit_control(t, format::ControlOp::kRetype, {thread, number, type_tag, elem_size, offset, cookie_word});
+  emit_control(t, format::ControlOp::kMove, {owner_thread(owner), owner_site(owner), new_site});
+  emit_address(t, address);
+  // A FREE_LAST names the site of the last ALLOC record: not this block's any more.
+  if (t->last_alloc.address == address) t->last_alloc.open = false;
 }
 
 void emit_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site) {
   emit_control(t, format::ControlOp::kNode, {parent, function, call_site});
-}
-
-void emit_name(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t count,
-               uint64_t time_us) {
-  reserve_record(t);
-  emit_time(t, time_us);
-  emit_control(t, format::ControlOp::kName, {thread, number, type_tag, count});
 }
 
 void flush_events(ThreadState* t) {

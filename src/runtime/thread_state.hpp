@@ -21,16 +21,25 @@
 namespace heaptype {
 namespace runtime {
 
-struct SiteSlot {
+// What a site number of this thread stands for: a site of its own, or another
+// thread's site with a new type (DERIVED_SITE; `base` is that owner word + 1).
+struct SiteKey {
   format::Site site;
+  uint64_t base;
+};
+
+struct SiteSlot {
+  SiteKey key;
   uint32_t id;
   uint32_t used;
 };
 
 struct SiteTable {
-  SiteSlot* slots;
+  SiteSlot* slots;     // open addressing, keyed by SiteKey
   size_t capacity;
   size_t used;
+  SiteKey* by_id;      // the definitions in site-number order
+  size_t by_id_capacity;
 };
 
 struct PendingAlloc {
@@ -41,11 +50,19 @@ struct PendingAlloc {
   uint64_t count;
   uint64_t time_us;
   uint32_t node;             // calling-context node
+  uint32_t site;             // the untyped site its owner word names until it is committed
   bool valid;
 };
 
+// The thread's last ALLOC record: a FREE_LAST may name it while it stays open.
+struct LastAlloc {
+  uintptr_t address;
+  uint32_t site;
+  bool open;
+};
+
 constexpr size_t kEventBufferSize = 64 * 1024;
-constexpr size_t kMaxRecordSize = 64;  // the largest record (a SITE) fits with room
+using format::kMaxRecordSize;
 
 struct ThreadState {
   SpinLock lock;
@@ -54,11 +71,11 @@ struct ThreadState {
   bool announced;            // its THREAD chunk is in the file
   uint8_t* buffer;
   size_t used;
-  uint64_t next_alloc_number;
-  uintptr_t last_address;
+  uintptr_t last_address;    // of the last ALLOC record (address mode: deltas from it)
   uint64_t last_time_us;
   SiteTable sites;
   PendingAlloc pending;
+  LastAlloc last_alloc;
   CallContext context;
   uint64_t allocations;
   uint64_t frees;
@@ -83,16 +100,21 @@ inline ThreadState* this_thread_state_if_any() { return tls_thread_state; }
 void for_each_thread_state(void (*visit)(ThreadState*, void*), void* context);
 
 // Encoder: all of these require the state's lock.
+
+// This thread's number for a site, writing its SITE record on first use; and
+// for another thread's site with a new type (a DERIVED_SITE record).
+uint32_t site_number(ThreadState* t, const format::Site& site);
+uint32_t derived_site_number(ThreadState* t, uint32_t thread, uint32_t site, uintptr_t type_tag, uint64_t count);
+// The definition of one of this thread's site numbers (nullptr if undefined).
+const SiteKey* site_definition(const ThreadState* t, uint32_t site);
+// Writes the pending allocation's ALLOC record (its owner word names its site).
 void commit_pending(ThreadState* t);
-void emit_free(ThreadState* t, uint32_t thread, uint64_t number, uint64_t time_us);
-// A type for a block that was committed untyped (see ControlOp::kRetype).
-void emit_retype(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t elem_size,
-                 uint64_t offset, uint64_t cookie_word, uint64_t time_us);
+// A tracked block is freed: FREE, FREE_LAST or FREE_REMOTE, from its owner word.
+void emit_free(ThreadState* t, uint64_t owner, uintptr_t address, uint64_t time_us);
+// The block `owner` names is counted at this thread's `new_site` from now on.
+void emit_move(ThreadState* t, uint64_t owner, uint32_t new_site, uintptr_t address, uint64_t time_us);
 // A new calling-context node of this thread (see call_context.hpp).
 void emit_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site);
-// heaptype::tag<T>(p, n) on a tracked block: its type from now on.
-void emit_name(ThreadState* t, uint32_t thread, uint64_t number, uintptr_t type_tag, uint64_t count,
-               uint64_t time_us);
 // Appends the buffered records as one chunk to the profile.
 void flush_events(ThreadState* t);
 

@@ -35,21 +35,23 @@ class ThreadScope {
   ThreadState* t_ = nullptr;
 };
 
-void record_replaced(ThreadState* t, uint64_t stale_owner) {
+void record_replaced(ThreadState* t, uintptr_t address, uint64_t stale_owner) {
   // The address came back from malloc while still registered: its block was
   // released without operator delete. Close it so it is not reported as live.
-  commit_pending(t);
-  emit_free(t, owner_thread(stale_owner), owner_number(stale_owner), now_us());
+  emit_free(t, stale_owner, address, now_us());
 }
 
 void register_block(ThreadState* t, uintptr_t address, uint64_t size, uintptr_t call_site,
                     uintptr_t caller_sp, uintptr_t type_tag, uint64_t count) {
   uint64_t now = now_us();
   commit_pending(t);
-  uint64_t stale = registry_insert(address, make_owner(t->number, t->next_alloc_number++));
-  if (stale) record_replaced(t, stale);
   uint32_t node = allocation_context(t, call_site, caller_sp);
-  t->pending = {address, size, call_site, type_tag, count, now, node, true};
+  // The owner word names the untyped site until the type arrives (a typed commit
+  // rewrites it), so that a free by another thread always finds a site.
+  uint32_t site = site_number(t, {size, 0, 0, call_site, node});
+  uint64_t stale = registry_insert(address, make_owner(t->number, site));
+  if (stale) record_replaced(t, address, stale);
+  t->pending = {address, size, call_site, type_tag, count, now, node, site, true};
 }
 
 // Does a new-expression's result `p` belong to the block at `block`? It does if it
@@ -75,6 +77,41 @@ inline size_t cookie_size(size_t elem_align) {
   return elem_align > sizeof(size_t) ? elem_align : sizeof(size_t);
 }
 
+// The block at `address` (owned by `owner`) is of `type_tag` x `count` from now
+// on: a site of this thread with that type (derived from the owner's site when
+// another thread allocated it), a MOVE there, and the owner word names it.
+void move_to_type(ThreadState* t, uintptr_t address, uint64_t owner, uintptr_t type_tag, uint64_t count) {
+  uint32_t thread = owner_thread(owner), site = owner_site(owner);
+  uint32_t new_site;
+  if (thread == t->number) {
+    const SiteKey* def = site_definition(t, site);
+    if (!def) return;
+    if (def->site.type_tag == type_tag && def->site.count == count) return;  // named so already
+    if (def->base) {
+      new_site = derived_site_number(t, owner_thread(def->base - 1), owner_site(def->base - 1), type_tag, count);
+    } else {
+      format::Site typed = def->site;
+      typed.type_tag = type_tag;
+      typed.count = count;
+      new_site = site_number(t, typed);
+    }
+  } else {
+    new_site = derived_site_number(t, thread, site, type_tag, count);
+  }
+  emit_move(t, owner, new_site, address, now_us());
+  registry_insert(address, make_owner(t->number, new_site));
+}
+
+// This thread's untyped block at `block`, and its size; false for a typed block
+// or one of another thread (whose site table this thread cannot read).
+bool untyped_local_block(ThreadState* t, uint64_t owner, uint64_t* size) {
+  if (owner_thread(owner) != t->number) return false;
+  const SiteKey* def = site_definition(t, owner_site(owner));
+  if (!def || def->base || def->site.type_tag) return false;
+  *size = def->site.size;
+  return true;
+}
+
 }  // namespace
 
 void on_alloc(void* p, size_t size, uintptr_t call_site, uintptr_t caller_sp) {
@@ -89,17 +126,18 @@ uint64_t detach_block(void* p) {
   ThreadScope scope(true);
   ThreadState* t = scope.get();
   if (!t) return 0;
+  commit_pending(t);  // the owner word of a pending block is final once committed
   uint64_t owner = registry_remove(reinterpret_cast<uintptr_t>(p));
   if (!owner) ++t->untracked_frees;
   return owner;
 }
 
-void record_free(uint64_t owner) {
+void record_free(uint64_t owner, void* p) {
   ThreadScope scope(true);
   ThreadState* t = scope.get();
   if (!t) return;
   commit_pending(t);
-  emit_free(t, owner_thread(owner), owner_number(owner), now_us());
+  emit_free(t, owner, reinterpret_cast<uintptr_t>(p), now_us());
 }
 
 void on_free(void* p) {
@@ -107,13 +145,13 @@ void on_free(void* p) {
   ThreadScope scope(true);
   ThreadState* t = scope.get();
   if (!t) return;
+  commit_pending(t);
   uint64_t owner = registry_remove(reinterpret_cast<uintptr_t>(p));
   if (!owner) {
     ++t->untracked_frees;
     return;
   }
-  commit_pending(t);
-  emit_free(t, owner_thread(owner), owner_number(owner), now_us());
+  emit_free(t, owner, reinterpret_cast<uintptr_t>(p), now_us());
 }
 
 void on_realloc_done(uint64_t old_owner, void* old, void* p, size_t size, uintptr_t call_site,
@@ -123,7 +161,7 @@ void on_realloc_done(uint64_t old_owner, void* old, void* p, size_t size, uintpt
     if (old_owner) registry_insert(reinterpret_cast<uintptr_t>(old), old_owner);
     return;
   }
-  if (old_owner) record_free(old_owner);
+  if (old_owner) record_free(old_owner, old);
   if (p) on_alloc(p, size, call_site, caller_sp);
 }
 
@@ -142,21 +180,20 @@ void on_tag_new(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t el
     commit_pending(t);
     return;
   }
-  // The constructor allocated in between, or this is placement new: if a tracked
-  // block starts at the address, or one array cookie before it, the profile
-  // hears of it; the reader keeps the first type a block gets and checks the
-  // cookie against the block's size.
-  uint64_t owner = registry_lookup(p);
-  uint64_t offset = 0, cookie_word = 0;
-  if (!owner && p > cookie_size(elem_align)) {
-    offset = cookie_size(elem_align);
-    owner = registry_lookup(p - offset);
-    if (owner) cookie_word = *reinterpret_cast<const size_t*>(p - sizeof(size_t));
-  }
-  if (!owner) return;
+  // The constructor allocated in between, or this is placement new: a block of
+  // this thread that starts at the address, or one array cookie before it, and
+  // is still untyped takes the type if the cookie agrees with its size.
   commit_pending(t);
-  emit_retype(t, owner_thread(owner), owner_number(owner), type_tag, elem_size, offset, cookie_word,
-              now_us());
+  uintptr_t block = p;
+  uint64_t owner = registry_lookup(block);
+  if (!owner && p > cookie_size(elem_align)) {
+    block = p - cookie_size(elem_align);
+    owner = registry_lookup(block);
+  }
+  uint64_t size;
+  if (!owner || !untyped_local_block(t, owner, &size)) return;
+  if (!objects_in_block(block, size, p, elem_size, elem_align, &count)) return;
+  move_to_type(t, block, owner, type_tag, count);
 }
 
 void on_tag_block(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t count,
@@ -173,9 +210,9 @@ void on_tag_block(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t 
     commit_pending(t);
     return;
   }
+  commit_pending(t);
   if (uint64_t owner = registry_lookup(p)) {
-    commit_pending(t);
-    emit_name(t, owner_thread(owner), owner_number(owner), type_tag, count, now_us());
+    move_to_type(t, p, owner, type_tag, count);
     return;
   }
   // Memory HeapType never saw (malloc before start(), a pool): it becomes a

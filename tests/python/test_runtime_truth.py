@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -215,6 +216,22 @@ def test_runtime_summary_agrees_with_analysis(objects, baseline):
     assert end is not None and base_end is not None
     assert (end["allocations"], end["frees"]) == (objects.totals.allocations, objects.totals.frees)
     assert end["untracked_frees"] - base_end["untracked_frees"] == OBJECTS_UNTRACKED_FREES
+
+
+def test_addresses_mode_counts_the_same(cpp_programs, tmp_path, objects):
+    # HEAPTYPE_ADDRESSES=1: the header says so (format flag 1 at byte 44) and the
+    # records carry addresses; every figure is the same as without them.
+    output = tmp_path / "addresses.htp"
+    done = run_profiled(cpp_programs.program("objects"), output, env={"HEAPTYPE_ADDRESSES": "1"})
+    assert done.returncode == 0, done.stderr
+    (flags,) = struct.unpack_from("<I", output.read_bytes(), 44)
+    (default_flags,) = struct.unpack_from("<I", open(objects.path, "rb").read(), 44)
+    assert (flags, default_flags) == (1, 0)
+    profile = heaptype.load(output)
+    assert profile.warnings == []
+    assert {r.type: figures(profile, r.type) for r in profile.by_type()} == \
+        {r.type: figures(objects, r.type) for r in objects.by_type()}
+    assert output.stat().st_size > os.path.getsize(objects.path)
 
 
 # --- 5. frees of blocks HeapType never saw ----------------------------------------------

@@ -34,30 +34,39 @@ def pprof_mappings(profile: Profile) -> list[tuple[int, int, int, str, str]]:
     return out
 
 
-def pprof_proto(profile: Profile, *, inlined: bool = True, compress: bool = True) -> bytes:
+def _selected(profile: Profile, types) -> Profile:
+    return profile.filter(types=types) if types else profile
+
+
+def pprof_proto(profile: Profile, *, types=None, inlined: bool = True, compress: bool = True) -> bytes:
     """pprof's Profile message, gzipped (as ``pprof`` reads and writes it)."""
+    profile = _selected(profile, types)
     analysis = profile.analysis(call_tree=True, inlined=inlined)
     comment = f"heaptype profile of {' '.join(profile.argv) or profile.executable}"
     data = analysis.pprof_proto(pprof_mappings(profile), comment)
     return gzip.compress(data, mtime=0) if compress else data
 
 
-def pprof_text(profile: Profile, *, inlined: bool = False) -> bytes:
-    return profile.analysis(call_tree=True, inlined=inlined).pprof_text()
+def pprof_text(profile: Profile, *, types=None, inlined: bool = False) -> str:
+    """gperftools' heap profile text, for ``google-pprof PROGRAM FILE``."""
+    analysis = _selected(profile, types).analysis(call_tree=True, inlined=inlined)
+    return analysis.pprof_text().decode("utf-8", "replace")
 
 
-def folded(profile: Profile, *, value: str = "bytes", inlined: bool = False) -> bytes:
+def folded(profile: Profile, *, value: str = "bytes", types=None, inlined: bool = False) -> str:
+    """``frame;...;type value`` lines, root first, the type as the leaf."""
     if value not in FOLDED_VALUES:
         raise ValueError(f"unknown value {value!r}: use one of {', '.join(FOLDED_VALUES)}")
-    return profile.analysis(call_tree=True, inlined=inlined).folded(value)
+    analysis = _selected(profile, types).analysis(call_tree=True, inlined=inlined)
+    return analysis.folded(value).decode("utf-8", "replace")
 
 
 def export(profile: Profile, fmt: str, *, value: str = "bytes", inlined: bool | None = None) -> bytes:
     """The export in format ``fmt`` (one of FORMATS), as bytes to write."""
     if fmt == "pprof-text":
-        return pprof_text(profile, inlined=bool(inlined))
+        return pprof_text(profile, inlined=bool(inlined)).encode()
     if fmt == "folded":
-        return folded(profile, value=value, inlined=bool(inlined))
+        return folded(profile, value=value, inlined=bool(inlined)).encode()
     if fmt == "pprof":
         return pprof_proto(profile, inlined=True if inlined is None else inlined)
     raise ValueError(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")

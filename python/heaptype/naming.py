@@ -13,9 +13,9 @@ class NamingError(Exception):
     """The types of a profile cannot be named (e.g. a stripped binary without its map file)."""
 
 
-def code_names(raw: "_core.ProfileFile", map_files: dict[str, str] | None = None) -> "_core.CodeNames":
-    """The code names of the process that wrote ``raw``: each address and type tag is
-    looked up once, when the core first meets it."""
+def code_names(raw: "_core.ProfileFile", map_files: dict[str, str] | None = None):
+    """The code names of the process that wrote ``raw`` (each address and type tag is
+    looked up once, when the core first meets it), and the symbolizer behind them."""
     from .functions import Symbolizer
 
     mappings = parse_proc_maps(raw.modules)
@@ -28,8 +28,9 @@ def code_names(raw: "_core.ProfileFile", map_files: dict[str, str] | None = None
         except SymbolError as e:
             raise NamingError(f"{raw.path}: cannot name the types: {e}") from None
 
-    return _core.PythonCodeNames(lambda a: symbolizer.functions([a])[a], lambda a: symbolizer.call_sites([a])[a],
-                                 type_name)
+    names = _core.PythonCodeNames(lambda a: symbolizer.functions([a])[a], lambda a: symbolizer.call_sites([a])[a],
+                                  type_name)
+    return names, symbolizer
 
 
 def rebuilt_modules(raw: "_core.ProfileFile") -> list[str]:

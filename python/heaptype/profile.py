@@ -87,10 +87,11 @@ class Profile:
     """A profile file and the views of its allocations (see the module's docstring)."""
 
     def __init__(self, path: str, raw: "_core.ProfileFile", names: "_core.CodeNames", warnings: list[str],
-                 filters: Filters = Filters(), cache: dict | None = None):
+                 filters: Filters = Filters(), cache: dict | None = None, symbolizer=None):
         self.path = path
         self._raw = raw
         self._names = names
+        self.symbolizer = symbolizer  # names code addresses for every view of this file
         self._warnings = warnings
         self.filters = filters
         self._cache: dict = {} if cache is None else cache  # shared by filtered views of one file
@@ -166,7 +167,7 @@ class Profile:
         allocations of a matching type (glob on the name or label), with a matching
         function anywhere on their call path, made by one of the threads."""
         return Profile(self.path, self._raw, self._names, self._warnings,
-                       self.filters.and_(types, functions, threads), self._cache)
+                       self.filters.and_(types, functions, threads), self._cache, self.symbolizer)
 
     def analysis(self, *, call_tree: bool = False, bottom_up: bool = False, functions: bool = False,
                  inlined: bool = False, infer: bool = True, types: str | Sequence[str] | None = None,
@@ -213,7 +214,7 @@ class Profile:
         groups = [g for g in self.analysis(infer=infer, types=types).types if g.allocations or g.live_blocks]
         return sorted(groups, key=lambda g: (-getattr(g, attribute), g.label))
 
-    def type_group(self, name: str | None) -> "_core.TypeGroup | None":
+    def type_row(self, name: str | None) -> "_core.TypeGroup | None":
         """The group of one type by exact name (None: the untyped group)."""
         return next((g for g in self.by_type() if g.type == name), None)
 
@@ -270,4 +271,5 @@ def load(path: str | os.PathLike, map_files: dict[str, str] | None = None) -> Pr
     if map_files and "" in map_files:
         map_files = {k: v for k, v in map_files.items() if k} | {raw.executable: map_files[""]}
     warnings += rebuilt_modules(raw)
-    return Profile(path, raw, code_names(raw, map_files), warnings)
+    names, symbolizer = code_names(raw, map_files)
+    return Profile(path, raw, names, warnings, symbolizer=symbolizer)

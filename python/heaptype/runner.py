@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_PATTERN = "heaptype.%e.%p.htp"
-NOT_INSTRUMENTED_FIX = ("compile with `heaptype --cflags` and link with `heaptype --ldflags` (CMake: "
-                        "find_package(HeapType) and heaptype_instrument(TARGET))")
+NOT_INSTRUMENTED_FIX = ("build it with HeapType: compile with `heaptype --cflags` and link with "
+                        "`heaptype --ldflags`, or call heaptype_instrument(<target>) after "
+                        "find_package(HeapType) in CMake")
 
 
 class RunError(Exception):
@@ -85,11 +86,8 @@ def _check_program(command: list[str], cwd: Path | None) -> None:
         raise RunError("no program given")
     program = command[0]
     base = cwd or Path.cwd()
-    if "/" in program:
-        if not (base / program).exists():
-            raise RunError(f"{program}: no such program (build it first, or fix the command)")
-    elif shutil.which(program) is None:
-        raise RunError(f"{program}: command not found (build it first, or fix the command)")
+    if not (base / program).exists() if "/" in program else shutil.which(program) is None:
+        raise RunError(f"command not found: {program}: build the program first, or fix the command")
     if cwd is not None and not cwd.is_dir():
         raise RunError(f"working directory {cwd} does not exist")
 

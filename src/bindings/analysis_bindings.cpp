@@ -146,6 +146,14 @@ py::list type_paths(const SessionPtr& s) {
   return out;
 }
 
+py::object node_child(const NodeOut& n, const std::string& name) {
+  for (uint32_t child : n.tree().children()[n.id]) {
+    NodeOut c{n.s, n.bottom_up, child};
+    if (node_name(c).cast<std::string>() == name) return py::cast(c);
+  }
+  return py::none();
+}
+
 SessionPtr run_analysis(std::shared_ptr<format::ProfileFile> file, std::shared_ptr<core::CodeNames> names,
                         AnalysisOptions options, bool progress) {
   auto s = std::make_shared<Session>();
@@ -240,6 +248,21 @@ their thread before it allocated anything else).)doc");
                              },
                              "Allocations whose path ends at this frame.")
       .def_property_readonly("children", &node_children)
+      .def("child", &node_child, py::arg("name"), "The child frame (or type leaf) of that name, or None.")
+      .def("find",
+           [](const NodeOut& n, py::args names) -> py::object {
+             NodeOut node = n;
+             for (py::handle name : names) {
+               py::object next = node_child(node, name.cast<std::string>());
+               if (next.is_none()) return py::none();
+               node = next.cast<NodeOut>();
+             }
+             return py::cast(node);
+           },
+           "The node reached by following children of these names, or None.")
+      .def("__repr__", [](const NodeOut& n) {
+        return "<Node " + std::string(kind_name(n.node().kind)) + " " + node_name(n).cast<std::string>() + ">";
+      })
       .def_property_readonly("parent", [](const NodeOut& n) -> py::object {
         uint32_t parent = n.node().parent;
         if (parent == core::kNone) return py::none();
@@ -304,6 +327,13 @@ their thread before it allocated anything else).)doc");
       })
       .def_property_readonly("has_call_paths", [](const Session& s) { return s.analysis->has_call_paths(); },
                              "True when the runtime recorded calling contexts.")
+      .def("code_addresses",
+           [](const Session& s) {
+             std::vector<uint64_t> functions, call_sites;
+             s.analysis->code_addresses(&functions, &call_sites);
+             return py::make_tuple(functions, call_sites);
+           },
+           "(function entries, return addresses): the code addresses the profile holds, sorted.")
       .def("type_paths", &type_paths,
            "The merged tree's leaves: (frames root first, TypeGroup, Figures) for each call path and type.")
       .def("tree_json",

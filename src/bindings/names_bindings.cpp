@@ -9,6 +9,8 @@
 
 #include "bindings.hpp"
 #include "core/code_names.hpp"
+#include "core/cxx_names.hpp"
+#include "core/type_inference.hpp"
 #include "core/demangle.hpp"
 #include "core/patterns.hpp"
 
@@ -106,6 +108,19 @@ void bind_names(py::module_& m) {
   m.def("glob_match", &core::glob_match, py::arg("pattern"), py::arg("name"),
         "HeapType's glob: `*` any run of characters, `?` one, everything else literal (brackets too).");
   m.def("is_glob", &core::is_glob, py::arg("pattern"));
+
+  m.def("strip_parameters", &core::strip_parameters, py::arg("function"),
+        "'R ns::f<A>(P) const' -> 'ns::f<A>': a function's qualified name alone.");
+  m.def("infer_type",
+        [](const std::vector<FrameTuple>& frames, const std::string& function) -> py::object {
+          CodeInfo info = make_info(0, function, 0, "", 0, frames);
+          core::InferredType found = core::infer_type(info);
+          if (found.name.empty()) return py::none();
+          return py::make_tuple(found.name, found.size);
+        },
+        py::arg("frames"), py::arg("function") = "",
+        "The type an untyped allocation at a call site with these frames (innermost first, as "
+        "(function, file, line, inlined, type_argument_size)) allocates: (name, sizeof or 0), or None.");
 
   py::class_<CodeNames, std::shared_ptr<CodeNames>>(m, "CodeNames",
                                                     "What the analysis knows of code addresses and type tags.");

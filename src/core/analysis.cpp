@@ -246,6 +246,21 @@ bool Analysis::has_call_paths() const {
   return false;
 }
 
+void Analysis::code_addresses(std::vector<uint64_t>* functions, std::vector<uint64_t>* call_sites) const {
+  for (const format::ThreadEvents* stream : merge_.streams()) {
+    for (const format::NodeDef& node : stream->nodes()) {
+      if (node.function) functions->push_back(node.function);
+      if (node.call_site) call_sites->push_back(node.call_site);
+    }
+    for (const format::SiteDef& site : stream->sites())
+      if (site.site.call_site) call_sites->push_back(site.site.call_site);
+  }
+  for (std::vector<uint64_t>* list : {functions, call_sites}) {
+    std::sort(list->begin(), list->end());
+    list->erase(std::unique(list->begin(), list->end()), list->end());
+  }
+}
+
 uint64_t Analysis::live_blocks_at(uint32_t thread, uint32_t site) {
   auto it = placements_.find(thread);
   if (it == placements_.end() || site >= it->second.size()) return 0;

@@ -122,6 +122,9 @@ class Analysis : public BlockLedger {
   uint64_t clock_tick_ns() const { return tick_ns_; }
   // True when some thread recorded calling-context nodes.
   bool has_call_paths() const;
+  // Code addresses the profile holds: functions entered (calling-context nodes) and
+  // return addresses (nodes and allocation call sites met so far), each once, sorted.
+  void code_addresses(std::vector<uint64_t>* functions, std::vector<uint64_t>* call_sites) const;
 
   uint64_t live_blocks_at(uint32_t thread, uint32_t site) override;
 

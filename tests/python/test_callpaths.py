@@ -23,8 +23,8 @@ from collections import Counter
 import pytest
 
 from callpath_programs import ALLOC_BENCH_ARGS, callpath_programs  # noqa: F401 (fixture)
-from heaptype.callpaths import TypeKey, _strip_parameters, infer_type, type_filter
-from heaptype.functions import CodeLocation, SourceFrame
+from heaptype import _core
+from heaptype.patterns import matches_any
 
 MAKE = "void make_and_free<{}>()"
 
@@ -93,21 +93,21 @@ def test_exception_object_is_allocated_below_the_throwing_frames(known):
 
 
 def test_threads_are_merged_by_frame_not_by_thread(known):
-    tree = known.call_tree(types=["Thread*"])
-    assert sorted(tree.root.children) == ["worker_a()", "worker_b()", "worker_c()", "worker_d()"]
-    assert {name: node.total.allocations for name, node in tree.root.children.items()} == {
+    root = known.call_tree(types=["Thread*"])
+    assert sorted(c.name for c in root.children) == ["worker_a()", "worker_b()", "worker_c()", "worker_d()"]
+    assert {c.name: c.total.allocations for c in root.children} == {
         "worker_a()": 10, "worker_b()": 20, "worker_c()": 30, "worker_d()": 40}
     # Each thread had its own tree in the profile.
-    threads = {site.thread for site in known.call_paths_view().sites if "worker" in site.path[0]}
-    assert len(threads) == 4
+    threads = {g.thread: g.allocations for g in known.filter(types="Thread*").by_thread() if g.allocations}
+    assert sorted(threads.values()) == [10, 20, 30, 40]
 
 
 def test_top_down_tree_totals_and_types(known):
-    tree = known.call_tree(types=["Direct", "Recursed"])
-    main = tree.root.child("main")
+    main = known.call_tree(types=["Direct", "Recursed"]).child("main")
     assert main.total.allocations == 8 + 10
     outer = main.find("direct_outer()", "direct_inner()", MAKE.format("Direct"))
-    assert outer.self.allocations == 5 and outer.self_types == {TypeKey("Direct"): outer.self}
+    assert outer.self.allocations == 5
+    assert [(c.kind, c.name, c.total.allocations) for c in outer.children] == [("type", "Direct", 5)]
     chain = main
     for depth in range(1, 6):
         chain = chain.child("recurse(int)")
@@ -116,15 +116,13 @@ def test_top_down_tree_totals_and_types(known):
 
 
 def test_bottom_up_tree(known):
-    tree = known.call_tree(types="Direct", bottom_up=True)
-    assert list(tree.root.children) == [MAKE.format("Direct")]
-    leaf = tree.root.child(MAKE.format("Direct"))
+    root = known.call_tree(types="Direct", bottom_up=True)
+    assert [c.name for c in root.children] == [MAKE.format("Direct")]
+    leaf = root.child(MAKE.format("Direct"))
     inner = leaf.child("direct_inner()")
-    assert inner.total.allocations == 8
-    assert {name: node.total.allocations for name, node in inner.children.items()} == {
-        "direct_outer()": 5, "main": 3}
+    assert leaf.total.allocations == inner.total.allocations == 8
+    assert {c.name: c.total.allocations for c in inner.children} == {"direct_outer()": 5, "main": 3}
     assert inner.find("direct_outer()", "main").total.allocations == 5
-    assert leaf.types == {TypeKey("Direct"): leaf.total}
 
 
 def test_by_function_self_and_total(known):
@@ -138,7 +136,9 @@ def test_by_function_self_and_total(known):
 
 
 def test_type_patterns(known):
-    assert {r.type for r in known.call_paths(types="Thread[AB]")} == {"ThreadA", "ThreadB"}
+    assert {r.type for r in known.call_paths(types="Thread?")} == {"ThreadA", "ThreadB", "ThreadC", "ThreadD"}
+    # One glob dialect with budget files: brackets stand for themselves (type names hold them).
+    assert known.call_paths(types="Thread[AB]") == []
     assert {r.type for r in known.call_paths(types=["After*", "Direct"])} == {
         "AfterCatch", "AfterCatchCall", "AfterJump", "AfterJumpCall", "Direct"}
     assert all(r.type is None for r in known.call_paths(types="(untyped)"))
@@ -206,11 +206,18 @@ def test_alloc_bench_report_json(callpath_programs):
     truth = alloc_bench_truth(int(ALLOC_BENCH_ARGS[0]))
     report = json.loads(run_cli("report", path, "--by", "callpath", "--type", "Small", "--format", "json").stdout)
     assert report["direction"] == "top-down"
-    got = {tuple(p["path"]): p["allocations"] for p in report["paths"]}
-    assert sorted(got.values()) == sorted([truth[("Small", False)], truth[("Small", True)]])
-    phase = report["tree"]["children"][0]["children"][0]
-    assert (report["tree"]["children"][0]["function"], phase["function"]) == ("main", "phase_objects(unsigned long)")
-    assert phase["total"]["allocations"] == truth[("Small", False)] + truth[("Small", True)]
+    (main,) = report["tree"]
+    (phase,) = main["children"]
+    assert (main["frame"], phase["frame"]) == ("main", "phase_objects(unsigned long)")
+    assert phase["allocations"] == truth[("Small", False)] + truth[("Small", True)]
+    # The paths' leaves are the type: one directly under make_obj, one under nine make_deep frames.
+    leaves, stack = [], [(node, 0) for node in phase["children"]]
+    while stack:
+        node, depth = stack.pop()
+        if "type" in node:
+            leaves.append((depth, node["type"], node["allocations"], node["peak_bytes"] <= node["bytes"]))
+        stack += [(child, depth + 1) for child in node["children"]]
+    assert sorted(leaves) == [(1, "Small", truth[("Small", False)], True), (10, "Small", truth[("Small", True)], True)]
 
 
 def test_report_text_views(callpath_programs):
@@ -302,34 +309,30 @@ def test_inferred_types_in_cli_reports(callpath_programs):
     ("main", None),
 ])
 def test_infer_type_from_frame_names(name, expected):
-    location = CodeLocation(0x1000, "/bin/x", 0x1000, name, 0x1000, (SourceFrame(name),))
-    found = infer_type(location)
-    assert (found.name if found else None) == expected
+    found = _core.infer_type([(name, "", 0, False, 0)], name)
+    assert (found[0] if found else None) == expected
 
 
 def test_innermost_allocator_frame_wins():
-    frames = (SourceFrame("std::__new_allocator<std::_Sp_counted_ptr_inplace<Bar, std::allocator<void>, "
-                          "(__gnu_cxx::_Lock_policy)2> >::allocate(unsigned long, void const*)", inlined=True,
-                          type_argument_size=40),
-              SourceFrame("std::shared_ptr<Bar> std::make_shared<Bar>()", inlined=True),
-              SourceFrame("f()"))
-    found = infer_type(CodeLocation(1, None, None, "f()", 1, frames))
-    assert found.name.startswith("std::_Sp_counted_ptr_inplace<Bar,") and found.size == 40
-    assert found.objects(2, 80) == 2 and found.objects(2, 81) == 2
+    frames = [("std::__new_allocator<std::_Sp_counted_ptr_inplace<Bar, std::allocator<void>, "
+               "(__gnu_cxx::_Lock_policy)2> >::allocate(unsigned long, void const*)", "", 0, True, 40),
+              ("std::shared_ptr<Bar> std::make_shared<Bar>()", "", 0, True, 0),
+              ("f()", "", 0, False, 0)]
+    name, size = _core.infer_type(frames, "f()")
+    assert name.startswith("std::_Sp_counted_ptr_inplace<Bar,") and size == 40
 
 
 def test_strip_parameters():
-    assert _strip_parameters("Small* make_obj<Small>(unsigned long)") == "make_obj<Small>"
-    assert _strip_parameters("std::vector<int, std::allocator<int> >::size() const") == \
+    assert _core.strip_parameters("Small* make_obj<Small>(unsigned long)") == "make_obj<Small>"
+    assert _core.strip_parameters("std::vector<int, std::allocator<int> >::size() const") == \
         "std::vector<int, std::allocator<int> >::size"
-    assert _strip_parameters("main") == "main"
+    assert _core.strip_parameters("main") == "main"
 
 
-def test_type_filter_globs():
-    keep = type_filter(["std::vector<*>", "Small"])
-    assert keep(TypeKey("std::vector<int, std::allocator<int>>"))
-    assert keep(TypeKey("Small")) and not keep(TypeKey("SmallX")) and not keep(TypeKey(None))
-    assert type_filter("Foo (inferred)")(TypeKey("Foo", True))
-    assert type_filter("Foo")(TypeKey("Foo", True))
-    assert type_filter("int [MEM_TYPE_IMGBUF]")(TypeKey("int [MEM_TYPE_IMGBUF]"))  # brackets: exact match
-    assert type_filter("(untyped)")(TypeKey(None))
+def test_type_globs_are_budget_globs():
+    patterns = ["std::vector<*>", "Small"]
+    assert matches_any(patterns, "std::vector<int, std::allocator<int>>")
+    assert matches_any(patterns, "Small") and not matches_any(patterns, "SmallX")
+    assert matches_any(["int [MEM_TYPE_IMGBUF]"], "int [MEM_TYPE_IMGBUF]")  # brackets: themselves
+    assert not matches_any(["int [MEM]"], "int M")
+    assert matches_any(["Sm?ll"], "Small") and not matches_any(["Sm?ll"], "Smll")

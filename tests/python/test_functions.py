@@ -29,7 +29,7 @@ def known(callpath_programs):
 
 
 def executable_of(profile) -> tuple[str, list[Mapping], int]:
-    maps = [m for m in parse_proc_maps(profile._raw.modules) if m.path.endswith("/known")]
+    maps = [m for m in parse_proc_maps(profile.modules) if m.path.endswith("/known")]
     return maps[0].path, maps, load_bias(maps[0].path, maps)
 
 
@@ -62,10 +62,10 @@ def addr2line(binary: str, addresses: list[int]) -> list[list[tuple[str, int]]]:
 
 def test_function_names_match_nm(known):
     binary, maps, bias = executable_of(known)
-    entries = {fn for tree in known._aggregate["nodes"].values() for _, fn, _ in tree[1:] if fn}
+    entries = set(known.analysis().code_addresses()[0])
     entries = [a for a in entries if maps[0].start <= a < max(m.end for m in maps)]
     assert len(entries) > 20
-    names = Symbolizer(known._raw.modules, cache=None).functions(entries)
+    names = Symbolizer(known.modules, cache=None).functions(entries)
     by_nm = nm_functions(binary)
     for address in entries:
         location = names[address]
@@ -76,10 +76,8 @@ def test_function_names_match_nm(known):
 
 def test_call_sites_match_addr2line(known):
     binary, maps, bias = executable_of(known)
-    sites = sorted({c[2] for c in known._aggregate["contexts"] if maps[0].start <= c[2] < max(m.end for m in maps)})
-    sites += sorted({n[2] for tree in known._aggregate["nodes"].values() for n in tree[1:]
-                     if maps[0].start <= n[2] < max(m.end for m in maps)})
-    located = Symbolizer(known._raw.modules, cache=None).call_sites(sites)
+    sites = [a for a in known.analysis().code_addresses()[1] if maps[0].start <= a < max(m.end for m in maps)]
+    located = Symbolizer(known.modules, cache=None).call_sites(sites)
     expected = addr2line(binary, [a - bias - 1 for a in sites])
     inlined = 0
     for address, chain in zip(sites, expected):
@@ -94,8 +92,8 @@ def test_call_sites_match_addr2line(known):
 
 def test_allocator_frames_carry_the_size_of_their_type(callpath_programs):
     profile = callpath_programs.load("infer")
-    sites = {c[2] for c in profile._aggregate["contexts"]}
-    located = Symbolizer(profile._raw.modules, cache=None).call_sites(sites)
+    sites = set(profile.analysis().code_addresses()[1])
+    located = Symbolizer(profile.modules, cache=None).call_sites(sites)
     sizes = {f.function: f.type_argument_size for l in located.values() for f in l.inlined_frames
              if "allocate(" in f.function or "make_unique" in f.function}
     assert sizes["std::__new_allocator<Foo>::allocate(unsigned long, void const*)"] == 20
@@ -106,7 +104,7 @@ def test_allocator_frames_carry_the_size_of_their_type(callpath_programs):
 
 
 def test_addresses_outside_known_code(known):
-    symbolizer = Symbolizer(known._raw.modules, cache=None)
+    symbolizer = Symbolizer(known.modules, cache=None)
     nowhere = symbolizer.call_sites([0x10])[0x10]
     assert nowhere.function is None and nowhere.name == "0x10" and nowhere.frames == ()
     binary, maps, bias = executable_of(known)
@@ -117,9 +115,9 @@ def test_addresses_outside_known_code(known):
 
 def test_cache_answers_a_second_run_without_reading_dwarf(known, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
-    sites = sorted({c[2] for c in known._aggregate["contexts"]})
+    sites = known.analysis().code_addresses()[1]
     functions._BINARIES.clear()
-    first = Symbolizer(known._raw.modules, cache=cache)
+    first = Symbolizer(known.modules, cache=cache)
     cold = first.call_sites(sites)
     assert first.stats.decoded > 0 and first.stats.units > 0
     binary, _, _ = executable_of(known)
@@ -134,7 +132,7 @@ def test_cache_answers_a_second_run_without_reading_dwarf(known, tmp_path, monke
         raise AssertionError("the cache should have answered")
 
     monkeypatch.setattr(functions, "_ElfReader", no_dwarf)
-    second = Symbolizer(known._raw.modules, cache=cache)
+    second = Symbolizer(known.modules, cache=cache)
     started = time.perf_counter()
     warm = second.call_sites(sites)
     elapsed = time.perf_counter() - started
@@ -218,7 +216,8 @@ def test_cache_key_without_build_id(two_units, tmp_path):
 def test_profile_symbolises_once(known):
     """Profile.call_paths, call_tree and by_function share one symbolisation."""
     known.call_paths()
-    decoded = known.symbolizer().stats.addresses
+    decoded = known.symbolizer.stats.addresses
+    assert decoded > 0
     known.call_tree(bottom_up=True)
     known.by_function(inlined=False)
-    assert known.symbolizer().stats.addresses == decoded
+    assert known.symbolizer.stats.addresses == decoded

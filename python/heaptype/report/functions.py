@@ -16,11 +16,28 @@ NO_CONTEXT_NOTE = ("no calling contexts in this profile (run with HEAPTYPE_CALLS
 def functions_json(profile: Profile, sort: str = "bytes", top: int | None = None, *, inlined: bool = True,
                    infer: bool = True) -> dict:
     groups = profile.by_function(sort, inlined=inlined, infer=infer)
+    types = self_type_figures(profile, inlined=inlined, infer=infer)
     out = report_json_head(profile, "function")
-    out["functions"] = [{"function": g.function, "self": g.self.as_dict(), "total": g.total.as_dict()}
+    out["functions"] = [{"function": g.function, "self": g.self.as_dict(), "total": g.total.as_dict(),
+                         "types": types.get(g.function, [])}
                         for g in (groups[:top] if top else groups)]
     out["warnings"] = profile.warnings
     return out
+
+
+def self_type_figures(profile: Profile, *, inlined: bool, infer: bool) -> dict[str, list[dict]]:
+    """For each function, the types it allocated itself: counts and bytes summed over
+    its call paths (peaks are per path: see --by callpath)."""
+    fields = ("allocations", "objects", "bytes", "live_bytes", "live_blocks", "temporary_allocations")
+    by_function: dict[str, dict[tuple, dict]] = {}
+    for row in profile.call_paths(inlined=inlined, infer=infer):
+        if not row.path:
+            continue
+        entry = by_function.setdefault(row.path[-1], {}).setdefault(
+            (row.type, row.inferred), {"type": row.type, "inferred": row.inferred, **dict.fromkeys(fields, 0)})
+        for name in fields:
+            entry[name] += getattr(row.figures, name)
+    return {f: sorted(t.values(), key=lambda e: -e["bytes"]) for f, t in by_function.items()}
 
 
 def self_types(profile: Profile, *, inlined: bool, infer: bool, sort: str) -> dict[str, list[str]]:

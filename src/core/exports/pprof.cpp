@@ -232,6 +232,7 @@ std::string pprof_text(const Analysis& analysis, const std::string& module_map) 
     snprintf(buf, sizeof buf, "%6" PRIu64 ": %8" PRIu64 " [%6" PRIu64 ": %8" PRIu64 "] @ ", v[0], v[1], v[2], v[3]);
     out += buf;
   };
+  out += "heap profile: ";
   counts(totals);
   out += "heapprofile\n";
   for (const auto& entry : order) {

@@ -203,7 +203,7 @@ bool Analysis::resolve(uint32_t thread, uint32_t site, Placement* p) {
   p->objects = def.site.count ? def.site.count : 1;
   p->context = context_of(base_thread, base->site.node, base->site.call_site);
   p->type_group = type_group(def.site.type_tag, p->context, p->size, &p->objects);
-  p->thread_group = thread_group(thread);
+  p->thread_group = thread_group(base_thread);  // the thread that allocated, whoever named the type
   const TypeGroup& g = types_[p->type_group];
   p->selected = (options_.types.empty() || any_match(options_.types, strings_.get(g.label)) ||
                  (g.name && any_match(options_.types, strings_.get(g.name)))) &&
@@ -261,7 +261,7 @@ void Analysis::code_addresses(std::vector<uint64_t>* functions, std::vector<uint
   }
 }
 
-uint64_t Analysis::live_blocks_at(uint32_t thread, uint32_t site) {
+int64_t Analysis::live_blocks_at(uint32_t thread, uint32_t site) {
   auto it = placements_.find(thread);
   if (it == placements_.end() || site >= it->second.size()) return 0;
   return it->second[site].figures.live_blocks;
@@ -309,6 +309,23 @@ void Analysis::unallocate(Placement& p) {
   change_groups(p, [&](Figures& f) { f.unallocate(size, objects); });
 }
 
+// A placement left with fewer than zero live blocks was freed more often than the
+// profile allocated there (a file cut short, a damaged one): those frees matched
+// nothing. They are taken back from every group, without touching any peak.
+void Analysis::take_back_unmatched_frees() {
+  for (auto& entry : placements_) {
+    for (Placement& p : entry.second) {
+      while (p.known && p.figures.live_blocks < 0) {
+        uint64_t size = p.size;
+        change_groups(p, [&](Figures& f) { f.restore_live(size); });
+        totals_.restore_live(size);
+        ++totals_.unmatched_frees;
+        --totals_.frees;
+      }
+    }
+  }
+}
+
 void Analysis::apply(const Event& e) {
   if (e.time > totals_.duration) totals_.duration = e.time;
   switch (e.kind) {
@@ -317,13 +334,14 @@ void Analysis::apply(const Event& e) {
       if (!p) return;
       allocate(*p, e.time);
       totals_.allocate(p->size, p->objects, e.time);
-      totals_.peak_live_blocks = std::max(totals_.peak_live_blocks, totals_.live_blocks);
+      if (totals_.live_blocks > 0)
+        totals_.peak_live_blocks = std::max(totals_.peak_live_blocks, static_cast<uint64_t>(totals_.live_blocks));
       merge_.on_live_block(e.stream, e.site);
       return;
     }
     case Event::kFree: {
       Placement* p = placement(e.thread, e.site);
-      if (!p || !p->figures.live_blocks) {
+      if (!p) {
         ++totals_.unmatched_frees;
         return;
       }
@@ -336,7 +354,7 @@ void Analysis::apply(const Event& e) {
       Placement* to = placement(e.stream, e.new_site);
       Placement* from = placement(e.thread, e.site);
       to = to ? placement(e.stream, e.new_site) : nullptr;  // the lookup of `from` may have grown the table
-      if (!from || !to || !from->figures.live_blocks) {
+      if (!from || !to) {
         ++totals_.unmatched_frees;
         return;
       }
@@ -363,6 +381,7 @@ void Analysis::run(const ProgressFn& progress) {
     if ((++count & 0xffff) == 0) ticker.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
   }
   ticker.done();
+  take_back_unmatched_frees();
   for (const format::ThreadEvents* stream : merge_.streams())
     if (!stream->error().empty()) warnings_.push_back("damaged events: " + stream->error());
   if (totals_.unmatched_frees)

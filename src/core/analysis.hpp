@@ -126,7 +126,7 @@ class Analysis : public BlockLedger {
   // return addresses (nodes and allocation call sites met so far), each once, sorted.
   void code_addresses(std::vector<uint64_t>* functions, std::vector<uint64_t>* call_sites) const;
 
-  uint64_t live_blocks_at(uint32_t thread, uint32_t site) override;
+  int64_t live_blocks_at(uint32_t thread, uint32_t site) override;
 
  private:
   Placement* placement(uint32_t thread, uint32_t site);
@@ -147,6 +147,7 @@ class Analysis : public BlockLedger {
   void allocate(Placement& p, uint64_t time);
   void release(Placement& p, bool temporary);
   void unallocate(Placement& p);
+  void take_back_unmatched_frees();
   template <class Change>
   void change_groups(Placement& p, Change&& change);
 

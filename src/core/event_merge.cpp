@@ -51,7 +51,8 @@ EventMerge::EventMerge(const format::ProfileFile& file, BlockLedger* ledger) : l
 
 void EventMerge::push(size_t stream) {
   if (streams_[stream]->empty()) {
-    release_waiters_of(threads_[stream]);
+    // Its last event is applied after next() returns it: waiters go on then.
+    just_finished_.push_back(threads_[stream]);
     return;
   }
   heap_.push({streams_[stream]->front().time, threads_[stream], stream});
@@ -82,10 +83,12 @@ bool EventMerge::must_wait(const Event& e, size_t stream, Verdict* verdict) {
     *verdict = Verdict::kUnmatched;
     return false;
   }
-  if (ledger_->live_blocks_at(e.thread, e.site)) return false;
+  if (ledger_->live_blocks_at(e.thread, e.site) > 0) return false;
+  // A free of the thread's own site with none live: another thread's free of that
+  // site went first within the same tick. Counting it now keeps every count exact.
+  if (e.thread == e.stream) return false;
   auto owner = stream_of_thread_.find(e.thread);
-  bool owner_may_allocate = e.thread != e.stream && owner != stream_of_thread_.end() &&
-                            !streams_[owner->second]->empty();
+  bool owner_may_allocate = owner != stream_of_thread_.end() && !streams_[owner->second]->empty();
   if (!owner_may_allocate) {
     *verdict = Verdict::kUnmatched;
     return false;
@@ -155,6 +158,11 @@ bool EventMerge::force_one_parked() {
 }
 
 bool EventMerge::next(Event* out, Verdict* verdict) {
+  while (!just_finished_.empty()) {
+    uint32_t thread = just_finished_.back();
+    just_finished_.pop_back();
+    release_waiters_of(thread);
+  }
   for (;;) {
     if (heap_.empty() && !force_one_parked()) return false;
     if (heap_.empty()) continue;

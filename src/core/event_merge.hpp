@@ -3,9 +3,10 @@
 // Streams are merged by their clock ticks, ties to the lower thread number. A free
 // or move of another thread's block cannot come before that block's allocation:
 // when the merge meets one whose site has no live block yet (both happened within
-// one clock tick, or the other thread's chunk is later in the file), it parks
-// that stream until the other thread allocates at the site. Within a thread,
-// order is exact. A block allocated untyped and moved to its typed site a few
+// one clock tick), it parks that stream until the other thread allocates at the
+// site. Within a thread, order is exact. Counts are exact whatever the order; the
+// interleaving of threads within one tick is what a peak may miss, by at most the
+// bytes allocated in that tick. A block allocated untyped and moved to its typed site a few
 // events later (its constructor allocated first) is counted at the typed site
 // from the start: the move is folded into the allocation.
 #ifndef HEAPTYPE_CORE_EVENT_MERGE_HPP
@@ -47,8 +48,9 @@ class LookaheadStream {
 class BlockLedger {
  public:
   virtual ~BlockLedger() = default;
-  // Live blocks the analysis counts at (thread, site) now.
-  virtual uint64_t live_blocks_at(uint32_t thread, uint32_t site) = 0;
+  // Live blocks the analysis counts at (thread, site) now (negative: frees counted
+  // ahead of their allocations).
+  virtual int64_t live_blocks_at(uint32_t thread, uint32_t site) = 0;
 };
 
 class EventMerge {
@@ -92,6 +94,7 @@ class EventMerge {
   std::unordered_map<uint64_t, std::vector<size_t>> parked_;  // (thread, site) -> streams
   size_t parked_count_ = 0;
   std::vector<bool> force_next_;  // [stream]: its front is unmatched, apply no wait
+  std::vector<uint32_t> just_finished_;  // threads whose streams ended with the last event
 };
 
 }  // namespace core

@@ -230,3 +230,98 @@ def test_mutual_recursion_40000_frames_deep(tmp_path):
     assert a.pprof_text().startswith(b"heap profile: ")
     bottom = a.bottom_up_tree
     assert sum(c.total.allocations for c in bottom.children) == ref.totals.allocations
+
+
+# --- files cut short, damaged, hostile ----------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_file_cut_anywhere_loads_what_it_holds(seed, tmp_path):
+    rng = random.Random(9000 + seed)
+    sc = generate(rng, threads=3, operations=300)
+    data = write(sc, rng, flush_chance=0.2)
+    full = analyse(sc, data, tmp_path, call_tree=True, functions=True, infer=False)
+    previous = 0
+    for cut in sorted(rng.sample(range(1, len(data)), 40)) + [len(data)]:
+        path = tmp_path / f"cut{cut}.htp"
+        path.write_bytes(data[:cut])
+        if cut < 8:
+            with pytest.raises(ValueError, match="not a HeapType profile|empty"):
+                _core.ProfileFile(str(path))
+            continue
+        file = _core.ProfileFile(str(path))
+        assert (file.damage != "") == (file.dropped_bytes > 0)
+        a = _core.Analysis(file, sc.code_names(), call_tree=True, functions=True, infer=False)
+        t = a.totals
+        assert previous <= t.allocations <= full.totals.allocations
+        previous = t.allocations
+        assert t.live_bytes >= 0 and all(g.live_bytes >= 0 and g.live_blocks >= 0 for g in a.types)
+        assert t.frees + t.unmatched_frees <= full.totals.frees + full.totals.unmatched_frees + t.unmatched_frees
+    assert previous == full.totals.allocations
+
+
+def hostile_file(tmp_path, build) -> str:
+    b = _core.ProfileBuilder()
+    build(b)
+    path = tmp_path / "hostile.htp"
+    path.write_bytes(b.finish())
+    return str(path)
+
+
+def events(*values: int) -> bytes:
+    out = bytearray()
+    for v in values:
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+    return bytes(out)
+
+
+SITE = 2 << 2 | 2  # a SITE record's head
+FREE_REMOTE = 4 << 2 | 2
+
+
+@pytest.mark.parametrize("thread", [0xFFFFFFFF, 100_000_000, 2**31 + 5])
+def test_huge_thread_numbers_cost_nothing(thread, tmp_path):
+    # A site, two allocations at it, a FREE_LAST.
+    path = hostile_file(tmp_path, lambda b: b.raw_chunk(4, thread, events(SITE, 16, 1, 0, 0x10, 0, 1, 1, 2)))
+    a = _core.Analysis(_core.ProfileFile(path), _core.TableCodeNames())
+    assert (a.totals.allocations, a.totals.bytes, a.totals.live_bytes, a.totals.temporary_allocations) == (
+        2, 32, 16, 1)
+    assert [g.thread for g in a.threads] == [thread]
+
+
+def test_free_naming_unknown_threads_and_sites_is_unmatched(tmp_path):
+    def build(b):
+        b.raw_chunk(4, 1, events(SITE, 16, 1, 0, 0x10, 0, 1, FREE_REMOTE, 0xFFFFFFFF, 0, FREE_REMOTE, 1, 7))
+    a = _core.Analysis(_core.ProfileFile(hostile_file(tmp_path, build)), _core.TableCodeNames())
+    assert (a.totals.allocations, a.totals.live_bytes, a.totals.unmatched_frees) == (1, 16, 2)
+
+
+def test_damaged_records_end_the_stream_with_a_warning(tmp_path):
+    def build(b):
+        b.raw_chunk(4, 1, events(SITE, 16, 1, 0, 0x10, 0, 1, 9 << 1 | 1))  # ALLOC at an undefined site
+    a = _core.Analysis(_core.ProfileFile(hostile_file(tmp_path, build)), _core.TableCodeNames())
+    assert a.totals.allocations == 1
+    assert any("undefined site 9" in w for w in a.warnings)
+
+
+def test_names_that_are_not_utf8_are_read(tmp_path):
+    def build(b):
+        b.program("/bin/caf\xe9", ["caf\xe9"])
+        b.raw_chunk(1, 0, b"/tmp/\xff\xfeprog\x00arg-\xe9")
+        b.raw_chunk(2, 0, b"400000 401000 0 r-xp /tmp/\xffmod\x00ule.so\n")
+        b.raw_chunk(3, 1, b"\x05name-\xe9\xff")
+    file = _core.ProfileFile(hostile_file(tmp_path, build))
+    assert file.executable == "/tmp/\udcff\udcfeprog" and file.argv == ["arg-\udce9"]
+    assert "\udcffmod\x00ule.so" in file.modules
+    assert file.threads[0]["name"] == "name-\ufffd\ufffd"
+
+
+def test_header_size_past_the_end_is_an_error(tmp_path):
+    path = tmp_path / "bad.htp"
+    data = bytearray(_core.ProfileBuilder().finish())
+    data[12:16] = (1 << 20).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"bad\.htp: damaged header \(header size 1048576 is past the end"):
+        _core.ProfileFile(str(path))

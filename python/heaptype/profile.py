@@ -172,19 +172,22 @@ class Profile:
     def analysis(self, *, call_tree: bool = False, bottom_up: bool = False, functions: bool = False,
                  inlined: bool = False, infer: bool = True, types: str | Sequence[str] | None = None,
                  progress: bool = False) -> "_core.Analysis":
-        """The core's pass over the file with these options (computed once, then kept)."""
+        """The core's pass over the file with these options, made once: a pass that
+        computed more (a call tree, the bottom-up tree) serves requests for less."""
         f = self.filters.and_(types)
-        key = (call_tree, bottom_up, functions, inlined, infer, f)
-        analysis = self._cache.get(key)
-        if analysis is None:
-            try:
-                analysis = _core.Analysis(self._raw, self._names, call_tree=call_tree, bottom_up=bottom_up,
-                                          functions=functions, inlined=inlined, infer=infer,
-                                          types=list(f.types), functions_on_path=list(f.functions),
-                                          threads=list(f.threads), progress=progress)
-            except NamingError as e:
-                raise ProfileError(str(e)) from None
-            self._cache[key] = analysis
+        tree = call_tree or functions
+        for (has_tree, has_bottom_up, has_inlined, has_infer, has_filters), analysis in self._cache.items():
+            if (has_inlined, has_infer, has_filters) == (inlined, infer, f) and (has_tree or not tree) \
+                    and (has_bottom_up or not bottom_up):
+                return analysis
+        try:
+            analysis = _core.Analysis(self._raw, self._names, call_tree=tree, bottom_up=bottom_up, functions=tree,
+                                      inlined=inlined, infer=infer, types=list(f.types),
+                                      functions_on_path=list(f.functions), threads=list(f.threads),
+                                      progress=progress)
+        except NamingError as e:
+            raise ProfileError(str(e)) from None
+        self._cache[(tree, bottom_up, inlined, infer, f)] = analysis
         return analysis
 
     def _any_analysis(self) -> "_core.Analysis":

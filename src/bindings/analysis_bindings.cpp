@@ -70,6 +70,18 @@ struct NodeOut {
   const MergedTree::Node& node() const { return tree().node(id); }
 };
 
+bool same_figures(const Figures& a, const Figures& b) {
+  return a.allocations == b.allocations && a.objects == b.objects && a.bytes == b.bytes &&
+         a.live_bytes == b.live_bytes && a.live_blocks == b.live_blocks && a.peak_bytes == b.peak_bytes &&
+         a.temporary_allocations == b.temporary_allocations;
+}
+
+bool same_totals(const TotalsOut& a, const TotalsOut& b) {
+  return same_figures(a.t, b.t) && a.peak_time_us == b.peak_time_us && a.t.frees == b.t.frees &&
+         a.t.unmatched_frees == b.t.unmatched_frees && a.t.peak_live_blocks == b.t.peak_live_blocks &&
+         a.duration_us == b.duration_us;
+}
+
 py::dict figures_dict(const FiguresOut& o) {
   py::dict d;
   d["allocations"] = o.f.allocations;
@@ -176,6 +188,9 @@ live_bytes and live_blocks (at the end: never freed), temporary_allocations (fre
 their thread before it allocated anything else).)doc");
   figure_attributes(figures, [](const FiguresOut& o) -> const FiguresOut& { return o; });
   figures.def("as_dict", &figures_dict)
+      .def("__eq__", [](const FiguresOut& a, const FiguresOut& b) {
+        return same_figures(a.f, b.f) && a.peak_time_us == b.peak_time_us;
+      })
       .def("__repr__", [](const FiguresOut& o) {
         return "Figures(allocations=" + std::to_string(o.f.allocations) + ", bytes=" + std::to_string(o.f.bytes) +
                ", peak_bytes=" + std::to_string(o.f.peak_bytes) + ", live_bytes=" + std::to_string(o.f.live_bytes) +
@@ -184,7 +199,8 @@ their thread before it allocated anything else).)doc");
 
   auto totals = py::class_<TotalsOut>(m, "Totals", "Figures of the whole profile, with its frees and duration.");
   figure_attributes(totals, [](const TotalsOut& o) { return FiguresOut{o.t, o.peak_time_us}; });
-  totals.def_property_readonly("frees", [](const TotalsOut& o) { return o.t.frees; })
+  totals.def("__eq__", &same_totals)
+      .def_property_readonly("frees", [](const TotalsOut& o) { return o.t.frees; })
       .def_property_readonly("unmatched_frees", [](const TotalsOut& o) { return o.t.unmatched_frees; },
                              "Frees of blocks whose allocation the profile does not hold.")
       .def_property_readonly("peak_live_blocks", [](const TotalsOut& o) { return o.t.peak_live_blocks; })
@@ -215,6 +231,17 @@ their thread before it allocated anything else).)doc");
       .def_property_readonly("inferred", [](const TypeGroupOut& o) { return o.g().inferred; },
                              "The type was read from the allocator frames at the call site.")
       .def_property_readonly("type_tag", [](const TypeGroupOut& o) { return o.g().type_tag; })
+      .def("__eq__",
+           [](const TypeGroupOut& a, const TypeGroupOut& b) {
+             return a.s->analysis->strings().get(a.g().label) == b.s->analysis->strings().get(b.g().label) &&
+                    a.g().inferred == b.g().inferred && same_figures(a.g().figures, b.g().figures);
+           })
+      .def("__repr__",
+           [](const TypeGroupOut& o) {
+             return "<TypeGroup " + o.s->analysis->strings().get(o.g().label) + ": " +
+                    std::to_string(o.g().figures.allocations) + " allocations, peak " +
+                    std::to_string(o.g().figures.peak_bytes) + ">";
+           })
       .def_property_readonly("figures", [](const TypeGroupOut& o) { return out(*o.s, o.g().figures); });
 
   py::class_<FunctionGroupOut>(m, "FunctionGroup",

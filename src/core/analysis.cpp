@@ -370,14 +370,9 @@ void Analysis::run(const ProgressFn& progress) {
   ProgressTicker ticker(progress, "reading " + file_.path());
   uint64_t total_bytes = file_.event_bytes() ? file_.event_bytes() : 1;
   Event e;
-  EventMerge::Verdict verdict;
   uint64_t count = 0;
-  while (merge_.next(&e, &verdict)) {
-    if (verdict == EventMerge::Verdict::kApply) {
-      apply(e);
-    } else {
-      ++totals_.unmatched_frees;
-    }
+  while (merge_.next(&e)) {
+    apply(e);
     if ((++count & 0xffff) == 0) ticker.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
   }
   ticker.done();

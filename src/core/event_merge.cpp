@@ -80,12 +80,10 @@ uint64_t EventMerge::bytes_done() const {
   return done;
 }
 
-bool EventMerge::must_wait(const Event& e, size_t stream, Verdict* verdict) {
-  *verdict = Verdict::kApply;
+bool EventMerge::must_wait(const Event& e, size_t stream) {
   if (e.kind == Event::kAlloc) return false;
-  if (force_next_[stream]) {
+  if (force_next_[stream]) {  // it waited for an allocation that will not come first
     force_next_[stream] = false;
-    *verdict = Verdict::kUnmatched;
     return false;
   }
   // A free of the thread's own site is always possible; with none live, another
@@ -95,10 +93,7 @@ bool EventMerge::must_wait(const Event& e, size_t stream, Verdict* verdict) {
   if (ledger_->live_blocks_at(e.thread, e.site) > 0) return false;
   auto owner = stream_of_thread_.find(e.thread);
   bool owner_may_allocate = owner != stream_of_thread_.end() && !streams_[owner->second]->empty();
-  if (!owner_may_allocate) {
-    *verdict = Verdict::kUnmatched;
-    return false;
-  }
+  if (!owner_may_allocate) return false;
   parked_[key(e.thread, e.site)].push_back(stream);
   ++parked_count_;
   return true;
@@ -135,8 +130,10 @@ void EventMerge::release_waiters_of(uint32_t thread) {
   }
 }
 
-// Every stream is parked on another: a damaged profile. The earliest parked event
-// goes on as unmatched.
+// Every stream is parked on another. Within one tick a free may have been counted
+// against another block of the same site (sites, not blocks, are named), taking the
+// live block another free waits for. The earliest parked event goes on: counts stay
+// exact, and what no allocation ever matches is found at the end.
 bool EventMerge::force_one_parked() {
   size_t best = streams_.size();
   uint64_t best_key = 0;
@@ -190,7 +187,7 @@ void EventMerge::settle_current() {
   heap_.pop();
 }
 
-bool EventMerge::next(Event* out, Verdict* verdict) {
+bool EventMerge::next(Event* out) {
   for (;;) {
     settle_current();
     if (current_ == kNoStream) {
@@ -198,7 +195,7 @@ bool EventMerge::next(Event* out, Verdict* verdict) {
       continue;
     }
     LookaheadStream& s = *streams_[current_];
-    if (must_wait(s.front(), current_, verdict)) {
+    if (must_wait(s.front(), current_)) {
       current_ = kNoStream;
       continue;
     }

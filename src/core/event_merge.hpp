@@ -74,13 +74,10 @@ class BlockLedger {
 
 class EventMerge {
  public:
-  enum class Verdict { kApply, kUnmatched };
-
   EventMerge(const format::ProfileFile& file, BlockLedger* ledger);
 
-  // The next event in merged order and whether it can be applied (kUnmatched: a
-  // free or move of a block the profile never allocated). False at the end.
-  bool next(format::Event* out, Verdict* verdict);
+  // The next event in merged order; false at the end.
+  bool next(format::Event* out);
   // Tell the merge that (thread, site) just gained a live block.
   void on_live_block(uint32_t thread, uint32_t site);
 
@@ -102,7 +99,7 @@ class EventMerge {
 
   void push(size_t stream);
   void settle_current();
-  bool must_wait(const format::Event& e, size_t stream, Verdict* verdict);
+  bool must_wait(const format::Event& e, size_t stream);
   void release_waiters_of(uint32_t thread);
   bool force_one_parked();
 
@@ -116,7 +113,7 @@ class EventMerge {
   static constexpr size_t kNoStream = ~size_t{0};
   std::unordered_map<uint64_t, std::vector<size_t>> parked_;  // (thread, site) -> streams
   size_t parked_count_ = 0;
-  std::vector<bool> force_next_;  // [stream]: its front is unmatched, apply no wait
+  std::vector<bool> force_next_;  // [stream]: its front waited long enough: apply it
   std::vector<uint32_t> just_finished_;  // threads whose streams ended with the last event
 };
 

@@ -49,6 +49,8 @@ PROGRAMS = {
     "known": (CPP_DIR / "callpaths_known.cpp", ["-fno-omit-frame-pointer"], True),
     "infer": (CPP_DIR / "callpaths_infer.cpp", [], False),
     "alloc_bench": (ALLOC_BENCH, [], True),
+    "lifetimes": (CPP_DIR / "lifetimes.cpp", ["-fno-omit-frame-pointer"], True),
+    "deep": (CPP_DIR / "deep_recursion.cpp", ["-fno-omit-frame-pointer"], True),
 }
 
 
@@ -91,7 +93,7 @@ class CallpathPrograms:
         program = self.program(name)
         if name == "alloc_bench" and not args:
             args = ALLOC_BENCH_ARGS
-        output = self.workdir / f"{name}.{mode}.htp"
+        output = self.workdir / (f"{name}.{mode}" + "".join(f".{a}" for a in args if name != "alloc_bench") + ".htp")
 
         def make() -> None:
             env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
@@ -108,10 +110,10 @@ class CallpathPrograms:
     def stderr(self, name: str, mode: str = "auto") -> str:
         return (self.workdir / f"{name}.{mode}.stderr").read_text()
 
-    def load(self, name: str, mode: str = "auto"):
+    def load(self, name: str, mode: str = "auto", args: tuple[str, ...] = ()):
         import heaptype
 
-        return heaptype.load(self.profile_path(name, mode))
+        return heaptype.load(self.profile_path(name, mode, args))
 
 
 @pytest.fixture(scope="session")

@@ -99,6 +99,23 @@ def test_coarse_clock_keeps_counts_exact(seed, tmp_path):
                 g.allocations, g.objects, g.bytes, g.live_bytes, g.temporary)
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_many_threads_within_one_tick_keep_counts_exact(seed, tmp_path):
+    """Eight threads freeing each other's blocks, hundreds of events per clock tick: a
+    free may be counted against another block of its site (frees name sites), and
+    the merge may have to break a wait cycle; no count may suffer."""
+    rng = random.Random(3000 + seed)
+    sc = generate(rng, threads=8, operations=3000, moves=seed % 2 == 0)
+    a = analyse(sc, write(sc, rng, tick=500, flush_chance=0.02), tmp_path, infer=False)
+    ref = Reference(sc)
+    assert (a.totals.allocations, a.totals.frees, a.totals.unmatched_frees, a.totals.live_bytes) == (
+        ref.totals.allocations, ref.frees, 0, ref.totals.live_bytes)
+    assert {g.label: (g.allocations, g.objects, g.bytes, g.live_bytes, g.temporary_allocations)
+            for g in a.types if g.allocations or g.live_blocks} == \
+        {label: (g.allocations, g.objects, g.bytes, g.live_bytes, g.temporary)
+         for label, g in ref.types.items() if g.allocations or g.live_blocks}
+
+
 def assert_tree_properties(a) -> None:
     """peak <= bytes allocated; a child never exceeds its parent; a function's total
     peak lies between the largest peak of its tree nodes and their sum. (A block typed

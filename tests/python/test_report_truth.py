@@ -148,6 +148,6 @@ def test_every_view_of_a_compiled_deep_recursion(callpath_programs):
     """deep_recursion.cpp recurses 40,000 frames; the runtime's shadow stack records
     the outermost 1,024 of them, and the views must carry what it recorded."""
     path = str(callpath_programs.profile_path("deep"))
-    check_every_view(path, 1_000, "[Bottom]")
+    check_every_view(path, 1_000, "Bottom")
     functions = json.loads(cli("report", path, "--by", "function", "--type", "Level", "--format", "json"))
     assert {f["function"]: f["total"]["allocations"] for f in functions["functions"]}["ping(int)"] == 4

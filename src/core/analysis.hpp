@@ -26,6 +26,7 @@
 #include "merged_tree.hpp"
 #include "progress.hpp"
 #include "string_table.hpp"
+#include "timeline.hpp"
 #include "type_inference.hpp"
 
 namespace heaptype {
@@ -41,9 +42,23 @@ struct AnalysisOptions {
   std::vector<std::string> types;      // its type's name or label matches one
   std::vector<std::string> functions_on_path;  // a frame of its path matches one
   std::vector<uint32_t> threads;       // it was allocated by one of these threads
+  uint64_t min_size = 0;               // its block has at least / at most this many bytes
+  uint64_t max_size = UINT64_MAX;
+  // What happened between two times (clock ticks): allocations made then, peaks
+  // reached then; the pass stops at `window_end`, so live figures are those at it.
+  // Before `window_begin` blocks come and go without being counted.
+  uint64_t window_begin = 0;
+  uint64_t window_end = UINT64_MAX;
+  uint64_t stop_after_events = 0;      // stop after this many events (0: never), e.g. at a peak
+  // The timeline: live bytes over time of these groups (and of the rest).
+  enum class Series { kNone, kType, kThread, kFunction, kCallPath } timeline = Series::kNone;
+  std::vector<uint32_t> timeline_groups;  // type / thread / function groups, or type-leaf tree nodes
+  size_t timeline_points = 2000;
 };
 
 struct Totals : Figures {
+  uint64_t events = 0;            // applied
+  uint64_t peak_event = 0;        // the event (1-based) at which the kept allocations peaked
   uint64_t frees = 0;
   uint64_t unmatched_frees = 0;   // frees and moves of blocks the profile does not hold
   uint64_t peak_live_blocks = 0;  // the most blocks live at once
@@ -119,6 +134,7 @@ class Analysis : public BlockLedger {
         if (p.known) visit(p);
   }
   const std::vector<std::string>& warnings() const { return warnings_; }
+  const Timeline* timeline() const { return timeline_.get(); }
   uint64_t clock_tick_ns() const { return tick_ns_; }
   // True when some thread recorded calling-context nodes.
   bool has_call_paths() const;
@@ -148,6 +164,8 @@ class Analysis : public BlockLedger {
   void release(Placement& p, bool temporary);
   void unallocate(Placement& p);
   void take_back_unmatched_frees();
+  int64_t read_series(int64_t* values) const;
+  void open_window(uint64_t time);
   template <class Change>
   void change_groups(Placement& p, Change&& change);
 
@@ -175,6 +193,8 @@ class Analysis : public BlockLedger {
   std::unordered_map<uint64_t, uint32_t> function_matches_;  // name -> 0/1, cached
   std::vector<std::string> warnings_;
   uint32_t untyped_label_;
+  std::unique_ptr<Timeline> timeline_;
+  bool counting_ = true;  // inside the window
   // Hot path: the placements of the thread of the last event.
   uint32_t cached_thread_ = 0;
   std::vector<Placement>* cached_placements_ = nullptr;

@@ -84,6 +84,10 @@
     }
     return typeColours.get(name);
   }
+  // The timeline's series keep the palette's first colours, in their order.
+  for (const [i, series] of ((DATA.timeline && DATA.timeline.series) || []).entries()) {
+    if (series.name !== "other") typeColours.set(series.name, palette[i % palette.length]);
+  }
   function frameColour(name) {
     let hash = 0;
     for (let i = 0; i < name.length; i++) hash = (hash * 17 + name.charCodeAt(i)) | 0;
@@ -276,9 +280,16 @@
         if (first >= edges.length - 1) first = edges.length - 2;
         return [first, last];
       };
+      // Moving the brush from code (snapping, clearing) emits brush events too: ignored.
+      let moving = false;
+      const moveBrush = (selection) => {
+        moving = true;
+        brushArea.call(brush.move, selection);
+        moving = false;
+      };
       const brush = d3.brushX().extent([[margin.left, margin.top], [width - margin.right, height - margin.bottom]])
         .on("end", function () {
-          if (!d3.event.sourceEvent) return;  // our own snapping move
+          if (moving || !d3.event.sourceEvent) return;
           const selection = d3.event.selection;
           if (!selection) {
             const [mx, my] = d3.mouse(this);
@@ -288,12 +299,12 @@
             return;
           }
           const range = snap(selection.map((px) => x.invert(px)));
-          d3.select(this).call(brush.move, [x(edges[range[0]]), x(edges[range[1]])].map(
+          moveBrush([x(edges[range[0]]), x(edges[range[1]])].map(
             (px) => Math.max(margin.left, Math.min(width - margin.right, px))));
           setState({range});
         });
       brushArea.call(brush);
-      listeners.push(() => { if (!state.range) brushArea.call(brush.move, null); });
+      listeners.push(() => { if (!state.range && d3.brushSelection(brushArea.node())) moveBrush(null); });
       hint.textContent = "Drag across the chart to choose a time range (it snaps to " + (edges.length - 1) +
         " equal spans of the run); click a band or a name to show one type; hover for exact figures.";
     } else {

@@ -18,12 +18,12 @@ from pathlib import Path
 
 from .data import report_data
 from .diff import diff_data
-from .ranges import DEFAULT_RANGES
 from .render import render_page
 
 
-def report_html(profile, *, ranges: int = DEFAULT_RANGES) -> str:
-    """The page of one profile (its filters apply), as text."""
+def report_html(profile, *, ranges: int | None = None) -> str:
+    """The page of one profile (its filters apply), as text; ``ranges``: the time
+    buckets a brushed range snaps to (None: 24, fewer for large files; 0: none)."""
     return render_page(report_data(profile, ranges=ranges), f"HeapType report: {Path(profile.path).name}")
 
 
@@ -38,4 +38,4 @@ def write_html(text: str, path) -> Path:
     return path
 
 
-__all__ = ["DEFAULT_RANGES", "diff_html", "report_html", "write_html"]
+__all__ = ["diff_html", "report_html", "write_html"]

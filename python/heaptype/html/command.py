@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..console import CommandError
-from .ranges import DEFAULT_RANGES
+from .ranges import DEFAULT_RANGES, MIN_RANGES
 
 EPILOG = """\
 examples:
@@ -28,9 +28,10 @@ def add_html_parser(subparsers, add_filter_options) -> argparse.ArgumentParser:
     html.add_argument("profile", nargs="?", help="a .htp file")
     html.add_argument("--diff", nargs=2, metavar=("A", "B"), help="compare profile B (after) with A (before)")
     html.add_argument("-o", "--output", help="the page to write (default: the profile's name with .html)")
-    html.add_argument("--ranges", type=int, default=DEFAULT_RANGES, metavar="N",
-                      help=f"cut the run into N time spans that a brushed range snaps to (default {DEFAULT_RANGES}; "
-                           "each costs a partial pass over the profile; 0: no time ranges)")
+    html.add_argument("--ranges", type=int, metavar="N",
+                      help=f"cut the run into N time spans that a brushed range snaps to (default {DEFAULT_RANGES}, "
+                           f"down to {MIN_RANGES} for large profiles: each costs a partial pass over the profile; "
+                           "0: no time ranges)")
     add_filter_options(html)
     html.set_defaults(handler=cmd_html)
     return html
@@ -49,7 +50,7 @@ def cmd_html(args) -> int:
 
     if bool(args.diff) == bool(args.profile):
         raise CommandError("html: give one profile, or --diff A B")
-    if args.ranges < 0:
+    if args.ranges is not None and args.ranges < 0:
         raise CommandError("html: --ranges must be 0 or more")
     try:
         if args.diff:

@@ -14,7 +14,7 @@ from ..report import functions_json, leaks_json, timeline_json, types_json
 from ..report.header import header_lines
 from .flame import flame_json, keep_nodes
 from .memory import memory_json
-from .ranges import DEFAULT_RANGES, range_figures
+from .ranges import default_ranges, range_figures
 
 TOP_SERIES = 10       # types stacked in the timeline, the rest is "other" (as `heaptype timeline`)
 MAX_TYPES = 2000      # table rows a page carries; the rest is counted
@@ -48,8 +48,11 @@ def _memory_times(timeline: dict, ranges: dict | None) -> list[float]:
     return times
 
 
-def report_data(profile, *, ranges: int = DEFAULT_RANGES, top: int = TOP_SERIES) -> dict:
-    """Everything the page of ``profile`` shows, as JSON-ready data."""
+def report_data(profile, *, ranges: int | None = None, top: int = TOP_SERIES) -> dict:
+    """Everything the page of ``profile`` shows, as JSON-ready data. ``ranges``: time
+    buckets a brushed range snaps to (None: by the file's size; 0: none)."""
+    if ranges is None:
+        ranges = default_ranges(profile)
     profile.analysis(call_tree=True, functions=True)
     types = types_json(profile)
     types["rows"], types["rows_cut"] = _capped(types["rows"], MAX_TYPES)

@@ -11,6 +11,8 @@ bucket's end. The page snaps a brushed range to bucket edges and says so.
 
 Each pass reads the file from its start up to the window's end, so the buckets cost
 about ``count / 2`` full passes: ``count`` is the knob (``heaptype html --ranges``).
+By default large profiles get fewer buckets (``default_ranges``), so that making the
+page of a 23M-allocation profile stays within seconds.
 """
 
 from __future__ import annotations
@@ -18,10 +20,20 @@ from __future__ import annotations
 from .flame import KeptTree, match_nodes
 
 DEFAULT_RANGES = 24
+MIN_RANGES = 8
+# Event bytes all the buckets' passes may read together (each reads half the file on
+# average): 24 buckets up to a 16 MiB profile, 8 from 48 MiB on.
+RANGES_READ_BUDGET = 192 << 20
 TYPE_FIGURES = ("allocations", "objects", "bytes", "peak_bytes", "live_bytes", "live_blocks",
                 "temporary_allocations")
 FUNCTION_FIGURES = ("allocations", "bytes", "peak_bytes", "live_bytes", "temporary_allocations")
 NODE_FIGURES = ("allocations", "bytes", "peak_bytes", "temporary_allocations")
+
+
+def default_ranges(profile) -> int:
+    """How many buckets to cut the run into: fewer for larger files (see RANGES_READ_BUDGET)."""
+    event_bytes = max(1, profile.raw.event_bytes)
+    return max(MIN_RANGES, min(DEFAULT_RANGES, RANGES_READ_BUDGET // event_bytes))
 
 
 def bucket_ticks(duration_ticks: int, count: int) -> list[int]:

@@ -38,6 +38,9 @@ Analysis::Analysis(const format::ProfileFile& file, CodeNames* names, AnalysisOp
   if (options_.timeline == AnalysisOptions::Series::kFunction || options_.timeline == AnalysisOptions::Series::kCallPath)
     options_.call_tree = options_.functions = true;
   untyped_label_ = strings_.intern("(untyped)");
+  if (options_.addresses && !file.has_addresses())
+    warnings_.push_back(file.path() + " was recorded without addresses (HEAPTYPE_ADDRESSES=1 records them): "
+                        "no memory view");
   if (options_.timeline != AnalysisOptions::Series::kNone)
     timeline_.reset(new Timeline(options_.timeline_groups.size(), options_.timeline_points));
   counting_ = options_.window_begin == 0;
@@ -399,8 +402,37 @@ void Analysis::take_back_unmatched_frees() {
   }
 }
 
+void Analysis::track_address(const Event& e) {
+  switch (e.kind) {
+    case Event::kAlloc:
+      live_addresses_[e.address] = (static_cast<uint64_t>(e.stream) << 32) | e.site;
+      break;
+    case Event::kFree:
+      live_addresses_.erase(e.address);
+      break;
+    case Event::kMove:
+      live_addresses_[e.address] = (static_cast<uint64_t>(e.stream) << 32) | e.new_site;
+      break;
+  }
+}
+
+std::vector<LiveBlock> Analysis::live_blocks() const {
+  std::vector<LiveBlock> out;
+  out.reserve(live_addresses_.size());
+  for (const auto& entry : live_addresses_) {
+    auto thread = placements_.find(static_cast<uint32_t>(entry.second >> 32));
+    uint32_t site = static_cast<uint32_t>(entry.second);
+    if (thread == placements_.end() || site >= thread->second.size() || !thread->second[site].known) continue;
+    const Placement& p = thread->second[site];
+    if (p.selected) out.push_back(LiveBlock{entry.first, p.size, p.type_group});
+  }
+  std::sort(out.begin(), out.end(), [](const LiveBlock& a, const LiveBlock& b) { return a.address < b.address; });
+  return out;
+}
+
 void Analysis::apply(const Event& e) {
   if (e.time > totals_.duration) totals_.duration = e.time;
+  if (options_.addresses) track_address(e);
   switch (e.kind) {
     case Event::kAlloc: {
       Placement* p = placement(e.stream, e.site);

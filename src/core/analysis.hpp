@@ -54,6 +54,16 @@ struct AnalysisOptions {
   enum class Series { kNone, kType, kThread, kFunction, kCallPath } timeline = Series::kNone;
   std::vector<uint32_t> timeline_groups;  // type / thread / function groups, or type-leaf tree nodes
   size_t timeline_points = 2000;
+  // Keep the address of every live block (profiles recorded with addresses): the
+  // memory view of the moment the pass stops.
+  bool addresses = false;
+};
+
+// A live block of the memory view.
+struct LiveBlock {
+  uint64_t address;
+  uint64_t size;
+  uint32_t type_group;
 };
 
 struct Totals : Figures {
@@ -135,6 +145,8 @@ class Analysis : public BlockLedger {
   }
   const std::vector<std::string>& warnings() const { return warnings_; }
   const Timeline* timeline() const { return timeline_.get(); }
+  // The blocks live when the pass stopped, by address (options.addresses).
+  std::vector<LiveBlock> live_blocks() const;
   uint64_t clock_tick_ns() const { return tick_ns_; }
   // True when some thread recorded calling-context nodes.
   bool has_call_paths() const;
@@ -166,6 +178,7 @@ class Analysis : public BlockLedger {
   void take_back_unmatched_frees();
   int64_t read_series(int64_t* values) const;
   void open_window(uint64_t time);
+  void track_address(const format::Event& e);
   template <class Change>
   void change_groups(Placement& p, Change&& change);
 
@@ -194,6 +207,7 @@ class Analysis : public BlockLedger {
   std::vector<std::string> warnings_;
   uint32_t untyped_label_;
   std::unique_ptr<Timeline> timeline_;
+  std::unordered_map<uint64_t, uint64_t> live_addresses_;  // address -> (thread << 32 | site)
   bool counting_ = true;  // inside the window
   // Hot path: the placements of the thread of the last event.
   uint32_t cached_thread_ = 0;

@@ -255,11 +255,7 @@ class Profile:
         if not self.has_addresses:
             raise ProfileError(f"{self.path}: recorded without addresses: run the program with "
                                "HEAPTYPE_ADDRESSES=1 for a memory view")
-        key = (False, False, False, infer, self.filters, "addresses")
-        analysis = self._cache.get(key)
-        if analysis is None:
-            analysis = self._cache[key] = self._run(self.filters, tree=False, bottom_up=False, inlined=False,
-                                                    infer=infer, addresses=True)
+        analysis = self._address_analysis(infer)
         regions: list[dict] = []
         for address, size, group in analysis.live_blocks():
             if not regions or address - regions[-1]["end"] > gap:
@@ -278,6 +274,22 @@ class Profile:
             region["blocks"] += 1
         return {"time_s": self._view_time_us(analysis) / 1e6, "regions": regions,
                 "mappings": [{"start": m.start, "end": m.end, "path": m.path} for m in parse_proc_maps(self.modules)]}
+
+    def _address_analysis(self, infer: bool) -> "_core.Analysis":
+        key = (False, False, False, infer, self.filters, "addresses")
+        analysis = self._cache.get(key)
+        if analysis is None:
+            analysis = self._cache[key] = self._run(self.filters, tree=False, bottom_up=False, inlined=False,
+                                                    infer=infer, addresses=True)
+        return analysis
+
+    def lifetimes(self, *, infer: bool = True) -> dict[str, dict[str, int]] | None:
+        """Per type label, how many blocks lived how long (under 1 us ... at least 1 s,
+        never freed); None for a profile recorded without addresses (each free must
+        say which block it frees). Times are as fine as the clock (HEAPTYPE_CLOCK_US)."""
+        if not self.has_addresses:
+            return None
+        return {g.label: g.lifetime_histogram for g in self._address_analysis(infer).types if g.allocations}
 
     def _view_time_us(self, analysis: "_core.Analysis") -> int:
         """When this view's live figures stand: its time filter's end, the peak, or the end."""

@@ -265,6 +265,23 @@ their thread before it allocated anything else).)doc");
                              "The type was read from the allocator frames at the call site.")
       .def_property_readonly("type_tag", [](const TypeGroupOut& o) { return o.g().type_tag; })
       .def_property_readonly("id", [](const TypeGroupOut& o) { return o.index; }, "Its number in this analysis.")
+      .def_property_readonly("size_histogram",
+                             [](const TypeGroupOut& o) {
+                               std::vector<std::pair<uint64_t, uint64_t>> out;
+                               for (size_t k = 0; k < core::kSizeBuckets; ++k)
+                                 if (o.g().sizes[k]) out.push_back({k ? uint64_t{1} << k : 1, o.g().sizes[k]});
+                               return out;
+                             },
+                             "[(largest size of the bucket, allocations)]: block sizes in powers of two.")
+      .def_property_readonly("lifetime_histogram",
+                             [](const TypeGroupOut& o) {
+                               static const char* const kLabels[] = {"<1us", "<10us", "<100us", "<1ms", "<10ms",
+                                                                     "<100ms", "<1s", ">=1s", "never freed"};
+                               py::dict d;
+                               for (size_t k = 0; k < core::kLifetimeBuckets; ++k) d[kLabels[k]] = o.g().lifetimes[k];
+                               return d;
+                             },
+                             "Blocks by lifetime (profiles recorded with addresses, and addresses=True).")
       .def("__eq__",
            [](const TypeGroupOut& a, const TypeGroupOut& b) {
              return a.s->analysis->strings().get(a.g().label) == b.s->analysis->strings().get(b.g().label) &&

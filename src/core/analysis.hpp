@@ -75,12 +75,20 @@ struct Totals : Figures {
   uint64_t duration = 0;          // time of the last event
 };
 
+// Lifetimes of blocks, from their allocation to their free: under 1 us, 10 us,
+// 100 us, 1 ms, 10 ms, 100 ms, 1 s, longer, never freed.
+constexpr size_t kLifetimeBuckets = 9;
+// Block sizes: bucket k holds sizes in (2^(k-1), 2^k], bucket 0 size 0 and 1.
+constexpr size_t kSizeBuckets = 64;
+
 struct TypeGroup {
   uint32_t name = 0;        // interned type name; 0: untyped
   bool inferred = false;    // read from the allocator frames at the call site
   uint32_t label = 0;       // interned: "T", "T (inferred)", "(untyped)"
   uint64_t type_tag = 0;    // one of the tags that name this type (0 untyped)
   Figures figures;
+  uint64_t sizes[kSizeBuckets] = {};          // allocations by block size
+  uint64_t lifetimes[kLifetimeBuckets] = {};  // blocks by lifetime (profiles with addresses)
 };
 
 struct FunctionGroup {
@@ -179,6 +187,7 @@ class Analysis : public BlockLedger {
   int64_t read_series(int64_t* values) const;
   void open_window(uint64_t time);
   void track_address(const format::Event& e);
+  void count_lifetime(uint64_t placement, uint64_t ticks);
   template <class Change>
   void change_groups(Placement& p, Change&& change);
 
@@ -207,7 +216,11 @@ class Analysis : public BlockLedger {
   std::vector<std::string> warnings_;
   uint32_t untyped_label_;
   std::unique_ptr<Timeline> timeline_;
-  std::unordered_map<uint64_t, uint64_t> live_addresses_;  // address -> (thread << 32 | site)
+  struct LiveAddress {
+    uint64_t placement;  // thread << 32 | site
+    uint64_t time;       // of its allocation
+  };
+  std::unordered_map<uint64_t, LiveAddress> live_addresses_;
   bool counting_ = true;  // inside the window
   // Hot path: the placements of the thread of the last event.
   uint32_t cached_thread_ = 0;

@@ -226,3 +226,16 @@ def test_memory_view_at_the_peak(callpath_programs):
     plain = subprocess.run([*heaptype_command(), "memory", str(callpath_programs.profile_path("lifetimes"))],
                            capture_output=True, text=True)
     assert plain.returncode == 2 and "HEAPTYPE_ADDRESSES=1" in plain.stderr
+
+
+def test_size_and_lifetime_histograms(callpath_programs):
+    path = str(callpath_programs.profile_path("lifetimes", addresses=True))
+    rows = {r["label"]: r for r in json.loads(cli("report", path, "--format", "json"))["rows"]}
+    assert rows["Kilo"]["sizes"] == [{"up_to": 1024, "allocations": 110}]
+    assert rows["Quarter"]["sizes"] == [{"up_to": 256, "allocations": 50}]
+    assert rows["Leaked"]["sizes"] == [{"up_to": 64, "allocations": 3}]
+    lifetimes = rows["Leaked"]["lifetimes"]
+    assert lifetimes["never freed"] == 3 and sum(lifetimes.values()) == 3
+    assert sum(rows["Kilo"]["lifetimes"].values()) == 110 and rows["Kilo"]["lifetimes"]["never freed"] == 0
+    plain = json.loads(cli("report", str(callpath_programs.profile_path("lifetimes")), "--format", "json"))
+    assert all(r["lifetimes"] is None for r in plain["rows"])

@@ -200,6 +200,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_filter_options(leaks)
     leaks.set_defaults(handler=cmd_leaks)
 
+    memory = sub.add_parser("memory", help="the address space: live blocks by address and type (needs a profile "
+                                           "recorded with HEAPTYPE_ADDRESSES=1)")
+    memory.add_argument("profile", help="a .htp file")
+    memory.add_argument("--format", choices=["text", "json"], default="text")
+    memory.add_argument("--no-infer", dest="infer", action="store_false", help="do not infer types")
+    add_filter_options(memory)
+    memory.set_defaults(handler=cmd_memory)
+
     diff = sub.add_parser("diff", help="compare two profiles group by group (matched by name)",
                           description="Compare profile B against profile A. Exit status 1 when --threshold is "
                                       "given and a group's peak grew by more than it (new groups count), else 0.")
@@ -366,6 +374,23 @@ def cmd_leaks(args) -> int:
             print(json.dumps(leaks_json(profile, args.top, infer=args.infer), indent=2))
         else:
             print(render_leaks_text(profile, args.top, infer=args.infer))
+    except ProfileError as e:
+        raise CommandError(str(e)) from None
+    return 0
+
+
+def cmd_memory(args) -> int:
+    from .profile import ProfileError
+    from .report import memory_json, render_memory_text
+
+    profile = filtered_profile(args)
+    try:
+        if args.format == "json":
+            import json
+
+            print(json.dumps(memory_json(profile, infer=args.infer), indent=2))
+        else:
+            print(render_memory_text(profile, infer=args.infer))
     except ProfileError as e:
         raise CommandError(str(e)) from None
     return 0

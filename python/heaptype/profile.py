@@ -23,6 +23,7 @@ from typing import Sequence
 from . import _core
 from .labels import type_label
 from .naming import NamingError, code_names, rebuilt_modules
+from .symbols import parse_proc_maps
 from .patterns import as_list
 
 
@@ -245,6 +246,58 @@ class Profile:
                                   **f.core_options())
         except NamingError as e:
             raise ProfileError(str(e)) from None
+
+    def memory_view(self, *, infer: bool = True, gap: int = 1 << 20) -> dict:
+        """The blocks live when this profile's view ends (at exit, or at the moment of
+        ``at()``) by address: ``regions`` of the address space (blocks closer than
+        ``gap`` bytes share one), each with ``runs`` of adjacent blocks of one type.
+        Needs a profile recorded with addresses (HEAPTYPE_ADDRESSES=1)."""
+        if not self.has_addresses:
+            raise ProfileError(f"{self.path}: recorded without addresses: run the program with "
+                               "HEAPTYPE_ADDRESSES=1 for a memory view")
+        analysis = self._address_analysis(infer)
+        regions: list[dict] = []
+        for address, size, group in analysis.live_blocks():
+            if not regions or address - regions[-1]["end"] > gap:
+                regions.append({"start": address, "end": address + size, "bytes": 0, "blocks": 0, "runs": []})
+            region = regions[-1]
+            runs = region["runs"]
+            if runs and runs[-1]["type"] == group.label and address - runs[-1]["end"] <= 32:
+                runs[-1]["end"] = address + size
+                runs[-1]["blocks"] += 1
+                runs[-1]["bytes"] += size
+            else:
+                runs.append({"start": address, "end": address + size, "type": group.label, "blocks": 1,
+                             "bytes": size})
+            region["end"] = max(region["end"], address + size)
+            region["bytes"] += size
+            region["blocks"] += 1
+        return {"time_s": self._view_time_us(analysis) / 1e6, "regions": regions,
+                "mappings": [{"start": m.start, "end": m.end, "path": m.path} for m in parse_proc_maps(self.modules)]}
+
+    def _address_analysis(self, infer: bool) -> "_core.Analysis":
+        key = (False, False, False, infer, self.filters, "addresses")
+        analysis = self._cache.get(key)
+        if analysis is None:
+            analysis = self._cache[key] = self._run(self.filters, tree=False, bottom_up=False, inlined=False,
+                                                    infer=infer, addresses=True)
+        return analysis
+
+    def lifetimes(self, *, infer: bool = True) -> dict[str, dict[str, int]] | None:
+        """Per type label, how many blocks lived how long (under 1 us ... at least 1 s,
+        never freed); None for a profile recorded without addresses (each free must
+        say which block it frees). Times are as fine as the clock (HEAPTYPE_CLOCK_US)."""
+        if not self.has_addresses:
+            return None
+        return {g.label: g.lifetime_histogram for g in self._address_analysis(infer).types if g.allocations}
+
+    def _view_time_us(self, analysis: "_core.Analysis") -> int:
+        """When this view's live figures stand: its time filter's end, the peak, or the end."""
+        if self.filters.time[1] is not None:
+            return self.filters.time[1]
+        if self.filters.stop_after_events:
+            return analysis.selected.peak_time_us
+        return analysis.totals.duration_us
 
     def timeline(self, by: str = "type", top: int = 10, *, points: int = 2000, infer: bool = True,
                  inlined: bool = False) -> "Timeline":

@@ -265,6 +265,23 @@ their thread before it allocated anything else).)doc");
                              "The type was read from the allocator frames at the call site.")
       .def_property_readonly("type_tag", [](const TypeGroupOut& o) { return o.g().type_tag; })
       .def_property_readonly("id", [](const TypeGroupOut& o) { return o.index; }, "Its number in this analysis.")
+      .def_property_readonly("size_histogram",
+                             [](const TypeGroupOut& o) {
+                               std::vector<std::pair<uint64_t, uint64_t>> out;
+                               for (size_t k = 0; k < core::kSizeBuckets; ++k)
+                                 if (o.g().sizes[k]) out.push_back({k ? uint64_t{1} << k : 1, o.g().sizes[k]});
+                               return out;
+                             },
+                             "[(largest size of the bucket, allocations)]: block sizes in powers of two.")
+      .def_property_readonly("lifetime_histogram",
+                             [](const TypeGroupOut& o) {
+                               static const char* const kLabels[] = {"<1us", "<10us", "<100us", "<1ms", "<10ms",
+                                                                     "<100ms", "<1s", ">=1s", "never freed"};
+                               py::dict d;
+                               for (size_t k = 0; k < core::kLifetimeBuckets; ++k) d[kLabels[k]] = o.g().lifetimes[k];
+                               return d;
+                             },
+                             "Blocks by lifetime (profiles recorded with addresses, and addresses=True).")
       .def("__eq__",
            [](const TypeGroupOut& a, const TypeGroupOut& b) {
              return a.s->analysis->strings().get(a.g().label) == b.s->analysis->strings().get(b.g().label) &&
@@ -338,7 +355,8 @@ their thread before it allocated anything else).)doc");
                        std::vector<std::string> types, std::vector<std::string> functions_on_path,
                        std::vector<uint32_t> threads, uint64_t min_size, uint64_t max_size, py::object begin_us,
                        py::object end_us, uint64_t stop_after_events, const std::string& timeline,
-                       std::vector<uint32_t> timeline_groups, size_t timeline_points, bool progress) {
+                       std::vector<uint32_t> timeline_groups, size_t timeline_points, bool addresses,
+                       bool progress) {
              AnalysisOptions options;
              options.call_tree = call_tree;
              options.bottom_up = bottom_up;
@@ -357,6 +375,7 @@ their thread before it allocated anything else).)doc");
              options.timeline = series_kind(timeline);
              options.timeline_groups = std::move(timeline_groups);
              options.timeline_points = timeline_points;
+             options.addresses = addresses;
              return run_analysis(std::move(file), std::move(names), std::move(options), progress);
            }),
            py::arg("file"), py::arg("names"), py::kw_only(), py::arg("call_tree") = false,
@@ -366,7 +385,16 @@ their thread before it allocated anything else).)doc");
            py::arg("min_size") = 0, py::arg("max_size") = UINT64_MAX, py::arg("begin_us") = py::none(),
            py::arg("end_us") = py::none(), py::arg("stop_after_events") = 0, py::arg("timeline") = "",
            py::arg("timeline_groups") = std::vector<uint32_t>{}, py::arg("timeline_points") = 2000,
-           py::arg("progress") = false)
+           py::arg("addresses") = false, py::arg("progress") = false)
+      .def("live_blocks",
+           [](const SessionPtr& s) {
+             std::vector<core::LiveBlock> blocks = s->analysis->live_blocks();
+             py::list out;
+             for (const core::LiveBlock& b : blocks)
+               out.append(py::make_tuple(b.address, b.size, TypeGroupOut{s, b.type_group}));
+             return out;
+           },
+           "(address, size, TypeGroup) of the blocks live when the pass stopped, by address (addresses=True).")
       .def("timeline", &timeline_dict,
            "{times_us, totals, series: [[bytes...] per followed group], other}: the timeline asked for.")
       .def_property_readonly("totals",

@@ -38,6 +38,9 @@ Analysis::Analysis(const format::ProfileFile& file, CodeNames* names, AnalysisOp
   if (options_.timeline == AnalysisOptions::Series::kFunction || options_.timeline == AnalysisOptions::Series::kCallPath)
     options_.call_tree = options_.functions = true;
   untyped_label_ = strings_.intern("(untyped)");
+  if (options_.addresses && !file.has_addresses())
+    warnings_.push_back(file.path() + " was recorded without addresses (HEAPTYPE_ADDRESSES=1 records them): "
+                        "no memory view");
   if (options_.timeline != AnalysisOptions::Series::kNone)
     timeline_.reset(new Timeline(options_.timeline_groups.size(), options_.timeline_points));
   counting_ = options_.window_begin == 0;
@@ -301,6 +304,10 @@ void Analysis::change_groups(Placement& p, Change&& change) {
 
 void Analysis::allocate(Placement& p, uint64_t time) {
   uint64_t size = p.size, objects = p.objects;
+  if (counting_ && p.selected) {
+    size_t bucket = size <= 1 ? 0 : static_cast<size_t>(64 - __builtin_clzll(size - 1));
+    ++types_[p.type_group].sizes[bucket < kSizeBuckets ? bucket : kSizeBuckets - 1];
+  }
   if (counting_) {
     change_groups(p, [&](Figures& f) { f.allocate(size, objects, time); });
   } else {
@@ -399,8 +406,59 @@ void Analysis::take_back_unmatched_frees() {
   }
 }
 
+void Analysis::track_address(const Event& e) {
+  switch (e.kind) {
+    case Event::kAlloc:
+      live_addresses_[e.address] = LiveAddress{(static_cast<uint64_t>(e.stream) << 32) | e.site, e.time};
+      break;
+    case Event::kFree: {
+      auto it = live_addresses_.find(e.address);
+      if (it == live_addresses_.end()) break;
+      count_lifetime(it->second.placement, e.time - it->second.time);
+      live_addresses_.erase(it);
+      break;
+    }
+    case Event::kMove: {
+      LiveAddress& live = live_addresses_[e.address];
+      live.placement = (static_cast<uint64_t>(e.stream) << 32) | e.new_site;
+      break;
+    }
+  }
+}
+
+// ticks == UINT64_MAX: never freed.
+void Analysis::count_lifetime(uint64_t key, uint64_t ticks) {
+  auto thread = placements_.find(static_cast<uint32_t>(key >> 32));
+  uint32_t site = static_cast<uint32_t>(key);
+  if (thread == placements_.end() || site >= thread->second.size()) return;
+  const Placement& p = thread->second[site];
+  if (!p.known || !p.selected || !counting_) return;
+  size_t bucket = kLifetimeBuckets - 1;
+  if (ticks != UINT64_MAX) {
+    double ns = static_cast<double>(ticks) * static_cast<double>(tick_ns_);
+    bucket = 0;
+    for (double limit = 1000; bucket < kLifetimeBuckets - 2 && ns >= limit; limit *= 10) ++bucket;
+  }
+  ++types_[p.type_group].lifetimes[bucket];
+}
+
+std::vector<LiveBlock> Analysis::live_blocks() const {
+  std::vector<LiveBlock> out;
+  out.reserve(live_addresses_.size());
+  for (const auto& entry : live_addresses_) {
+    auto thread = placements_.find(static_cast<uint32_t>(entry.second.placement >> 32));
+    uint32_t site = static_cast<uint32_t>(entry.second.placement);
+    if (thread == placements_.end() || site >= thread->second.size() || !thread->second[site].known) continue;
+    const Placement& p = thread->second[site];
+    if (p.selected) out.push_back(LiveBlock{entry.first, p.size, p.type_group});
+  }
+  std::sort(out.begin(), out.end(), [](const LiveBlock& a, const LiveBlock& b) { return a.address < b.address; });
+  return out;
+}
+
 void Analysis::apply(const Event& e) {
   if (e.time > totals_.duration) totals_.duration = e.time;
+  if (options_.addresses) track_address(e);
   switch (e.kind) {
     case Event::kAlloc: {
       Placement* p = placement(e.stream, e.site);
@@ -464,6 +522,7 @@ void Analysis::run(const ProgressFn& progress) {
   }
   ticker.done();
   take_back_unmatched_frees();
+  for (const auto& entry : live_addresses_) count_lifetime(entry.second.placement, UINT64_MAX);
   for (const format::ThreadEvents* stream : merge_.streams())
     if (!stream->error().empty()) warnings_.push_back("damaged events: " + stream->error());
   if (totals_.unmatched_frees)

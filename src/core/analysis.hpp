@@ -54,6 +54,16 @@ struct AnalysisOptions {
   enum class Series { kNone, kType, kThread, kFunction, kCallPath } timeline = Series::kNone;
   std::vector<uint32_t> timeline_groups;  // type / thread / function groups, or type-leaf tree nodes
   size_t timeline_points = 2000;
+  // Keep the address of every live block (profiles recorded with addresses): the
+  // memory view of the moment the pass stops.
+  bool addresses = false;
+};
+
+// A live block of the memory view.
+struct LiveBlock {
+  uint64_t address;
+  uint64_t size;
+  uint32_t type_group;
 };
 
 struct Totals : Figures {
@@ -65,12 +75,20 @@ struct Totals : Figures {
   uint64_t duration = 0;          // time of the last event
 };
 
+// Lifetimes of blocks, from their allocation to their free: under 1 us, 10 us,
+// 100 us, 1 ms, 10 ms, 100 ms, 1 s, longer, never freed.
+constexpr size_t kLifetimeBuckets = 9;
+// Block sizes: bucket k holds sizes in (2^(k-1), 2^k], bucket 0 size 0 and 1.
+constexpr size_t kSizeBuckets = 64;
+
 struct TypeGroup {
   uint32_t name = 0;        // interned type name; 0: untyped
   bool inferred = false;    // read from the allocator frames at the call site
   uint32_t label = 0;       // interned: "T", "T (inferred)", "(untyped)"
   uint64_t type_tag = 0;    // one of the tags that name this type (0 untyped)
   Figures figures;
+  uint64_t sizes[kSizeBuckets] = {};          // allocations by block size
+  uint64_t lifetimes[kLifetimeBuckets] = {};  // blocks by lifetime (profiles with addresses)
 };
 
 struct FunctionGroup {
@@ -135,6 +153,8 @@ class Analysis : public BlockLedger {
   }
   const std::vector<std::string>& warnings() const { return warnings_; }
   const Timeline* timeline() const { return timeline_.get(); }
+  // The blocks live when the pass stopped, by address (options.addresses).
+  std::vector<LiveBlock> live_blocks() const;
   uint64_t clock_tick_ns() const { return tick_ns_; }
   // True when some thread recorded calling-context nodes.
   bool has_call_paths() const;
@@ -166,6 +186,8 @@ class Analysis : public BlockLedger {
   void take_back_unmatched_frees();
   int64_t read_series(int64_t* values) const;
   void open_window(uint64_t time);
+  void track_address(const format::Event& e);
+  void count_lifetime(uint64_t placement, uint64_t ticks);
   template <class Change>
   void change_groups(Placement& p, Change&& change);
 
@@ -194,6 +216,11 @@ class Analysis : public BlockLedger {
   std::vector<std::string> warnings_;
   uint32_t untyped_label_;
   std::unique_ptr<Timeline> timeline_;
+  struct LiveAddress {
+    uint64_t placement;  // thread << 32 | site
+    uint64_t time;       // of its allocation
+  };
+  std::unordered_map<uint64_t, LiveAddress> live_addresses_;
   bool counting_ = true;  // inside the window
   // Hot path: the placements of the thread of the last event.
   uint32_t cached_thread_ = 0;

@@ -210,3 +210,32 @@ def test_one_filter_model_everywhere(lifetimes):
     functions = json.loads(cli("timeline", lifetimes, "--function", "h()", "--format", "json"))
     assert {s["name"] for s in functions["series"]} == {"Quarter"}
     assert cli("export", lifetimes, "--format", "folded", "--function", "f()").strip().endswith("Kilo 102400")
+
+
+def test_memory_view_at_the_peak(callpath_programs):
+    path = str(callpath_programs.profile_path("lifetimes", addresses=True))
+    view = json.loads(cli("memory", path, "--type", "Kilo", "--at", "peak", "--format", "json"))
+    runs = [run for region in view["regions"] for run in region["runs"]]
+    assert {run["type"] for run in runs} == {"Kilo"}
+    assert sum(run["blocks"] for run in runs) == 10 and sum(run["bytes"] for run in runs) == 10240
+    blocks = sorted(run["start"] for run in runs)
+    assert all(a < b for a, b in zip(blocks, blocks[1:]))
+    at_exit = json.loads(cli("memory", path, "--format", "json"))
+    leaked = [run for region in at_exit["regions"] for run in region["runs"] if run["type"] == "Leaked"]
+    assert sum(run["blocks"] for run in leaked) == 3
+    plain = subprocess.run([*heaptype_command(), "memory", str(callpath_programs.profile_path("lifetimes"))],
+                           capture_output=True, text=True)
+    assert plain.returncode == 2 and "HEAPTYPE_ADDRESSES=1" in plain.stderr
+
+
+def test_size_and_lifetime_histograms(callpath_programs):
+    path = str(callpath_programs.profile_path("lifetimes", addresses=True))
+    rows = {r["label"]: r for r in json.loads(cli("report", path, "--format", "json"))["rows"]}
+    assert rows["Kilo"]["sizes"] == [{"up_to": 1024, "allocations": 110}]
+    assert rows["Quarter"]["sizes"] == [{"up_to": 256, "allocations": 50}]
+    assert rows["Leaked"]["sizes"] == [{"up_to": 64, "allocations": 3}]
+    lifetimes = rows["Leaked"]["lifetimes"]
+    assert lifetimes["never freed"] == 3 and sum(lifetimes.values()) == 3
+    assert sum(rows["Kilo"]["lifetimes"].values()) == 110 and rows["Kilo"]["lifetimes"]["never freed"] == 0
+    plain = json.loads(cli("report", str(callpath_programs.profile_path("lifetimes")), "--format", "json"))
+    assert all(r["lifetimes"] is None for r in plain["rows"])

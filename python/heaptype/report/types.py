@@ -19,8 +19,11 @@ def _groups(profile: Profile, sort: str, infer: bool, live: bool) -> list:
 def types_json(profile: Profile, sort: str = "peak", top: int | None = None, *, infer: bool = True,
                live: bool = False) -> dict:
     groups = _groups(profile, sort, infer, live)
+    lifetimes = profile.lifetimes(infer=infer) or {}
     out = report_json_head(profile, "type")
-    out["rows"] = [{"type": g.type, "inferred": g.inferred, "label": g.label, **g.figures.as_dict()}
+    out["rows"] = [{"type": g.type, "inferred": g.inferred, "label": g.label, **g.figures.as_dict(),
+                    "sizes": [{"up_to": size, "allocations": n} for size, n in g.size_histogram],
+                    "lifetimes": lifetimes.get(g.label)}
                    for g in (groups[:top] if top else groups)]
     out["warnings"] = profile.warnings
     return out

@@ -182,33 +182,37 @@ def test_massif_snapshots_keep_the_highest_points():
 
 # --- the memory view's data ----------------------------------------------------------------------
 
-def fake_memory_view(time_s: float) -> dict:
-    """The shape Profile.memory_view(t) returns: two regions far apart."""
-    blocks = [{"address": 0x10000 + 64 * k, "size": 48, "type": "Node"} for k in range(100)]
-    blocks += [{"address": 0x20000 + 64 * k, "size": 64, "type": None} for k in range(10)]
-    blocks += [{"address": 0x7f0000000000 + 4096 * k, "size": 4096, "type": "Page"} for k in range(4)]
-    mappings = [{"start": 0x10000, "end": 0x40000, "path": "[heap]"}]
-    return {"time_s": time_s, "mappings": mappings, "blocks": blocks}
+def core_view(time_s: float = 0.5) -> dict:
+    """A view of the shape Profile.memory_view() returns: two regions far apart."""
+    def run(start, end, type_name, blocks):
+        return {"start": start, "end": end, "type": type_name, "blocks": blocks, "bytes": end - start}
+
+    heap = [run(0x10000, 0x10000 + 6400, "Node", 100), run(0x20000, 0x20000 + 640, "(untyped)", 10)]
+    pages = [run(0x7f0000000000, 0x7f0000000000 + 4 * 4096, "Page", 4)]
+    regions = [{"start": r[0]["start"], "end": r[-1]["end"], "bytes": sum(x["bytes"] for x in r),
+                "blocks": sum(x["blocks"] for x in r), "runs": r} for r in (heap, pages)]
+    return {"time_s": time_s, "regions": regions, "mappings": [{"start": 0x10000, "end": 0x40000, "path": "[heap]"}]}
 
 
-def test_memory_view_condenses_blocks_into_runs_and_regions():
+def test_memory_view_as_the_page_draws_it():
     from heaptype.html import memory
 
     types: dict[str, int] = {}
-    shot = memory.condense(fake_memory_view(0.5), types)
-    assert list(types) == ["Node", "(untyped)", "Page"]
-    assert (shot["blocks"], shot["bytes"]) == (114, 100 * 48 + 10 * 64 + 4 * 4096)
+    shot = memory.page_view(core_view(), types)
+    assert memory.types_in_order(types) == ["Node", "(untyped)", "Page"]
+    assert (shot["blocks"], shot["bytes"]) == (114, 6400 + 640 + 4 * 4096)
     assert [(r["start"], r["path"]) for r in shot["regions"]] == [(0x10000, "[heap]"), (0x7f0000000000, "")]
-    # neighbours of one type within MERGE_GAP merge: one run per type here
-    assert shot["runs"] == [[0, 0, 64 * 99 + 48, 0], [0, 0x10000, 64 * 9 + 64, 1], [1, 0, 4 * 4096, 2]]
+    assert shot["runs"] == [[0, 0, 6400, 0], [0, 0x10000, 640, 1], [1, 0, 4 * 4096, 2]]
 
 
 def test_memory_view_cells_when_runs_are_too_many(monkeypatch):
     from heaptype.html import memory
 
     monkeypatch.setattr(memory, "MAX_RUNS", 4)
-    blocks = [{"address": 0x1000 + 32 * k, "size": 32, "type": "AB"[k % 2]} for k in range(64)]
-    shot = memory.condense({"time_s": 0.0, "mappings": [], "blocks": blocks}, {})
+    runs = [{"start": 0x1000 + 32 * k, "end": 0x1020 + 32 * k, "type": "AB"[k % 2], "blocks": 1, "bytes": 32}
+            for k in range(64)]
+    view = {"time_s": 0.0, "regions": [{"start": 0x1000, "end": 0x1800, "bytes": 2048, "blocks": 64, "runs": runs}]}
+    shot = memory.page_view(view, {})
     assert len(shot["runs"]) == 4 and sum(run[2] for run in shot["runs"]) == 64 * 32
 
 
@@ -216,23 +220,21 @@ def test_memory_view_says_why_it_is_missing(tmp_path):
     from heaptype.html.memory import memory_json
 
     plain = synthetic_profile(tmp_path / "plain.htp", functions=["f()"], types=["T"])
-    assert "recorded without addresses" in memory_json(plain, [0.0])["reason"]
-    addressed = synthetic_profile(tmp_path / "addressed.htp", functions=["f()"], types=["T"], addresses=True)
-    if not hasattr(addressed, "memory_view"):
-        assert "cannot read block addresses" in memory_json(addressed, [0.0])["reason"]
+    assert "recorded without addresses" in memory_json(plain, ["peak"])["reason"]
 
 
 def test_memory_view_draws_blocks_by_type(browser, tmp_path):
+    """Thirty blocks at known addresses, all live at the peak: 10 of 64 B, 10 of 128 B."""
     from heaptype.html import report_html, write_html
 
     profile = synthetic_profile(tmp_path / "addressed.htp", functions=["f()", "g()"], types=["Node", "Page"],
                                 addresses=True)
-    profile.memory_view = fake_memory_view
     opened = open_page(browser, write_html(report_html(profile), tmp_path / "memory.html"))
     opened.page.click("[data-tab=memory]")
     title = opened.page.text_content("#panel-memory .note")
     opened.screenshot("memory-view")
-    assert "114 blocks" in title and "2 regions" in title and opened.errors == []
+    assert "20 blocks, 1,920 B" in title and opened.errors == []
+    assert set(opened.texts("#panel-memory .memory-legend .legend-item > span:last-child")) == {"Node", "Page"}
     painted = opened.page.evaluate("""() => {
         const c = document.getElementById('memory-canvas');
         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;

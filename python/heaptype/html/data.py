@@ -38,9 +38,9 @@ def _capped(rows: list, limit: int) -> tuple[list, int]:
     return rows[:limit], max(0, len(rows) - limit)
 
 
-def _memory_times(timeline: dict, ranges: dict | None) -> list[float]:
+def _memory_moments(ranges: dict | None) -> list:
     """The peak, then the ends of a few evenly spread buckets."""
-    times = [timeline["peak_time_s"]]
+    times: list = ["peak"]
     if ranges:
         ends = ranges["edges_s"][1:]
         step = max(1, len(ends) // MEMORY_SNAPSHOTS)
@@ -73,5 +73,5 @@ def report_data(profile, *, ranges: int | None = None, top: int = TOP_SERIES) ->
         "timeline": timeline,
         "flame": flame_json(kept),
         "ranges": buckets,
-        "memory": memory_json(profile, _memory_times(timeline, buckets)),
+        "memory": memory_json(profile, _memory_moments(buckets)),
     }

@@ -1,20 +1,15 @@
-"""The memory view (the paper's Fig. 4): the address space at one moment, each live
-block coloured by its type.
+"""The memory view (the paper's Fig. 4) as the page draws it: the address space at
+the peak and at a few other moments, each live block coloured by its type.
 
-The core gives the blocks live at a time (``Profile.memory_view(t)``: ``{time_s,
-mappings: [{start, end, path}], blocks: [{address, size, type}]}``); a profile has
-addresses only when it was recorded with ``HEAPTYPE_ADDRESSES=1``. A page cannot
-carry millions of blocks, so blocks are condensed: neighbours of one type merge
-into runs, spans of unused addresses wider than ``REGION_GAP`` split the space into
-regions (drawn one after another, the gap marked), and when more than ``MAX_RUNS``
-runs remain, each region is cut into equal cells coloured by the type holding the
-most bytes in it.
+The core gives the blocks live at a moment, already in regions of the address space
+and runs of adjacent blocks of one type (``Profile.memory_view``, for a profile
+recorded with ``HEAPTYPE_ADDRESSES=1``; ``at()`` picks the moment). A page cannot
+carry millions of runs, so when a view has more than ``MAX_RUNS`` its regions are
+cut into that many equal cells, each coloured by the type whose runs cover most of it.
 """
 
 from __future__ import annotations
 
-REGION_GAP = 1 << 20   # unused addresses wider than this start a new region
-MERGE_GAP = 64         # allocator headers and padding between neighbours of one type
 MAX_RUNS = 20_000
 
 
@@ -22,82 +17,50 @@ def unavailable(reason: str) -> dict:
     return {"available": False, "reason": reason}
 
 
-def memory_json(profile, times_s: list[float]) -> dict:
-    """The memory view at each of ``times_s``, condensed (see the module's docstring)."""
+def memory_json(profile, moments: list) -> dict:
+    """The memory view at each of ``moments`` ("peak" or seconds), as the page draws it."""
     if not profile.has_addresses:
         return unavailable("recorded without addresses: run the program with HEAPTYPE_ADDRESSES=1 to see "
                            "where each type lives")
-    memory_view = getattr(profile, "memory_view", None)
-    if memory_view is None:
-        return unavailable("this heaptype cannot read block addresses yet")
     types: dict[str, int] = {}
-    snapshots = [condense(memory_view(t), types) for t in times_s]
-    return {"available": True, "types": list(types), "snapshots": snapshots}
+    return {"available": True, "snapshots": [page_view(profile.at(when).memory_view(), types) for when in moments],
+            "types": types_in_order(types)}
 
 
-def _runs(blocks: list[dict], types: dict[str, int]) -> list[list[int]]:
-    """[start, end, type index] of neighbouring blocks of one type, by address."""
-    runs: list[list[int]] = []
-    for block in sorted(blocks, key=lambda b: b["address"]):
-        start, end = block["address"], block["address"] + block["size"]
-        kind = types.setdefault(block["type"] if block["type"] is not None else "(untyped)", len(types))
-        if runs and runs[-1][2] == kind and start - runs[-1][1] <= MERGE_GAP:
-            runs[-1][1] = max(runs[-1][1], end)
-        else:
-            runs.append([start, end, kind])
-    return runs
+def types_in_order(types: dict[str, int]) -> list[str]:
+    return sorted(types, key=types.get)
 
 
-def _regions(runs: list[list[int]]) -> list[list[int]]:
-    """[start, end] of the stretches of address space the runs occupy."""
-    regions: list[list[int]] = []
-    for start, end, _ in runs:
-        if regions and start - regions[-1][1] <= REGION_GAP:
-            regions[-1][1] = max(regions[-1][1], end)
-        else:
-            regions.append([start, end])
-    return regions
+def _cells(view: dict, types: dict[str, int], count: int) -> list[list[int]]:
+    """[region, offset, length, type] of equal cells; a cell takes the type whose runs
+    cover most of it."""
+    span = sum(r["end"] - r["start"] for r in view["regions"])
+    cell = max(1, -(-span // count))
+    covered: dict[tuple[int, int], dict[int, int]] = {}
+    for index, region in enumerate(view["regions"]):
+        for run in region["runs"]:
+            kind = types.setdefault(run["type"], len(types))
+            position = run["start"]
+            while position < run["end"]:
+                k = (position - region["start"]) // cell
+                stop = min(run["end"], region["start"] + (k + 1) * cell)
+                amounts = covered.setdefault((index, k), {})
+                amounts[kind] = amounts.get(kind, 0) + stop - position
+                position = stop
+    return [[index, k * cell, cell, max(amounts, key=lambda t: (amounts[t], -t))]
+            for (index, k), amounts in sorted(covered.items())]
 
 
-def _cells(runs: list[list[int]], regions: list[list[int]], cell_count: int) -> list[list[int]]:
-    """The runs as equal cells (region index, offset, length, type): each cell takes
-    the type holding the most bytes in it."""
-    span = sum(end - start for start, end in regions)
-    cell = max(1, -(-span // cell_count))
-    out: list[list[int]] = []
-    region = 0
-    bytes_in: dict[tuple[int, int], dict[int, int]] = {}
-    for start, end, kind in runs:
-        while start >= regions[region][1]:
-            region += 1
-        base = regions[region][0]
-        position = start
-        while position < end:
-            index = (position - base) // cell
-            stop = min(end, base + (index + 1) * cell)
-            counts = bytes_in.setdefault((region, index), {})
-            counts[kind] = counts.get(kind, 0) + stop - position
-            position = stop
-    for (region, index), counts in sorted(bytes_in.items()):
-        kind = max(counts, key=lambda k: (counts[k], -k))
-        out.append([region, index * cell, cell, kind])
-    return out
-
-
-def condense(view: dict, types: dict[str, int]) -> dict:
-    """One memory view as the page draws it (``types`` maps type names to numbers,
-    shared by the snapshots of a page)."""
-    blocks = view["blocks"]
-    runs = _runs(blocks, types)
-    regions = _regions(runs)
-    if len(runs) > MAX_RUNS:
-        drawn = _cells(runs, regions, MAX_RUNS)
+def page_view(view: dict, types: dict[str, int]) -> dict:
+    """One memory view, runs as [region, offset, length, type number] (``types`` maps
+    type labels to numbers, shared by the views of a page)."""
+    regions = view["regions"]
+    if sum(len(r["runs"]) for r in regions) > MAX_RUNS:
+        runs = _cells(view, types, MAX_RUNS)
     else:
-        drawn, region = [], 0
-        for start, end, kind in runs:
-            while start >= regions[region][1]:
-                region += 1
-            drawn.append([region, start - regions[region][0], end - start, kind])
+        runs = [[index, run["start"] - region["start"], run["end"] - run["start"],
+                 types.setdefault(run["type"], len(types))]
+                for index, region in enumerate(regions) for run in region["runs"]]
     mappings = view.get("mappings", [])
 
     def mapping_of(address: int) -> str:
@@ -105,8 +68,8 @@ def condense(view: dict, types: dict[str, int]) -> dict:
 
     return {
         "time_s": view["time_s"],
-        "blocks": len(blocks),
-        "bytes": sum(b["size"] for b in blocks),
-        "regions": [{"start": start, "end": end, "path": mapping_of(start)} for start, end in regions],
-        "runs": drawn,
+        "blocks": sum(r["blocks"] for r in regions),
+        "bytes": sum(r["bytes"] for r in regions),
+        "regions": [{"start": r["start"], "end": r["end"], "path": mapping_of(r["start"])} for r in regions],
+        "runs": runs,
     }

@@ -116,6 +116,10 @@ def synthetic_profile(path: Path, *, functions: list[str], types: list[str], pro
     from heaptype.profile import Profile
 
     b = _core.ProfileBuilder(clock_tick_ns=1000, addresses=addresses)
+
+    def address(k: int, block: int) -> int:
+        return 0x100000 * k + 0x100 * block if addresses else 0
+
     b.program(program, [program])
     b.thread(1, 100, "main")
     names = _core.TableCodeNames()
@@ -132,19 +136,32 @@ def synthetic_profile(path: Path, *, functions: list[str], types: list[str], pro
         site = b.site(1, 64 * k, 1, 0xA0 + k, alloc_site, node)
         for block in range(10):
             time += 10
-            if addresses:
-                b.alloc(1, time, site, 0x100000 * k + 0x100 * block)
-            else:
-                b.alloc(1, time, site)
+            b.alloc(1, time, site, address(k, block))
             allocations += 1
         sites.append(site)
     for k, site in enumerate(sites, start=1):
         for block in range(10):
             time += 10
-            if addresses:
-                b.free(1, time, site, 0x100000 * k + 0x100 * block)
-            else:
-                b.free(1, time, site)
+            b.free(1, time, site, address(k, block))
     b.end(allocations, allocations)
     path.write_bytes(b.finish())
+    return Profile(str(path), _core.ProfileFile(str(path)), names, [])
+
+
+def deep_profile(path: Path, levels: int, type_name: str):
+    """One 32 B block of ``type_name`` allocated at the bottom of a path ``levels``
+    frames deep through two alternating (unnamed) functions."""
+    from heaptype import _core
+    from heaptype.profile import Profile
+
+    b = _core.ProfileBuilder()
+    b.thread(1, 1, "main")
+    node = 0
+    for level in range(levels):
+        node = b.node(1, node, 0x1000 + 0x100 * (level % 2), 0x1010 + 0x100 * ((level + 1) % 2))
+    site = b.site(1, 32, 1, 0xA0, 0x1020, node)
+    b.alloc(1, 1, site)
+    path.write_bytes(b.finish())
+    names = _core.TableCodeNames()
+    names.add_type(0xA0, type_name)
     return Profile(str(path), _core.ProfileFile(str(path)), names, [])

@@ -20,7 +20,7 @@ import pytest
 
 from callpath_programs import callpath_programs  # noqa: F401 (fixture)
 from conftest import run_profiled
-from html_pages import browser, open_page, svg_x, synthetic_profile  # noqa: F401 (fixture)
+from html_pages import browser, deep_profile, open_page, svg_x, synthetic_profile  # noqa: F401 (fixture)
 
 import heaptype
 from heaptype.report import timeline_json
@@ -263,20 +263,9 @@ def test_bucket_edges():
 
 
 def test_a_deep_tree_is_cut_to_what_a_page_carries(tmp_path):
-    from heaptype import _core
     from heaptype.html.flame import MAX_NODES, flame_json, keep_nodes
-    from heaptype.profile import Profile
 
-    b = _core.ProfileBuilder()
-    b.thread(1, 1, "main")
-    node = 0
-    for level in range(10_000):
-        node = b.node(1, node, 0x1000 + 0x100 * (level % 2), 0x1010 + 0x100 * ((level + 1) % 2))
-    site = b.site(1, 32, 1, 0xA0, 0x1020, node)
-    b.alloc(1, 1, site)
-    path = tmp_path / "deep.htp"
-    path.write_bytes(b.finish())
-    profile = Profile(str(path), _core.ProfileFile(str(path)), _core.TableCodeNames(), [])
+    profile = deep_profile(tmp_path / "deep.htp", 10_000, "Deep")
     flame = flame_json(keep_nodes(profile.call_tree()))
     assert len(flame["parent"]) == MAX_NODES and flame["cut"] == 1
     assert all(p < i for i, p in enumerate(flame["parent"]))

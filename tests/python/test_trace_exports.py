@@ -14,12 +14,11 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from callpath_programs import callpath_programs  # noqa: F401 (fixture)
-from html_pages import browser, open_page, synthetic_profile  # noqa: F401 (fixture)
+from html_pages import browser, deep_profile, open_page, synthetic_profile  # noqa: F401 (fixture)
 from tooling import require_tool
 
 import heaptype
@@ -152,22 +151,9 @@ def test_ms_print_reads_the_massif_export(lifetimes, tmp_path):
 
 def test_massif_trees_stop_at_massifs_depth(tmp_path):
     """A path 10,000 frames deep: past MAX_DEPTH frames, the types live below."""
-    from heaptype import _core
     from heaptype.massif import massif
-    from heaptype.profile import Profile
 
-    b = _core.ProfileBuilder()
-    b.thread(1, 1, "main")
-    node = 0
-    for level in range(10_000):
-        node = b.node(1, node, 0x1000 + 0x100 * (level % 2), 0x1010 + 0x100 * ((level + 1) % 2))
-    site = b.site(1, 32, 1, 0xA0, 0x1020, node)
-    b.alloc(1, 1, site)
-    path = tmp_path / "deep.htp"
-    path.write_bytes(b.finish())
-    names = _core.TableCodeNames()
-    names.add_type(0xA0, "Deep")
-    text = massif(Profile(str(path), _core.ProfileFile(str(path)), names, []))
+    text = massif(deep_profile(tmp_path / "deep.htp", 10_000, "Deep"))
     nodes = parse_massif(text)[-1]["nodes"]
     assert max(depth for depth, *_ in nodes) == MAX_DEPTH + 1
     assert nodes[-1][1:] == (32, "Deep", 0) and "(deeper frames left out)" in nodes[-2][2]

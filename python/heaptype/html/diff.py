@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..report import diff_json, timeline_json
 from .data import head_json
-from .flame import KeptTree, figures_of, keep_nodes, match_nodes
+from .flame import KeptTree, figures_of, keep_nodes, match_nodes, tree_columns
 
 MAX_ROWS = 2000
 
@@ -33,18 +33,8 @@ def union_tree(a: KeptTree, b: KeptTree) -> KeptTree:
 def diff_tree_json(a, b) -> dict:
     """The union of both kept call trees, with A's and B's figures for every node."""
     union = union_tree(keep_nodes(a.call_tree()), keep_nodes(b.call_tree()))
-    names: dict[str, int] = {}
-    name_index = [names.setdefault(name, len(names)) for _, name in union.keys]
-    return {
-        "names": list(names),
-        "parent": union.parents,
-        "kind": [1 if kind == "type" else 0 for kind, _ in union.keys],
-        "name": name_index,
-        "inlined": [int(i) for i in union.inlined],
-        "a": figures_of(match_nodes(union, a.call_tree())),
-        "b": figures_of(match_nodes(union, b.call_tree())),
-        "cut": union.cut,
-    }
+    return {**tree_columns(union), "a": figures_of(match_nodes(union, a.call_tree())),
+            "b": figures_of(match_nodes(union, b.call_tree()))}
 
 
 def _timeline_totals(profile) -> dict:

@@ -93,8 +93,8 @@ def match_nodes(kept: KeptTree, root) -> list:
     return matched
 
 
-def flame_json(kept: KeptTree) -> dict:
-    """The kept tree as the page reads it: names once, then columns."""
+def tree_columns(kept: KeptTree) -> dict:
+    """The kept tree's shape as the page reads it: names once, then columns."""
     names: dict[str, int] = {}
     name_index = [names.setdefault(name, len(names)) for _, name in kept.keys]
     return {
@@ -103,6 +103,10 @@ def flame_json(kept: KeptTree) -> dict:
         "kind": [1 if kind == "type" else 0 for kind, _ in kept.keys],
         "name": name_index,
         "inlined": [int(i) for i in kept.inlined],
-        "figures": figures_of(kept.core_nodes),
         "cut": kept.cut,
     }
+
+
+def flame_json(kept: KeptTree) -> dict:
+    """The kept tree with its nodes' figures."""
+    return {**tree_columns(kept), "figures": figures_of(kept.core_nodes)}

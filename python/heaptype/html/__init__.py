@@ -16,19 +16,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .data import report_data
-from .diff import diff_data
-from .render import render_page
+# The modules are imported when a page is made: the command line imports this package
+# to list `heaptype html`, and must not need jinja2 or the compiled core for that.
 
 
 def report_html(profile, *, ranges: int | None = None) -> str:
     """The page of one profile (its filters apply), as text; ``ranges``: the time
     buckets a brushed range snaps to (None: 24, fewer for large files; 0: none)."""
+    from .data import report_data
+    from .render import render_page
+
     return render_page(report_data(profile, ranges=ranges), f"HeapType report: {Path(profile.path).name}")
 
 
 def diff_html(a, b) -> str:
     """The page comparing profile B (after) with A (before), as text."""
+    from .diff import diff_data
+    from .render import render_page
+
     return render_page(diff_data(a, b), f"HeapType diff: {Path(a.path).name} \u2192 {Path(b.path).name}")
 
 

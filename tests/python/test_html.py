@@ -252,6 +252,13 @@ def test_time_buckets_compose_to_the_whole_run(phases):
         assert max(buckets["peak_bytes"]) == flame["figures"]["peak_bytes"][i]
 
 
+def test_no_time_ranges_on_request(phases):
+    from heaptype.html.data import report_data
+
+    data = report_data(heaptype.load(phases), ranges=0)
+    assert data["ranges"] is None and data["ranges_requested"] == 0
+
+
 def test_bucket_edges():
     from heaptype.html.ranges import bucket_ticks
 

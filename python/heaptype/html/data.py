@@ -73,5 +73,6 @@ def report_data(profile, *, ranges: int | None = None, top: int = TOP_SERIES) ->
         "timeline": timeline,
         "flame": flame_json(kept),
         "ranges": buckets,
+        "ranges_requested": ranges,
         "memory": memory_json(profile, _memory_moments(buckets)),
     }

@@ -315,7 +315,8 @@
           const name = seriesAt(mx, my);
           if (name && name !== "other") setState({type: state.type === name ? null : name});
         });
-      hint.textContent = "The run is shorter than two clock ticks: it cannot be cut into time ranges. " +
+      hint.textContent = (DATA.ranges_requested ? "The run is shorter than two clock ticks: it cannot be cut into " +
+        "time ranges. " : "This page was written without time ranges (--ranges 0). ") +
         "Click a band or a name to show one type.";
     }
     brushArea.on("mousemove.tip", hover).on("mouseleave.tip", () => { guide.style("display", "none"); hideTooltip(); });

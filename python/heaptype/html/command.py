@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..console import CommandError
-from .ranges import DEFAULT_RANGES, MIN_RANGES
+from .ranges import DEFAULT_RANGES
 
 EPILOG = """\
 examples:
@@ -29,9 +29,8 @@ def add_html_parser(subparsers, add_filter_options) -> argparse.ArgumentParser:
     html.add_argument("--diff", nargs=2, metavar=("A", "B"), help="compare profile B (after) with A (before)")
     html.add_argument("-o", "--output", help="the page to write (default: the profile's name with .html)")
     html.add_argument("--ranges", type=int, metavar="N",
-                      help=f"cut the run into N time spans that a brushed range snaps to (default {DEFAULT_RANGES}, "
-                           f"down to {MIN_RANGES} for large profiles: each costs a partial pass over the profile; "
-                           "0: no time ranges)")
+                      help=f"cut the run into N time spans that a brushed range snaps to (default {DEFAULT_RANGES}; "
+                           "one more pass over the profile makes them all; 0: no time ranges)")
     add_filter_options(html)
     html.set_defaults(handler=cmd_html)
     return html

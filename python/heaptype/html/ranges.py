@@ -1,18 +1,12 @@
 """Figures per span of time, so that the page can show any time range the reader
 brushes without carrying a single event.
 
-The run is cut into ``count`` equal spans ("buckets"), and the core makes one pass
-per bucket with that time window (``Profile.filter(time=...)``). A window's figures
-compose exactly over adjacent buckets: allocations, objects, bytes and temporaries
-add up; a group's peak over several buckets is the largest of their peaks (when a
-window opens, what is live then counts as its peak so far, so each bucket's peak is
-the most the group held at any moment in it); live figures are those at the last
-bucket's end. The page snaps a brushed range to bucket edges and says so.
-
-Each pass reads the file from its start up to the window's end, so the buckets cost
-about ``count / 2`` full passes: ``count`` is the knob (``heaptype html --ranges``).
-By default large profiles get fewer buckets (``default_ranges``), so that making the
-page of a 23M-allocation profile stays within seconds.
+The run is cut into ``count`` equal spans ("buckets"); one pass of the core gives
+every bucket's figures (``Profile.spans``). A window's figures compose exactly over
+adjacent buckets: allocations, objects, bytes and temporaries add up; a group's peak
+over several buckets is the largest of their peaks (each bucket's peak counts what
+was live as it opened); live figures are those at the last bucket's end. The page
+snaps a brushed range to bucket edges and says so.
 """
 
 from __future__ import annotations
@@ -20,10 +14,6 @@ from __future__ import annotations
 from .flame import KeptTree, match_nodes
 
 DEFAULT_RANGES = 24
-MIN_RANGES = 8
-# Event bytes all the buckets' passes may read together (each reads half the file on
-# average): 24 buckets up to a 16 MiB profile, 8 from 48 MiB on.
-RANGES_READ_BUDGET = 192 << 20
 TYPE_FIGURES = ("allocations", "objects", "bytes", "peak_bytes", "live_bytes", "live_blocks",
                 "temporary_allocations")
 FUNCTION_FIGURES = ("allocations", "bytes", "peak_bytes", "live_bytes", "temporary_allocations")
@@ -31,9 +21,8 @@ NODE_FIGURES = ("allocations", "bytes", "peak_bytes", "temporary_allocations")
 
 
 def default_ranges(profile) -> int:
-    """How many buckets to cut the run into: fewer for larger files (see RANGES_READ_BUDGET)."""
-    event_bytes = max(1, profile.raw.event_bytes)
-    return max(MIN_RANGES, min(DEFAULT_RANGES, RANGES_READ_BUDGET // event_bytes))
+    """How many buckets to cut the run into (one pass makes them all)."""
+    return DEFAULT_RANGES
 
 
 def bucket_ticks(duration_ticks: int, count: int) -> list[int]:
@@ -72,18 +61,18 @@ def range_figures(profile, count: int, type_labels: list[str], function_names: l
                  for _ in function_names]
     nodes = [{name: [] for name in NODE_FIGURES} for _ in range(len(kept))]
     selected = {name: [] for name in TYPE_FIGURES}
-    for first, last in windows:
-        window = profile.filter(time=(first * tick_us / 1e6, last * tick_us / 1e6))
-        analysis = window.analysis(call_tree=True, functions=True)
-        _append([selected], [None], {None: analysis.selected}, TYPE_FIGURES)
-        _append(types, type_labels, {g.label: g.figures for g in analysis.types}, TYPE_FIGURES)
-        by_function = {g.function: g for g in analysis.functions}
+    matched = match_nodes(kept, profile.analysis(call_tree=True, functions=True).tree)
+    ids = [node.id if node is not None else 2**32 - 1 for node in matched]
+    spans = profile.spans([int((last + 1) * tick_us) - 1 for _, last in windows], nodes=ids)
+    type_ids = {g.id: g.label for g in spans.types}
+    function_ids = {g.id: g.function for g in spans.functions}
+    for bucket in spans.buckets():
+        _append([selected], [None], {None: bucket["selected"]}, TYPE_FIGURES)
+        _append(types, type_labels, {type_ids[i]: f for i, f in bucket["types"].items()}, TYPE_FIGURES)
         for part in ("self", "total"):
-            figures = {name: getattr(g, part) for name, g in by_function.items()}
+            figures = {function_ids[i]: f for i, f in bucket[f"function_{part}"].items()}
             _append([f[part] for f in functions], function_names, figures, FUNCTION_FIGURES)
-        matched = match_nodes(kept, analysis.tree)
-        _append(nodes, range(len(kept)), {i: n.total for i, n in enumerate(matched) if n is not None},
-                NODE_FIGURES)
+        _append(nodes, range(len(kept)), dict(enumerate(bucket["nodes"])), NODE_FIGURES)
     return {
         "edges_s": [first * tick_us / 1e6 for first, _ in windows] + [(windows[-1][1] + 1) * tick_us / 1e6],
         "types": types,
@@ -98,4 +87,4 @@ def _append(columns: list[dict[str, list[int]]], keys, figures: dict, names) -> 
     for column, key in zip(columns, keys):
         f = figures.get(key)
         for name in names:
-            column[name].append(getattr(f, name) if f is not None else 0)
+            column[name].append(f[name] if f is not None else 0)

@@ -200,7 +200,10 @@ py::object timeline_dict(const Session& s) {
 // peak and live figures the span's own.
 py::dict span_figures(const Session& s, const Figures& now, const Figures* before) {
   py::dict d;
-  auto delta = [&](uint64_t Figures::*field) { return now.*field - (before ? before->*field : 0); };
+  // Signed: a block typed late leaves its untyped group, whose count then falls.
+  auto delta = [&](uint64_t Figures::*field) {
+    return static_cast<int64_t>(now.*field) - static_cast<int64_t>(before ? before->*field : 0);
+  };
   d["allocations"] = delta(&Figures::allocations);
   d["objects"] = delta(&Figures::objects);
   d["bytes"] = delta(&Figures::bytes);

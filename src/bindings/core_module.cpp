@@ -9,6 +9,7 @@
 #include "core/aggregate.hpp"
 #include "core/demangle.hpp"
 #include "format/profile_reader.hpp"
+#include "symbolize_bindings.hpp"
 
 namespace py = pybind11;
 using heaptype::core::Aggregate;
@@ -114,6 +115,7 @@ py::list live_list(const ProfileFile& file) {
 PYBIND11_MODULE(_core, m) {
   m.doc() = "HeapType analysis core: profile reading and aggregation in C++";
   py::register_exception<heaptype::format::ProfileError>(m, "ProfileError", PyExc_ValueError);
+  bind_symbolize(m);
 
   m.def("demangle", &heaptype::core::demangle, py::arg("name"),
         "Demangle one C++ symbol name (returned unchanged if it is not one).");

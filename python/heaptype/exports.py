@@ -164,9 +164,9 @@ class _ProtoBuilder:
         build_ids = {}
         for entry in out:
             if entry["path"] not in build_ids:
-                from .functions import _read_build_id
+                from .functions import build_id
 
-                build_ids[entry["path"]] = _read_build_id(entry["path"]) or ""
+                build_ids[entry["path"]] = build_id(entry["path"]) or ""
             entry["build_id"] = build_ids[entry["path"]]
         return out
 

@@ -318,23 +318,50 @@ bool DwarfLookup::function_at(const Unit& unit, uint64_t pc, Dwarf_Die* out) {
   return false;
 }
 
-// The function, then each inlined subroutine (or nested function) holding pc,
-// found by descending through the scopes that hold it.
+const DwarfLookup::FunctionScopes& DwarfLookup::scopes_of(Dwarf_Die function) {
+  Dwarf_Off offset = dwarf_dieoffset(&function);
+  auto found = function_scopes_.find(offset);
+  if (found != function_scopes_.end()) return found->second;
+  FunctionScopes& scopes = function_scopes_[offset];
+  scopes.push_back(Scope{function, true, {}, {}});
+  for (std::vector<uint32_t> pending{0}; !pending.empty();) {  // iterative: inlining nests deeply
+    uint32_t parent = pending.back();
+    pending.pop_back();
+    Dwarf_Die parent_die = scopes[parent].die, child;
+    if (dwarf_child(&parent_die, &child) != 0) continue;
+    do {
+      int tag = dwarf_tag(&child);
+      if (!is_code_scope(tag)) continue;
+      Scope scope{child, tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram, {}, {}};
+      Dwarf_Addr base, low, high;
+      for (ptrdiff_t at = 0; (at = dwarf_ranges(&child, at, &base, &low, &high)) > 0;)
+        scope.ranges.emplace_back(low, high);
+      auto index = static_cast<uint32_t>(scopes.size());
+      scopes.push_back(std::move(scope));
+      scopes[parent].children.push_back(index);
+      pending.push_back(index);
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+  return scopes;
+}
+
+// The function, then each inlined subroutine (or nested function) holding pc:
+// at each level the first code scope that holds pc, as addr2line descends.
 std::vector<Dwarf_Die> DwarfLookup::scopes_at(Dwarf_Die function, uint64_t pc) {
-  std::vector<Dwarf_Die> scopes{function};
-  Dwarf_Die current = function;
-  for (;;) {
-    Dwarf_Die child;
-    bool found = false;
-    if (dwarf_child(&current, &child) == 0) {
-      do {
-        found = is_code_scope(dwarf_tag(&child)) && dwarf_haspc(&child, pc) > 0;
-      } while (!found && dwarf_siblingof(&child, &child) == 0);
+  const FunctionScopes& scopes = scopes_of(function);
+  std::vector<Dwarf_Die> out{function};
+  for (uint32_t current = 0;;) {
+    const Scope* inner = nullptr;
+    for (uint32_t child : scopes[current].children) {
+      for (const auto& range : scopes[child].ranges)
+        if (range.first <= pc && pc < range.second) inner = &scopes[child];
+      if (inner != nullptr) {
+        current = child;
+        break;
+      }
     }
-    if (!found) return scopes;
-    int tag = dwarf_tag(&child);
-    if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram) scopes.push_back(child);
-    current = child;
+    if (inner == nullptr) return out;
+    if (inner->frame) out.push_back(inner->die);
   }
 }
 
@@ -441,6 +468,13 @@ std::string DwarfLookup::qualified(Dwarf_Off die, const std::string& name) {
 
 // sizeof the first template type argument of a function, else of its class.
 uint64_t DwarfLookup::type_argument_size(Dwarf_Die* die) {
+  Dwarf_Off offset = dwarf_dieoffset(die);
+  auto cached = type_argument_sizes_.find(offset);
+  if (cached != type_argument_sizes_.end()) return cached->second;
+  return type_argument_sizes_[offset] = find_type_argument_size(die);
+}
+
+uint64_t DwarfLookup::find_type_argument_size(Dwarf_Die* die) {
   std::vector<Dwarf_Die> origins = origin_chain(die);
   for (Dwarf_Die& origin : origins) {
     int64_t size = first_type_parameter_size(&origin);

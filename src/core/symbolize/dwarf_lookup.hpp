@@ -66,6 +66,16 @@ class DwarfLookup {
     uint64_t low, high;
     size_t unit;
   };
+  // The code scopes of one function (inlined subroutines, lexical blocks...),
+  // read once: a big function holds many call sites, and walking its DIEs again
+  // for each one costs more than everything else together.
+  struct Scope {
+    Dwarf_Die die;
+    bool frame = false;  // an inlined subroutine or nested function: a frame of its own
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    std::vector<uint32_t> children;  // in DIE order
+  };
+  using FunctionScopes = std::vector<Scope>;  // [0]: the function itself
 
   void read_units();
   Unit* unit_at(uint64_t pc);
@@ -73,12 +83,14 @@ class DwarfLookup {
   void index_unit(Unit& unit);
   void collect_functions(Dwarf_Die* parent, Dwarf_Off parent_offset, Unit& unit);
   bool function_at(const Unit& unit, uint64_t pc, Dwarf_Die* out);
+  const FunctionScopes& scopes_of(Dwarf_Die function);
   std::vector<Dwarf_Die> scopes_at(Dwarf_Die function, uint64_t pc);
   std::string line_file(const Unit& unit, const char* raw);
   std::string call_file(Unit& unit, Dwarf_Die* inlined);
   std::string name_of(Dwarf_Die* die, const Unit& unit);
   std::string qualified(Dwarf_Off die, const std::string& name);
   uint64_t type_argument_size(Dwarf_Die* die);
+  uint64_t find_type_argument_size(Dwarf_Die* die);
   uint64_t enclosing_class_argument_size(Dwarf_Die* declaration);
 
   std::string path_;
@@ -98,6 +110,8 @@ class DwarfLookup {
   // Subprograms and scopes inside namespaces or classes -> that namespace or class.
   std::unordered_map<Dwarf_Off, Dwarf_Off> parents_;
   std::unordered_map<Dwarf_Off, std::string> names_;
+  std::unordered_map<Dwarf_Off, FunctionScopes> function_scopes_;
+  std::unordered_map<Dwarf_Off, uint64_t> type_argument_sizes_;
   std::unordered_map<const char*, std::string> file_names_;
   size_t units_indexed_ = 0;
 };

@@ -51,7 +51,7 @@ bool ModuleSymbols::open() {
   readable_ = true;
   if (!settings_.cache_dir.empty()) {
     cache_file_ = cache_file_path(settings_.cache_dir, cache_key(elf_->build_id(), file_.path));
-    read_cache_file(cache_file_, &cache_);
+    cached_.load(cache_file_);
   }
   return true;
 }
@@ -69,20 +69,27 @@ uint64_t ModuleSymbols::file_size() const {
   return stat(file_.path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
-bool ModuleSymbols::cached(uint64_t pc, bool lines) const {
-  auto found = cache_.entries.find(pc);
-  // An entry found without lines is decoded again when lines are wanted.
-  return found != cache_.entries.end() && !(lines && found->second.found && !found->second.with_lines);
+// An entry found without lines is decoded again when lines are wanted.
+bool ModuleSymbols::find_cached(uint64_t pc, bool lines, CodeInfo* out) const {
+  auto learnt = learnt_.entries.find(pc);
+  if (learnt != learnt_.entries.end())
+    *out = learnt->second;
+  else if (!cached_.find(pc, out))
+    return false;
+  return !(lines && out->found && !out->with_lines);
 }
 
-const CodeInfo& ModuleSymbols::code_info(uint64_t pc, bool lines) {
-  if (cached(pc, lines)) {
+CodeInfo ModuleSymbols::code_info(uint64_t pc, bool lines) {
+  CodeInfo info;
+  if (find_cached(pc, lines, &info)) {
     ++counters_.from_cache;
-    return cache_.entries[pc];
+    return info;
   }
   ++counters_.decoded;
   dirty_ = true;
-  return cache_.entries[pc] = decode(pc, lines);
+  info = decode(pc, lines);
+  learnt_.entries[pc] = info;
+  return info;
 }
 
 const std::string& ModuleSymbols::demangled(const char* name) {
@@ -148,14 +155,14 @@ const TagMap& ModuleSymbols::link_tags(const std::string& map_file) {
     has_link_tags_ = true;  // a mapped file that is not ELF (data, fonts) has no tags
     return link_tags_;
   }
-  if (cache_.has_tags) {
+  if (cached_.has_tags()) {
     ++counters_.type_tables_from_cache;
   } else {
-    cache_.tags = read_elf_type_tags(*elf_);
-    cache_.has_tags = dirty_ = true;
+    learnt_.tags = read_elf_type_tags(*elf_);
+    learnt_.has_tags = dirty_ = true;
     ++counters_.type_tables_read;
   }
-  const ElfTags& elf_tags = cache_.tags;
+  const ElfTags& elf_tags = cached_.has_tags() ? cached_.tags() : learnt_.tags;
   if (elf_tags.has_symtab) {
     link_tags_ = elf_tags.tags;
   } else if (!map_file.empty()) {
@@ -177,10 +184,16 @@ const TagMap& ModuleSymbols::link_tags(const std::string& map_file) {
 
 void ModuleSymbols::save_cache() {
   if (!dirty_ || cache_file_.empty()) return;
-  CacheContents on_disk;
-  if (read_cache_file(cache_file_, &on_disk)) merge_cache_contents(cache_, std::move(on_disk));
-  cache_.binary = file_.path;
-  write_cache_file(cache_file_, cache_);
+  CacheContents contents = cached_.contents();
+  CacheReader now;  // another process may have saved entries since this one opened the file
+  if (now.load(cache_file_)) merge_cache_contents(contents, now.contents());
+  for (auto& entry : learnt_.entries) contents.entries[entry.first] = entry.second;
+  if (learnt_.has_tags) {
+    contents.has_tags = true;
+    contents.tags = learnt_.tags;
+  }
+  contents.binary = file_.path;
+  write_cache_file(cache_file_, contents);
   dirty_ = false;
 }
 

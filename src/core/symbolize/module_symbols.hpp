@@ -53,8 +53,7 @@ class ModuleSymbols {
 
   // What link-time pc is; from the cache when it knows (with lines if asked),
   // else from the symbol table and (with lines) the DWARF. Requires open().
-  const CodeInfo& code_info(uint64_t pc, bool lines);
-  bool cached(uint64_t pc, bool lines) const;
+  CodeInfo code_info(uint64_t pc, bool lines);
   // The DWARF could not be found (known once some pc was decoded with lines).
   bool lacks_debug_info() const { return dwarf_ != nullptr && !dwarf_->has_dwarf(); }
   size_t units_indexed() const { return dwarf_ ? dwarf_->units_indexed() : 0; }
@@ -71,6 +70,7 @@ class ModuleSymbols {
 
  private:
   CodeInfo decode(uint64_t pc, bool lines);
+  bool find_cached(uint64_t pc, bool lines, CodeInfo* out) const;
   const std::string& demangled(const char* name);
 
   MappedFile file_;
@@ -82,7 +82,8 @@ class ModuleSymbols {
   std::vector<Segment> segments_;
   uint64_t bias_ = 0;
   std::string cache_file_;
-  CacheContents cache_;
+  CacheReader cached_;    // the cache file as it was when opened
+  CacheContents learnt_;  // what this process added: entries decoded, the tag table
   bool dirty_ = false;
   std::unique_ptr<FunctionTable> functions_;
   std::unique_ptr<ElfFile> debug_elf_;  // separate debug file, when its symbols name what the module's do not

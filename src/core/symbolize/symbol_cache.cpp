@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <climits>
@@ -23,19 +24,29 @@ const char kDefaultCacheDir[] = "<default>";
 namespace {
 
 const char kMagic[8] = {'H', 'T', 'S', 'Y', 'M', 'C', '\r', '\n'};
-constexpr uint32_t kFormatVersion = 1;  // bump when the meaning of entries changes
+constexpr uint32_t kFormatVersion = 2;  // bump when the layout or the meaning of entries changes
 constexpr uint32_t kNoString = 0xFFFFFFFFu;
 constexpr size_t kHeaderSize = 8 + 4 + 4 + 8 + 8;  // magic, version, reserved, payload size, checksum
+constexpr size_t kIndexItem = 8 + 4;               // pc, record offset
+constexpr size_t kFrameSize = 4 + 4 + 4 + 1 + 8;   // function, file, line, inlined, type argument size
 
 enum EntryFlags : uint8_t { kFound = 1, kWithLines = 2, kHasStart = 4 };
 
-uint64_t fnv1a(const char* data, size_t size, uint64_t hash = 0xcbf29ce484222325ull) {
-  for (size_t i = 0; i < size; ++i) {
-    hash ^= static_cast<unsigned char>(data[i]);
-    hash *= 0x100000001b3ull;
+// FNV-1a over 8-byte words (then the tail bytes): fast enough to check a
+// multi-megabyte file at every load.
+uint64_t checksum(const char* data, size_t size) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, data + i, 8);
+    hash = (hash ^ word) * 0x100000001b3ull;
   }
+  for (; i < size; ++i) hash = (hash ^ static_cast<unsigned char>(data[i])) * 0x100000001b3ull;
   return hash;
 }
+
+uint64_t fnv1a(const std::string& text) { return checksum(text.data(), text.size()); }
 
 bool caching_disabled(std::string value) {
   for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -50,157 +61,119 @@ std::string home_directory() {
   return ".";
 }
 
-// --- encoding ---------------------------------------------------------------------
+// --- writing ---------------------------------------------------------------------
+//
+// Payload: strings (count, then offset and size of each, then the blob), the
+// binary's path, the tag table, the entry index (pc and record offset, sorted
+// by pc), the records. Little-endian as the machine writes it; a file from
+// another architecture fails the checksum or the version and is rewritten.
 
-class Encoder {
+class Writer {
  public:
   void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
-  void u32(uint32_t v) { raw(&v, sizeof v); }
-  void u64(uint64_t v) { raw(&v, sizeof v); }
-  void raw(const void* data, size_t size) { out_.append(static_cast<const char*>(data), size); }
-  // Strings go to a table written ahead of everything else; this writes its index.
-  void string(const std::string& s) {
-    if (s.empty()) return u32(kNoString);
-    auto found = index_.find(s);
-    if (found == index_.end()) {
-      found = index_.emplace(s, static_cast<uint32_t>(strings_.size())).first;
-      strings_.push_back(&found->first);
-    }
-    u32(found->second);
-  }
-  std::string payload() const {
-    Encoder table;
-    table.u32(static_cast<uint32_t>(strings_.size()));
-    for (const std::string* s : strings_) {
-      table.u32(static_cast<uint32_t>(s->size()));
-      table.raw(s->data(), s->size());
-    }
-    return table.out_ + out_;
-  }
+  void u32(uint32_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void u64(uint64_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void bytes(const std::string& s) { out_ += s; }
+  size_t size() const { return out_.size(); }
+  std::string& text() { return out_; }
 
  private:
   std::string out_;
-  std::unordered_map<std::string, uint32_t> index_;
-  std::vector<const std::string*> strings_;
 };
 
-class Decoder {
+class StringTable {
  public:
-  Decoder(const char* data, size_t size) : data_(data), end_(data + size) {}
-  bool ok() const { return ok_; }
-  bool at_end() const { return data_ == end_; }
-  uint8_t u8() { uint8_t v = 0; raw(&v, 1); return v; }
-  uint32_t u32() { uint32_t v = 0; raw(&v, sizeof v); return v; }
-  uint64_t u64() { uint64_t v = 0; raw(&v, sizeof v); return v; }
-  void raw(void* out, size_t size) {
-    if (!ok_ || static_cast<size_t>(end_ - data_) < size) {
-      ok_ = false;
-      return;
+  uint32_t index(const std::string& s) {
+    if (s.empty()) return kNoString;
+    auto found = index_.emplace(s, static_cast<uint32_t>(order_.size()));
+    if (found.second) order_.push_back(&found.first->first);
+    return found.first->second;
+  }
+  void write(Writer& w) const {
+    w.u32(static_cast<uint32_t>(order_.size()));
+    uint32_t offset = 0;
+    for (const std::string* s : order_) {
+      w.u32(offset);
+      w.u32(static_cast<uint32_t>(s->size()));
+      offset += static_cast<uint32_t>(s->size());
     }
-    std::memcpy(out, data_, size);
-    data_ += size;
-  }
-  bool read_strings() {
-    uint32_t count = u32();
-    if (!ok_ || count > static_cast<size_t>(end_ - data_) / 4) return ok_ = false;
-    strings_.reserve(count);
-    for (uint32_t i = 0; i < count && ok_; ++i) {
-      uint32_t size = u32();
-      if (!ok_ || size > static_cast<size_t>(end_ - data_)) return ok_ = false;
-      strings_.emplace_back(data_, size);
-      data_ += size;
-    }
-    return ok_;
-  }
-  std::string string() {
-    uint32_t index = u32();
-    if (index == kNoString) return "";
-    if (index >= strings_.size()) ok_ = false;
-    return ok_ ? strings_[index] : std::string();
-  }
-  // A count of items each at least `item_size` bytes: checked against what is left.
-  uint32_t count(size_t item_size) {
-    uint32_t n = u32();
-    if (ok_ && n > static_cast<size_t>(end_ - data_) / item_size) ok_ = false;
-    return ok_ ? n : 0;
+    w.u32(offset);
+    for (const std::string* s : order_) w.bytes(*s);
   }
 
  private:
-  const char* data_;
-  const char* end_;
-  bool ok_ = true;
-  std::vector<std::string> strings_;
+  std::unordered_map<std::string, uint32_t> index_;
+  std::vector<const std::string*> order_;
 };
 
-void encode_entry(Encoder& e, uint64_t pc, const CodeInfo& info) {
-  e.u64(pc);
-  e.u8(static_cast<uint8_t>((info.found ? kFound : 0) | (info.with_lines ? kWithLines : 0) |
+void write_record(Writer& w, StringTable& strings, const CodeInfo& info) {
+  w.u8(static_cast<uint8_t>((info.found ? kFound : 0) | (info.with_lines ? kWithLines : 0) |
                             (info.has_start ? kHasStart : 0)));
-  e.string(info.function);
-  e.u64(info.start);
-  e.u32(static_cast<uint32_t>(info.frames.size()));
+  w.u32(strings.index(info.function));
+  w.u64(info.start);
+  w.u32(static_cast<uint32_t>(info.frames.size()));
   for (const Frame& f : info.frames) {
-    e.string(f.function);
-    e.string(f.file);
-    e.u32(f.line);
-    e.u8(f.inlined ? 1 : 0);
-    e.u64(f.type_argument_size);
+    w.u32(strings.index(f.function));
+    w.u32(strings.index(f.file));
+    w.u32(f.line);
+    w.u8(f.inlined ? 1 : 0);
+    w.u64(f.type_argument_size);
   }
-}
-
-CodeInfo decode_entry(Decoder& d, uint64_t* pc) {
-  CodeInfo info;
-  *pc = d.u64();
-  uint8_t flags = d.u8();
-  info.found = flags & kFound;
-  info.with_lines = flags & kWithLines;
-  info.has_start = flags & kHasStart;
-  info.function = d.string();
-  info.start = d.u64();
-  uint32_t frames = d.count(4 + 4 + 4 + 1 + 8);
-  info.frames.resize(frames);
-  for (Frame& f : info.frames) {
-    f.function = d.string();
-    f.file = d.string();
-    f.line = d.u32();
-    f.inlined = d.u8() != 0;
-    f.type_argument_size = d.u64();
-  }
-  return info;
 }
 
 std::string encode_payload(const CacheContents& contents) {
-  Encoder e;
-  e.string(contents.binary);
-  e.u8(contents.has_tags ? 1 : 0);
-  e.u8(contents.tags.has_symtab ? 1 : 0);
-  e.u32(static_cast<uint32_t>(contents.tags.tags.size()));
-  for (const auto& tag : contents.tags.tags) {
-    e.u64(tag.first);
-    e.string(tag.second);
+  StringTable strings;
+  std::vector<uint64_t> pcs;
+  for (const auto& entry : contents.entries) pcs.push_back(entry.first);
+  std::sort(pcs.begin(), pcs.end());
+  Writer records, index, head;
+  for (uint64_t pc : pcs) {
+    index.u64(pc);
+    index.u32(static_cast<uint32_t>(records.size()));
+    write_record(records, strings, contents.entries.at(pc));
   }
-  e.u32(static_cast<uint32_t>(contents.entries.size()));
-  for (const auto& entry : contents.entries) encode_entry(e, entry.first, entry.second);
-  return e.payload();
+  head.u32(strings.index(contents.binary));
+  head.u8(contents.has_tags ? 1 : 0);
+  head.u8(contents.tags.has_symtab ? 1 : 0);
+  head.u32(static_cast<uint32_t>(contents.tags.tags.size()));
+  for (const auto& tag : contents.tags.tags) {
+    head.u64(tag.first);
+    head.u32(strings.index(tag.second));
+  }
+  head.u32(static_cast<uint32_t>(pcs.size()));
+  Writer payload;
+  strings.write(payload);
+  payload.bytes(head.text());
+  payload.bytes(index.text());
+  payload.u32(static_cast<uint32_t>(records.size()));
+  payload.bytes(records.text());
+  return std::move(payload.text());
 }
 
-bool decode_payload(const char* data, size_t size, CacheContents* out) {
-  Decoder d(data, size);
-  if (!d.read_strings()) return false;
-  out->binary = d.string();
-  out->has_tags = d.u8() != 0;
-  out->tags.has_symtab = d.u8() != 0;
-  for (uint32_t n = d.count(8 + 4); n > 0 && d.ok(); --n) {
-    uint64_t address = d.u64();
-    out->tags.tags[address] = d.string();
+// --- reading ---------------------------------------------------------------------
+
+// Bounds-checked reads from the payload; a failed read sets ok = false.
+struct Cursor {
+  const std::string& data;
+  size_t pos = 0;
+  bool ok = true;
+
+  bool has(size_t size) {
+    if (ok && pos <= data.size() && data.size() - pos >= size) return true;
+    ok = false;
+    return false;
   }
-  for (uint32_t n = d.count(8 + 1 + 4 + 8 + 4); n > 0 && d.ok(); --n) {
-    uint64_t pc = 0;
-    CodeInfo info = decode_entry(d, &pc);
-    out->entries[pc] = std::move(info);
+  template <class T>
+  T get() {
+    T value{};
+    if (has(sizeof value)) std::memcpy(&value, data.data() + pos, sizeof value);
+    pos += ok ? sizeof value : 0;
+    return value;
   }
-  return d.ok() && d.at_end();
-}
+  void skip(size_t size) {
+    if (has(size)) pos += size;
+  }
+};
 
 bool make_directories(const std::string& path) {
   for (size_t at = 1; at <= path.size(); ++at) {
@@ -236,7 +209,7 @@ std::string cache_key(const std::string& build_id, const std::string& path) {
   std::free(real);
   std::string text = stamp.str();
   char key[32];
-  std::snprintf(key, sizeof key, "path-%016llx", static_cast<unsigned long long>(fnv1a(text.data(), text.size())));
+  std::snprintf(key, sizeof key, "path-%016llx", static_cast<unsigned long long>(fnv1a(text)));
   return key;
 }
 
@@ -244,24 +217,119 @@ std::string cache_file_path(const std::string& cache_dir, const std::string& key
   return cache_dir + "/symbols/" + key + ".htsym";
 }
 
-bool read_cache_file(const std::string& file, CacheContents* out) {
-  *out = CacheContents();
+bool CacheReader::load(const std::string& file) {
+  *this = CacheReader();
   std::ifstream in(file, std::ios::binary);
   if (!in) return false;
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (data.size() < kHeaderSize || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) return false;
   uint32_t version = 0;
-  uint64_t payload_size = 0, checksum = 0;
+  uint64_t payload_size = 0, sum = 0;
   std::memcpy(&version, data.data() + 8, 4);
   std::memcpy(&payload_size, data.data() + 16, 8);
-  std::memcpy(&checksum, data.data() + 24, 8);
-  const char* payload = data.data() + kHeaderSize;
+  std::memcpy(&sum, data.data() + 24, 8);
   if (version != kFormatVersion || payload_size != data.size() - kHeaderSize ||
-      checksum != fnv1a(payload, payload_size) || !decode_payload(payload, payload_size, out)) {
-    *out = CacheContents();
+      sum != checksum(data.data() + kHeaderSize, payload_size))
     return false;
+  data_ = data.substr(kHeaderSize);
+  if (parse()) return true;
+  *this = CacheReader();
+  return false;
+}
+
+// Finds the sections and decodes the tag table; entries wait until asked for.
+bool CacheReader::parse() {
+  Cursor c{data_};
+  string_count_ = c.get<uint32_t>();
+  strings_ = c.pos;
+  if (!c.has(static_cast<size_t>(string_count_) * 8)) return false;
+  c.skip(static_cast<size_t>(string_count_) * 8);
+  blob_size_ = c.get<uint32_t>();
+  blob_ = c.pos;
+  c.skip(blob_size_);
+  if (!c.ok) return false;
+  binary_ = string_at(c.get<uint32_t>());
+  has_tags_ = c.get<uint8_t>() != 0;
+  tags_.has_symtab = c.get<uint8_t>() != 0;
+  for (uint32_t n = c.get<uint32_t>(); n > 0 && c.has(12); --n) {
+    uint64_t address = c.get<uint64_t>();
+    tags_.tags[address] = string_at(c.get<uint32_t>());
   }
-  return true;
+  entry_count_ = c.get<uint32_t>();
+  index_ = c.pos;
+  c.skip(static_cast<size_t>(entry_count_) * kIndexItem);
+  records_size_ = c.get<uint32_t>();
+  records_ = c.pos;
+  c.skip(records_size_);
+  return c.ok && c.pos == data_.size();
+}
+
+std::string CacheReader::string_at(uint32_t index) const {
+  if (index == kNoString || index >= string_count_) return "";
+  uint32_t offset, size;
+  std::memcpy(&offset, data_.data() + strings_ + index * 8ull, 4);
+  std::memcpy(&size, data_.data() + strings_ + index * 8ull + 4, 4);
+  if (offset > blob_size_ || size > blob_size_ - offset) return "";
+  return data_.substr(blob_ + offset, size);
+}
+
+bool CacheReader::decode_record(size_t offset, CodeInfo* out) const {
+  if (offset >= records_size_) return false;
+  Cursor c{data_, records_ + offset};
+  uint8_t flags = c.get<uint8_t>();
+  out->found = flags & kFound;
+  out->with_lines = flags & kWithLines;
+  out->has_start = flags & kHasStart;
+  out->function = string_at(c.get<uint32_t>());
+  out->start = c.get<uint64_t>();
+  uint32_t frames = c.get<uint32_t>();
+  if (!c.has(static_cast<size_t>(frames) * kFrameSize)) return false;
+  out->frames.resize(frames);
+  for (Frame& f : out->frames) {
+    f.function = string_at(c.get<uint32_t>());
+    f.file = string_at(c.get<uint32_t>());
+    f.line = c.get<uint32_t>();
+    f.inlined = c.get<uint8_t>() != 0;
+    f.type_argument_size = c.get<uint64_t>();
+  }
+  return c.ok;
+}
+
+bool CacheReader::find(uint64_t pc, CodeInfo* out) const {
+  size_t low = 0, high = entry_count_;  // binary search over the sorted index
+  const char* index = data_.data() + index_;
+  while (low < high) {
+    size_t middle = (low + high) / 2;
+    uint64_t at;
+    std::memcpy(&at, index + middle * kIndexItem, 8);
+    if (at < pc) {
+      low = middle + 1;
+    } else if (at > pc) {
+      high = middle;
+    } else {
+      uint32_t offset;
+      std::memcpy(&offset, index + middle * kIndexItem + 8, 4);
+      return decode_record(offset, out);
+    }
+  }
+  return false;
+}
+
+CacheContents CacheReader::contents() const {
+  CacheContents out;
+  out.binary = binary_;
+  out.has_tags = has_tags_;
+  out.tags = tags_;
+  const char* index = data_.data() + index_;
+  for (uint32_t i = 0; i < entry_count_; ++i) {
+    uint64_t pc;
+    uint32_t offset;
+    std::memcpy(&pc, index + i * kIndexItem, 8);
+    std::memcpy(&offset, index + i * kIndexItem + 8, 4);
+    CodeInfo info;
+    if (decode_record(offset, &info)) out.entries[pc] = std::move(info);
+  }
+  return out;
 }
 
 bool write_cache_file(const std::string& file, const CacheContents& contents) {
@@ -269,7 +337,7 @@ bool write_cache_file(const std::string& file, const CacheContents& contents) {
   if (!make_directories(directory)) return false;
   std::string payload = encode_payload(contents);
   uint32_t version = kFormatVersion, reserved = 0;
-  uint64_t size = payload.size(), checksum = fnv1a(payload.data(), payload.size());
+  uint64_t size = payload.size(), sum = checksum(payload.data(), payload.size());
   std::string temporary = file + ".XXXXXX";
   int fd = mkstemp(&temporary[0]);
   if (fd < 0) return false;
@@ -277,7 +345,7 @@ bool write_cache_file(const std::string& file, const CacheContents& contents) {
   header.append(reinterpret_cast<const char*>(&version), 4);
   header.append(reinterpret_cast<const char*>(&reserved), 4);
   header.append(reinterpret_cast<const char*>(&size), 8);
-  header.append(reinterpret_cast<const char*>(&checksum), 8);
+  header.append(reinterpret_cast<const char*>(&sum), 8);
   bool ok = true;
   for (const std::string* part : {&header, &payload}) {
     size_t done = 0;

@@ -45,9 +45,35 @@ struct CacheContents {
   std::unordered_map<uint64_t, CodeInfo> entries;  // link-time pc -> what it is
 };
 
-// False, leaving `out` empty, when the file is missing, unreadable, truncated,
-// corrupt or of another format version.
-bool read_cache_file(const std::string& file, CacheContents* out);
+// A cache file held in memory: the tag table is decoded at once, an entry only
+// when asked for (a binary shared by many test programs gathers entries that
+// one report does not need).
+class CacheReader {
+ public:
+  // False, leaving the reader empty, when the file is missing, unreadable,
+  // truncated, corrupt or of another format version.
+  bool load(const std::string& file);
+  bool loaded() const { return !data_.empty(); }
+  size_t size() const { return entry_count_; }
+  bool has_tags() const { return has_tags_; }
+  const ElfTags& tags() const { return tags_; }
+  // The entry of pc, decoded; false when the file has none.
+  bool find(uint64_t pc, CodeInfo* out) const;
+  // Everything, decoded (to merge before writing).
+  CacheContents contents() const;
+
+ private:
+  bool parse();
+  std::string string_at(uint32_t index) const;
+  bool decode_record(size_t offset, CodeInfo* out) const;
+
+  std::string data_;  // the payload
+  size_t strings_ = 0, blob_ = 0, blob_size_ = 0, index_ = 0, records_ = 0, records_size_ = 0;
+  uint32_t string_count_ = 0, entry_count_ = 0;
+  std::string binary_;
+  bool has_tags_ = false;
+  ElfTags tags_;
+};
 
 // Writes atomically; false when the directory cannot be written (a read-only
 // cache costs time, not results).

@@ -100,14 +100,14 @@ Location Symbolizer::locate(uint64_t address, Kind kind) {
   }
   location.module_offset = address - module->bias();
   uint64_t pc = location.module_offset - (kind == Kind::kCallSite ? 1 : 0);
-  const CodeInfo& info = module->code_info(pc, options_.lines);
+  CodeInfo info = module->code_info(pc, options_.lines);
   if (kind == Kind::kFunction && module->lacks_debug_info() && shared_->warned.insert(module).second)
     warn(module->path() + " has no debug info: its functions come without source lines or inlined frames "
                           "(compile with -g)");
   if (!info.found) return location;
-  location.function = info.function;
+  location.function = std::move(info.function);
   location.function_address = info.has_start ? info.start + module->bias() : 0;
-  location.frames = info.frames;
+  location.frames = std::move(info.frames);
   return location;
 }
 

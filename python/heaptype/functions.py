@@ -159,6 +159,7 @@ class Symbolizer:
             mappings = list(mappings)
         self._core = _core.Symbolizer(mappings, "", cache_dir=core_cache_dir(cache), lines=lines)
         self._results: dict[tuple[int, bool], CodeLocation] = {}
+        self._frames: dict[tuple, tuple[SourceFrame, ...]] = {}
 
     def functions(self, addresses: Iterable[int]) -> dict[int, CodeLocation]:
         """Entry addresses of functions (as the instrumentation hooks give them)."""
@@ -184,16 +185,20 @@ class Symbolizer:
         addresses = list(addresses)
         wanted = [a for a in dict.fromkeys(addresses) if (a, calls) not in self._results]
         if wanted:
-            located = self._core.call_sites(wanted) if calls else self._core.functions(wanted)
+            located = self._core.call_site_tuples(wanted) if calls else self._core.function_tuples(wanted)
             for address, location in zip(wanted, located):
-                self._results[(address, calls)] = _code_location(location)
+                self._results[(address, calls)] = self._code_location(location)
             self._core.save_cache()
         return {a: self._results[(a, calls)] for a in addresses}
 
+    def _code_location(self, location: tuple) -> CodeLocation:
+        address, module, offset, function, function_address, frames = location
+        return CodeLocation(address, module, offset, function, function_address, self._source_frames(frames))
 
-def _code_location(location: _core.Location) -> CodeLocation:
-    module = location.module or None
-    frames = tuple(SourceFrame(f.function, f.file or None, f.line, f.inlined, f.type_argument_size or None)
-                   for f in location.frames)
-    return CodeLocation(location.address, module, location.module_offset if module else None,
-                        location.function or None, location.function_address or None, frames)
+    def _source_frames(self, frames: tuple) -> tuple[SourceFrame, ...]:
+        # One object per distinct chain of frames: the call sites of one source
+        # line share theirs, and inlined allocator frames repeat everywhere.
+        known = self._frames.get(frames)
+        if known is None:
+            known = self._frames[frames] = tuple(SourceFrame(*frame) for frame in frames)
+        return known

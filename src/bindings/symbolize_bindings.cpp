@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include "core/symbolize/elf_file.hpp"
 #include "core/symbolize/symbolizer.hpp"
@@ -65,6 +66,50 @@ std::vector<sym::Location> resolve_all(sym::Symbolizer& s, const std::vector<uin
   std::vector<sym::Location> out;
   out.reserve(addresses.size());
   for (uint64_t a : addresses) out.push_back(calls ? s.call_site(a) : s.function_at(a));
+  return out;
+}
+
+// Plain tuples for many locations at once: the Python wrapper turns them into
+// its dataclasses. Equal strings become one Python object (names repeat a lot),
+// which also makes the wrapper's dictionary lookups cheap.
+class TupleMaker {
+ public:
+  py::tuple location(const sym::Location& l) {
+    py::tuple frames(l.frames.size());
+    for (size_t i = 0; i < l.frames.size(); ++i) {
+      const sym::Frame& f = l.frames[i];
+      frames[i] = py::make_tuple(str(f.function), optional_str(f.file), f.line, f.inlined,
+                                 f.type_argument_size ? py::int_(f.type_argument_size) : py::object(py::none()));
+    }
+    bool known = !l.module.empty();
+    return py::make_tuple(l.address, optional_str(l.module), known ? py::int_(l.module_offset) : py::object(py::none()),
+                          optional_str(l.function),
+                          l.function_address ? py::int_(l.function_address) : py::object(py::none()), frames);
+  }
+
+ private:
+  py::object str(const std::string& s) {
+    auto found = strings_.find(s);
+    if (found != strings_.end()) return found->second;
+    return strings_.emplace(s, py::str(s)).first->second;
+  }
+  py::object optional_str(const std::string& s) { return s.empty() ? py::object(py::none()) : str(s); }
+
+  std::unordered_map<std::string, py::object> strings_;
+};
+
+py::list location_tuples(sym::Symbolizer& s, const std::vector<uint64_t>& addresses, bool calls) {
+  {
+    py::gil_scoped_release release;
+    if (calls)
+      s.prefetch_call_sites(addresses);
+    else
+      s.prefetch_functions(addresses);
+  }
+  TupleMaker maker;
+  py::list out(addresses.size());
+  for (size_t i = 0; i < addresses.size(); ++i)
+    out[i] = maker.location(calls ? s.call_site(addresses[i]) : s.function_at(addresses[i]));
   return out;
 }
 
@@ -146,6 +191,14 @@ void bind_symbolizer(py::module_& m) {
            py::arg("entry_addresses"), "Locations of function entry addresses, in order (batched).")
       .def("call_sites", [](sym::Symbolizer& s, const std::vector<uint64_t>& a) { return resolve_all(s, a, true); },
            py::arg("return_addresses"), "Locations of return addresses, in order (batched).")
+      .def("function_tuples",
+           [](sym::Symbolizer& s, const std::vector<uint64_t>& a) { return location_tuples(s, a, false); },
+           py::arg("entry_addresses"),
+           "As functions(), as plain tuples (address, module, module_offset, function, function_address, "
+           "frames), each frame (function, file, line, inlined, type_argument_size), None for unknowns.")
+      .def("call_site_tuples",
+           [](sym::Symbolizer& s, const std::vector<uint64_t>& a) { return location_tuples(s, a, true); },
+           py::arg("return_addresses"), "As call_sites(), as plain tuples (see function_tuples).")
       .def("prefetch_functions", &sym::Symbolizer::prefetch_functions, py::call_guard<py::gil_scoped_release>())
       .def("prefetch_call_sites", &sym::Symbolizer::prefetch_call_sites, py::call_guard<py::gil_scoped_release>())
       .def("type_names", &sym::Symbolizer::type_names, py::arg("tags"), py::call_guard<py::gil_scoped_release>(),

@@ -43,8 +43,11 @@ ProgressFn stderr_progress() {
   };
 }
 
-ProgressTask::ProgressTask(ProgressFn report, std::string task, double delay)
-    : report_(std::move(report)), task_(std::move(task)), delay_(delay), started_(Clock::now()) {}
+ProgressTask::ProgressTask(ProgressFn report, std::string task, double delay, double already)
+    : report_(std::move(report)),
+      task_(std::move(task)),
+      delay_(delay),
+      started_(Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(already))) {}
 
 double ProgressTask::elapsed() const {
   return std::chrono::duration<double>(Clock::now() - started_).count();

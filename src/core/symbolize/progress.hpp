@@ -31,9 +31,11 @@ std::string progress_text(const ProgressEvent& event);
 // One step that may be slow. Reports nothing until it has run for `delay`
 // seconds, then at most ten times a second, and a final event when it finishes
 // if it reported anything. update() is cheap enough to call per item.
+// `already`: seconds the same work spent in earlier steps (a symbolization
+// split into several calls), counted as if this task had run them.
 class ProgressTask {
  public:
-  ProgressTask(ProgressFn report, std::string task, double delay = 1.0);
+  ProgressTask(ProgressFn report, std::string task, double delay = 1.0, double already = 0);
   ~ProgressTask() { finish(); }
   ProgressTask(const ProgressTask&) = delete;
   ProgressTask& operator=(const ProgressTask&) = delete;

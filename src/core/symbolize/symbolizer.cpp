@@ -139,29 +139,39 @@ void Symbolizer::prefetch(const std::vector<uint64_t>& addresses, Kind kind) {
     if (table.find(a) == table.end()) wanted.push_back(a);
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  // Progress counts the time earlier calls spent: a symbolization split into
+  // calls (functions, then call sites) reports once it has taken a second.
+  const double earlier = stats_.seconds;
   Stopwatch watch(stats_.seconds);
-  for (size_t begin = 0, end; begin < wanted.size(); begin = end) {
-    ModuleSymbols* module = module_at(wanted[begin], false);
-    for (end = begin + 1; end < wanted.size() && module_at(wanted[end], false) == module;) ++end;
-    std::unique_ptr<ProgressTask> task;
-    if (module != nullptr && options_.progress && end - begin > 1)
-      task = std::make_unique<ProgressTask>(
-          options_.progress,
-          std::string(options_.lines ? "reading debug info of " : "reading symbols of ") + base_name(module->path()) +
-              " (" + megabytes(module->file_size()) + ")",
-          options_.progress_delay);
-    for (size_t i = begin; i < end; ++i) {
-      table.emplace(wanted[i], locate(wanted[i], kind));
-      ++stats_.addresses;
-      if (task) task->update(static_cast<double>(i + 1 - begin) / static_cast<double>(end - begin));
-    }
+  std::vector<ModuleSymbols*> owners;
+  owners.reserve(wanted.size());
+  for (uint64_t a : wanted) owners.push_back(module_at(a, false));
+  std::unique_ptr<ProgressTask> task = batch_progress(owners, earlier);
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    table.emplace(wanted[i], locate(wanted[i], kind));
+    ++stats_.addresses;
+    if (task) task->update(static_cast<double>(i + 1) / static_cast<double>(wanted.size()));
   }
+}
+
+// One task per batch, named after the module holding most of its addresses.
+std::unique_ptr<ProgressTask> Symbolizer::batch_progress(const std::vector<ModuleSymbols*>& owners, double earlier) {
+  std::unordered_map<ModuleSymbols*, size_t> counts;
+  ModuleSymbols* main = nullptr;
+  for (ModuleSymbols* m : owners)
+    if (m != nullptr && ++counts[m] > (main ? counts[main] : 0)) main = m;
+  if (!options_.progress || main == nullptr) return nullptr;
+  std::string what = options_.lines ? "reading debug info of " : "reading symbols of ";
+  return std::make_unique<ProgressTask>(
+      options_.progress, what + base_name(main->path()) + " (" + megabytes(main->file_size()) + ")",
+      options_.progress_delay, earlier);
 }
 
 void Symbolizer::note_decoded() {
   if (!options_.progress) return;
   if (!lazy_progress_) {
-    lazy_progress_ = std::make_unique<ProgressTask>(options_.progress, "symbolizing addresses", options_.progress_delay);
+    lazy_progress_ = std::make_unique<ProgressTask>(options_.progress, "symbolizing addresses",
+                                                    options_.progress_delay, stats_.seconds);
     shared_->lazily_decoded = 0;
   }
   lazy_progress_->update(-1, std::to_string(++shared_->lazily_decoded) + " looked up");
@@ -183,11 +193,12 @@ std::string Symbolizer::map_file_for(const std::string& path) const {
 
 std::unordered_map<uint64_t, std::string> Symbolizer::type_names(const std::vector<uint64_t>& tags) {
   end_lazy_progress();
+  const double earlier = stats_.seconds;
   Stopwatch watch(stats_.seconds);
   std::unordered_map<uint64_t, std::string> names;
   std::unique_ptr<ProgressTask> task;
   if (options_.progress)
-    task = std::make_unique<ProgressTask>(options_.progress, "reading type names", options_.progress_delay);
+    task = std::make_unique<ProgressTask>(options_.progress, "reading type names", options_.progress_delay, earlier);
   for (size_t i = 0; i < tags.size(); ++i) {
     uint64_t tag = tags[i];
     std::string& name = names[tag];

@@ -102,6 +102,7 @@ class Symbolizer {
   enum class Kind { kFunction, kCallSite };
   const Location& lookup(uint64_t address, Kind kind);
   void prefetch(const std::vector<uint64_t>& addresses, Kind kind);
+  std::unique_ptr<ProgressTask> batch_progress(const std::vector<ModuleSymbols*>& owners, double earlier);
   Location locate(uint64_t address, Kind kind);
   ModuleSymbols* module_at(uint64_t address, bool with_image_tail);
   bool open(ModuleSymbols& module);

@@ -6,7 +6,7 @@ prints one JSON object on stdout:
   package_dir   the installed package (include/, lib/, flags.json, the Python modules)
   python        that interpreter (absolute), and python_version
   python_paths  {import name: path} of the package and of its installed dependencies
-                (pyelftools, tomli before 3.11): the budget test and the aspect run
+                (tomli before 3.11): the budget test and the aspect run
                 with exactly these, declared as inputs, and nothing else on sys.path
   compile, callstack, link
                 flags.json's token groups (link: the static runtime's) with the placeholders filled in for Bazel:
@@ -33,7 +33,7 @@ def dependency_paths(package_dir: Path) -> dict[str, str]:
     try:
         requirements = importlib.metadata.distribution("heaptype").requires or []
     except importlib.metadata.PackageNotFoundError:  # run from a source tree: no metadata
-        requirements = ["pyelftools"]
+        requirements = ["tomli; python_version < '3.11'"]
     for requirement in requirements:
         if re.search(r";.*\bextra\s*==", requirement):
             continue  # an optional extra ([test]): not needed at run time

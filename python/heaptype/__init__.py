@@ -15,7 +15,7 @@ __all__ = ["Profile", "ProfileError", "Totals", "TypeRow", "load", "__version__"
 
 
 def __getattr__(name):
-    # The analysis API loads the compiled core and pyelftools: only when used, so
+    # The analysis API loads the compiled core: only when used, so
     # that `heaptype --cflags` and the pytest plugin's registration start fast.
     if name in __all__:
         from . import profile

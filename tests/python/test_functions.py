@@ -9,7 +9,6 @@ cache must let a second symbolisation of the same build read no DWARF at all.
 from __future__ import annotations
 
 import os
-import struct
 import subprocess
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from callpath_programs import callpath_programs  # noqa: F401 (fixture)
 from heaptype import functions
 from heaptype.functions import Symbolizer
 from heaptype.symbols import Mapping, load_bias, parse_proc_maps
+from module_maps import module_map
 from tooling import require_tool
 
 
@@ -155,28 +155,9 @@ UNIT_A = "int twice(int x) { return 2 * x; }\nint thrice(int x) { return 3 * x; 
 UNIT_B = "int twice(int);\nint main(int argc, char** argv) { (void)argv; return twice(argc); }\n"
 
 
-def load_segments(binary: Path) -> list[tuple[int, int, int, int]]:
-    """(p_flags, p_offset, p_vaddr, p_memsz) of each PT_LOAD of a 64-bit little-endian ELF file."""
-    data = binary.read_bytes()
-    phoff, = struct.unpack_from("<Q", data, 0x20)
-    entry_size, count = struct.unpack_from("<HH", data, 0x36)
-    out = []
-    for i in range(count):
-        kind, flags, offset, vaddr, _, _, memsz, _ = struct.unpack_from("<IIQQQQQQ", data, phoff + i * entry_size)
-        if kind == 1:  # PT_LOAD
-            out.append((flags, offset, vaddr, memsz))
-    return out
-
-
 def mappings_for(binary: Path, base: int = 0x7F0000000000) -> list[Mapping]:
     """The module map of a process that loaded `binary` at `base` (no need to run it)."""
-    out = []
-    for flags, offset, vaddr, memsz in load_segments(binary):
-        start = base + (vaddr & ~0xFFF)
-        end = base + ((vaddr + memsz + 0xFFF) & ~0xFFF)
-        perms = "r" + ("w" if flags & 2 else "-") + ("x" if flags & 1 else "-") + "p"
-        out.append(Mapping(start, end, offset & ~0xFFF, perms, str(binary)))
-    return out
+    return module_map(binary, base)
 
 
 @pytest.fixture(scope="module")

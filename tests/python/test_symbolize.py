@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import struct
 import subprocess
 from pathlib import Path
 
 import pytest
 
+import module_maps
 from heaptype import _core
 from tooling import require_tool
 
@@ -64,27 +64,9 @@ def build(directory: Path, compiler: str = "g++", extra: tuple[str, ...] = ()) -
     return binary
 
 
-def load_segments(binary: Path) -> list[tuple[int, int, int, int]]:
-    """(p_flags, p_offset, p_vaddr, p_memsz) of each PT_LOAD of a 64-bit little-endian ELF file."""
-    data = binary.read_bytes()
-    phoff, = struct.unpack_from("<Q", data, 0x20)
-    entry_size, count = struct.unpack_from("<HH", data, 0x36)
-    out = []
-    for i in range(count):
-        kind, flags, offset, vaddr, _, _, memsz, _ = struct.unpack_from("<IIQQQQQQ", data, phoff + i * entry_size)
-        if kind == 1:
-            out.append((flags, offset, vaddr, memsz))
-    return out
-
-
 def module_map(binary: Path, path: str | None = None) -> list:
     """The mappings of a process that loaded `binary` (named `path`) at BASE."""
-    out = []
-    for flags, offset, vaddr, memsz in load_segments(binary):
-        perms = "r" + ("w" if flags & 2 else "-") + ("x" if flags & 1 else "-") + "p"
-        out.append(_core.Mapping(BASE + (vaddr & ~0xFFF), BASE + ((vaddr + memsz + 0xFFF) & ~0xFFF),
-                                 offset & ~0xFFF, perms, path or str(binary)))
-    return out
+    return module_maps.module_map(binary, BASE, path)
 
 
 def functions_of(binary: Path) -> dict[int, tuple[str, int]]:
@@ -338,8 +320,8 @@ def test_progress_reports_slow_steps_only(tmp_path, capfd):
     assert events[-1][0].endswith(" s") and "done in" in events[-1][0]
     assert all(0 <= fraction <= 1 for _, fraction, _ in events)
 
-    quick = []  # the same work under the default one-second delay: silence
-    symbolizer(binary, progress=lambda *event: quick.append(event)).call_sites(addresses)
+    quick = []  # the same work, done well within the delay: silence
+    symbolizer(binary, progress=lambda *event: quick.append(event), progress_delay=60.0).call_sites(addresses)
     assert quick == []
 
     symbolizer(binary, progress=True, progress_delay=0.0).call_sites(addresses)  # stderr, not a terminal

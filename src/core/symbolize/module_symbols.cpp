@@ -143,7 +143,10 @@ CodeInfo ModuleSymbols::decode(uint64_t pc, bool lines) {
     frame.type_argument_size = raw.type_argument_size;
     info.frames.push_back(std::move(frame));
   }
-  if (info.frames.empty()) info.frames.push_back(Frame{info.function});
+  if (info.frames.empty()) {  // no debug info: the function alone, without a line
+    info.frames.emplace_back();
+    info.frames.back().function = info.function;
+  }
   if (symbol.name == nullptr) info.function = info.frames.back().function;
   return info;
 }

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "module_map.hpp"
+
 namespace heaptype {
 namespace symbolize {
 namespace {
@@ -16,10 +18,7 @@ std::string hex(uint64_t value) {
 
 std::string Location::name() const {
   if (!function.empty()) return function;
-  if (!module.empty()) {
-    size_t slash = module.rfind('/');
-    return module.substr(slash == std::string::npos ? 0 : slash + 1) + "+" + hex(module_offset);
-  }
+  if (!module.empty()) return base_name(module) + "+" + hex(module_offset);
   return hex(address);
 }
 

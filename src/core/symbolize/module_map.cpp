@@ -95,6 +95,11 @@ uint64_t load_bias(const std::vector<Segment>& segments, const std::vector<Mappi
   return lowest.start - (first.vaddr - rounding);
 }
 
+std::string base_name(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 std::vector<MappedFile> group_by_file(const std::vector<Mapping>& mappings) {
   std::map<std::string, MappedFile> by_path;
   for (const Mapping& m : mappings) {

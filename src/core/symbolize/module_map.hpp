@@ -43,6 +43,9 @@ struct MappedFile {
   uint64_t low = 0, high = 0;  // [lowest start, highest end)
 };
 
+// The file name of a path: "/usr/lib/libc.so.6" -> "libc.so.6".
+std::string base_name(const std::string& path);
+
 // Groups mappings by path, sorted by their lowest address.
 std::vector<MappedFile> group_by_file(const std::vector<Mapping>& mappings);
 

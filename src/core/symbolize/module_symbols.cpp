@@ -23,11 +23,6 @@ std::string strip_cold(std::string name) {
   return name;
 }
 
-std::string base_name(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 }  // namespace
 
 ModuleSymbols::ModuleSymbols(MappedFile file, const ModuleSettings& settings, ModuleCounters& counters)

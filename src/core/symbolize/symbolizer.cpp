@@ -24,11 +24,6 @@ class Stopwatch {
   std::chrono::steady_clock::time_point started_;
 };
 
-std::string base_name(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 bool is_regular_file(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);

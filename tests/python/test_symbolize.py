@@ -327,3 +327,38 @@ def test_progress_reports_slow_steps_only(tmp_path, capfd):
     symbolizer(binary, progress=True, progress_delay=0.0).call_sites(addresses)  # stderr, not a terminal
     lines = capfd.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("heaptype: reading debug info of prog (") and "done in" in lines[0]
+
+
+def test_progress_on_a_terminal_is_rewritten_in_place(tmp_path):
+    """On a terminal each update rewrites the line ("\\r", erase to its end), and the
+    last one ends it."""
+    import pty
+    import sys
+
+    binary = build(tmp_path / "b")
+    addresses = [BASE + a + 1 for a in sample_addresses(binary)]
+    script = (
+        "import sys\nfrom heaptype import _core\nimport module_maps\n"
+        f"maps = module_maps.module_map(__import__('pathlib').Path({str(binary)!r}), {BASE})\n"
+        "s = _core.Symbolizer(maps, '', cache_dir=None, progress=True, progress_delay=0.0)\n"
+        f"s.prefetch_call_sites({addresses!r})\n"
+    )
+    main, terminal = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-c", script], stderr=terminal, stdout=subprocess.DEVNULL,
+                             cwd=Path(__file__).parent)
+    os.close(terminal)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        output += chunk
+    assert child.wait(timeout=60) == 0
+    os.close(main)
+    text = output.decode()
+    assert text.startswith("\r\x1b[Kheaptype: reading debug info of prog (") and text.endswith("\r\n")
+    assert text.rstrip().rsplit("\r\x1b[K", 1)[-1].startswith("heaptype: reading debug info of prog (")
+    assert "done in" in text.rsplit("\r\x1b[K", 1)[-1]

@@ -30,7 +30,8 @@ all call sites), and times, in fresh processes, interleaved round by round:
                git history), cold, in the first --old-rounds rounds only (default 1: it
                took 406 s for these 82,938 addresses on a loaded machine); --no-old skips it
 
-Figures are medians over the rounds, with the machine's load average before and after.
+Figures are medians over the rounds (wall time, and the child's own CPU time, which a busy
+machine disturbs less), with the machine's load average before and after.
 Issue 10's targets: cold <= 3 s, warm <= 0.3 s on a >= 50 MB binary, progress shown.
 """
 
@@ -39,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -56,7 +58,7 @@ def child(mode: str, work_file: str, cache: str) -> None:
     with open(work_file) as stream:
         work = json.load(stream)
     functions, call_sites = work["functions"], work["call_sites"]
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), cpu_seconds()
     result: dict = {}
     if mode == "core":
         from heaptype import _core
@@ -86,7 +88,13 @@ def child(mode: str, work_file: str, cache: str) -> None:
         symbolizer.call_sites(call_sites)
         result = {"decoded": symbolizer.stats.decoded, "units": symbolizer.stats.units}
     result["seconds"] = time.perf_counter() - started
+    result["cpu"] = round(cpu_seconds() - cpu_started, 3)  # less sensitive to a busy machine
     print(json.dumps(result))
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 # --- the parent ------------------------------------------------------------------------
@@ -212,22 +220,29 @@ def measure(args, scratch: str) -> int:
         f"{load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}")
 
     times: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}  # the children's own CPU seconds
     progress_lines: set[str] = set()
     details: dict[str, dict] = {}
     for round_number in range(args.rounds):
+        measured = []
         cache = os.path.join(scratch, f"cache{round_number}")
         for mode, label, cache_dir in (("core", "core cold", cache), ("core", "core warm", cache),
                                        ("python", "Python API warm", cache)):
             result, stderr = run_child(mode, work_file, cache_dir)
             times.setdefault(label, []).append(result["seconds"])
+            cpu.setdefault(label, []).append(result["cpu"])
             details[label] = result
+            measured.append(label)
             progress_lines.update(line for line in stderr.splitlines() if line.startswith("heaptype:"))
         times.setdefault("addr2line -i -f -C", []).append(time_addr2line(binary, in_binary))
+        measured.append("addr2line -i -f -C")
         if old_dir and round_number < args.old_rounds:
             result, _ = run_child("old", work_file, "")
             times.setdefault("old Python (cold)", []).append(result["seconds"])
+            cpu.setdefault("old Python (cold)", []).append(result["cpu"])
             details["old Python (cold)"] = result
-        log(f"round {round_number + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()))
+            measured.append("old Python (cold)")
+        log(f"round {round_number + 1}: " + ", ".join(f"{k} {times[k][-1]:.2f} s" for k in measured))
     load_after = os.getloadavg()
 
     print(f"binary: {binary} ({size_mb:.1f} MB)")
@@ -235,10 +250,11 @@ def measure(args, scratch: str) -> int:
           f"addr2line gets the {len(in_binary)} inside the binary")
     print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}; "
           f"after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; {os.cpu_count()} CPUs")
-    print(f"{'':22} {'median':>8}  {'rounds':<30} details")
+    print(f"{'':22} {'median':>8} {'CPU':>8}  {'rounds (wall)':<24} details")
     for label, values in times.items():
         rounds = " ".join(f"{v:.2f}" for v in values)
-        print(f"{label:22} {statistics.median(values):7.2f}s  {rounds:<30} {details.get(label, '')}")
+        processor = f"{statistics.median(cpu[label]):7.2f}s" if label in cpu else f"{'':8}"
+        print(f"{label:22} {statistics.median(values):7.2f}s {processor}  {rounds:<24} {details.get(label, '')}")
     print("progress lines (stderr, not a terminal):", *sorted(progress_lines) or ["none"], sep="\n  ")
     if not old_dir and not args.no_old:
         print("old Python symbolizer: not found in git history")

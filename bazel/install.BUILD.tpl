@@ -51,7 +51,7 @@ _NOT_PYTHON = [
     "python/heaptype/lib/**",
 ]
 
-# The heaptype Python package and its dependencies (pyelftools, ...): everything the
+# The heaptype Python package and its dependencies (tomli before 3.11): everything the
 # type table tool and the budget test import, so that they run with declared inputs
 # only (python -S, PYTHONPATH = python/).
 filegroup(

@@ -6,7 +6,7 @@ prints one JSON object on stdout:
   package_dir   the installed package (include/, lib/, flags.json, the Python modules)
   python        that interpreter (absolute), and python_version
   python_paths  {import name: path} of the package and of its installed dependencies
-                (pyelftools, tomli before 3.11): the budget test and the aspect run
+                (tomli before 3.11): the budget test and the aspect run
                 with exactly these, declared as inputs, and nothing else on sys.path
   compile, callstack, link
                 flags.json's token groups (link: the static runtime's) with the placeholders filled in for Bazel:
@@ -34,7 +34,7 @@ def dependency_paths(package_dir: Path) -> dict[str, str]:
     try:
         pending = list(importlib.metadata.distribution("heaptype").requires or [])
     except importlib.metadata.PackageNotFoundError:  # run from a source tree: no metadata
-        pending = ["pyelftools"]
+        pending = ["jinja2", "tomli; python_version < '3.11'"]
     seen = set()
     while pending:
         requirement = pending.pop()

@@ -2,8 +2,8 @@
 
     type_table.py BINARY OUTPUT.json [LABEL]
 
-Reads the binary's ELF symbol table with heaptype.symbols.elf_type_tags, the code that
-names the types of every profile, and writes
+Reads the binary's ELF symbol table with heaptype.symbols.elf_type_tags (the compiled
+core, heaptype._core), the code that names the types of every profile, and writes
 
     {"binary": LABEL, "path": BINARY, "count": N,
      "types": [{"tag": "0x4041", "type": "Token"}, ...]}      (sorted by type, then tag)
@@ -25,13 +25,11 @@ def main(argv: list[str]) -> int:
     binary, output = argv[0], argv[1]
     label = argv[2] if len(argv) == 3 else binary
 
-    from elftools.common.exceptions import ELFError
-
-    from heaptype.symbols import elf_type_tags
+    from heaptype.symbols import SymbolError, elf_type_tags
 
     try:
         tags = elf_type_tags(binary)
-    except (ELFError, OSError) as error:
+    except SymbolError as error:  # unreadable, or not ELF
         print(f"heaptype type table: {label}: cannot read {binary}: {error}", file=sys.stderr)
         return 1
     rows = [{"tag": f"{address:#x}", "type": name}

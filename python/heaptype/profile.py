@@ -23,7 +23,6 @@ from typing import Sequence
 from . import _core
 from .labels import type_label
 from .naming import NamingError, code_names, rebuilt_modules
-from .symbols import parse_proc_maps
 from .patterns import as_list
 
 
@@ -168,6 +167,8 @@ class Profile:
     def warnings(self) -> list[str]:
         """What went wrong reading or naming the profile, warnings of the views so far included."""
         seen = list(self._warnings)
+        if self.symbolizer is not None:
+            seen += [w for w in self.symbolizer.warnings if w not in seen]
         for analysis in self._cache.values():
             seen += [w for w in analysis.warnings if w not in seen]
         return seen
@@ -244,8 +245,8 @@ class Profile:
         try:
             return _core.Analysis(self._raw, self._names, call_tree=tree, functions=tree, **options,
                                   **f.core_options())
-        except NamingError as e:
-            raise ProfileError(str(e)) from None
+        except (NamingError, _core.SymbolError) as e:
+            raise ProfileError(f"{self.path}: cannot name the types: {e}") from None
 
     def memory_view(self, *, infer: bool = True, gap: int = 1 << 20) -> dict:
         """The blocks live when this profile's view ends (at exit, or at the moment of
@@ -273,7 +274,7 @@ class Profile:
             region["bytes"] += size
             region["blocks"] += 1
         return {"time_s": self._view_time_us(analysis) / 1e6, "regions": regions,
-                "mappings": [{"start": m.start, "end": m.end, "path": m.path} for m in parse_proc_maps(self.modules)]}
+                "mappings": [{"start": m.start, "end": m.end, "path": m.path} for m in _core.parse_module_map(self.modules)]}
 
     def _address_analysis(self, infer: bool) -> "_core.Analysis":
         key = (False, False, False, infer, self.filters, "addresses")

@@ -5,6 +5,7 @@
 
 #include "bindings.hpp"
 #include "format/profile_file.hpp"
+#include "symbolize_bindings.hpp"
 
 namespace py = pybind11;
 
@@ -33,4 +34,5 @@ PYBIND11_MODULE(_core, m) {
   heaptype::bindings::bind_builder(m);
   heaptype::bindings::bind_names(m);
   heaptype::bindings::bind_analysis(m);
+  bind_symbolize(m);
 }

@@ -146,6 +146,13 @@ void bind_names(py::module_& m) {
       .def("add_type", [](TableCodeNames& t, uint64_t tag, const std::string& name) { t.types[tag] = name; },
            py::arg("tag"), py::arg("name"));
 
+  py::class_<core::SymbolizerCodeNames, CodeNames, std::shared_ptr<core::SymbolizerCodeNames>>(
+      m, "SymbolizerCodeNames", "Code and type names from a Symbolizer (kept alive as long as these names).")
+      .def(py::init([](symbolize::Symbolizer* symbolizer) {
+             return std::make_shared<core::SymbolizerCodeNames>(symbolizer);
+           }),
+           py::arg("symbolizer"), py::keep_alive<1, 2>());
+
   py::class_<PythonCodeNames, CodeNames, std::shared_ptr<PythonCodeNames>>(
       m, "PythonCodeNames", "Code names from Python callables: functions(address), call_sites(address), types(tag).")
       .def(py::init<py::object, py::object, py::object>(), py::arg("functions"), py::arg("call_sites"),

@@ -534,7 +534,7 @@ void Analysis::apply(const Event& e) {
 }
 
 void Analysis::run(const ProgressFn& progress) {
-  ProgressTicker ticker(progress, "reading " + file_.path());
+  ProgressTask task(progress, "reading " + file_.path());
   uint64_t total_bytes = file_.event_bytes() ? file_.event_bytes() : 1;
   Event e;
   uint64_t count = 0;
@@ -550,10 +550,10 @@ void Analysis::run(const ProgressFn& progress) {
     ++totals_.events;
     if (selected_.peak_bytes != peak) totals_.peak_event = totals_.events;
     if (timeline_) timeline_->after(e.time, selected_.live_bytes, read);
-    if ((++count & 0xffff) == 0) ticker.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
+    if ((++count & 0xffff) == 0) task.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
     if (options_.stop_after_events && totals_.events >= options_.stop_after_events) break;
   }
-  ticker.done();
+  task.finish();
   take_back_unmatched_frees();
   while (buckets_.size() < ends.size()) close_bucket(ends[buckets_.size()] + 1);
   for (const auto& entry : live_addresses_) count_lifetime(entry.second.placement, UINT64_MAX);

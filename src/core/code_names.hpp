@@ -9,30 +9,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "symbolize/location.hpp"
+#include "symbolize/symbolizer.hpp"
+
 namespace heaptype {
 namespace core {
 
-// One function at a code address: the function itself, or one inlined into it.
-struct CodeFrame {
-  std::string function;
-  std::string file;
-  uint32_t line = 0;
-  bool inlined = false;             // inlined into the next frame outward
-  uint64_t type_argument_size = 0;  // sizeof its first template type argument, 0 unknown
-};
-
-// What a code address is.
-struct CodeInfo {
-  uint64_t address = 0;
-  std::string module;               // "" unknown
-  uint64_t module_offset = 0;       // link-time address in the module
-  std::string function;             // the out-of-line function holding it, "" unknown
-  uint64_t function_address = 0;    // its runtime entry, 0 unknown
-  std::vector<CodeFrame> frames;    // innermost first; empty without debug info
-
-  // The function's name, else "module+0xoffset", else "0xaddress".
-  std::string name() const;
-};
+// What a code address is (function, inlined frames innermost first, source lines),
+// as the symbolizer describes it.
+using CodeFrame = symbolize::Frame;
+using CodeInfo = symbolize::Location;
 
 class CodeNames {
  public:
@@ -62,6 +48,20 @@ class TableCodeNames : public CodeNames {
 
  private:
   const CodeInfo& lookup(std::unordered_map<uint64_t, CodeInfo>& table, uint64_t address);
+};
+
+// Names from the symbolizer: the binaries on disk (ELF, DWARF, map files), cached
+// per build id. Type names are asked for one tag at a time and kept.
+class SymbolizerCodeNames : public CodeNames {
+ public:
+  explicit SymbolizerCodeNames(symbolize::Symbolizer* symbolizer) : symbolizer_(symbolizer) {}
+  const CodeInfo& function(uint64_t entry) override { return symbolizer_->function_at(entry); }
+  const CodeInfo& call_site(uint64_t return_address) override { return symbolizer_->call_site(return_address); }
+  std::string type_name(uint64_t tag) override;
+
+ private:
+  symbolize::Symbolizer* symbolizer_;
+  std::unordered_map<uint64_t, std::string> types_;
 };
 
 }  // namespace core

@@ -96,8 +96,8 @@ std::vector<NameComponent> name_components(const std::string& qualified) {
   return out;
 }
 
-bool split_template_arguments(const std::string& args, std::vector<std::string>* out) {
-  out->clear();
+std::optional<std::vector<std::string>> split_template_arguments(const std::string& args) {
+  std::vector<std::string> parts;
   int depth = 0, parens = 0;
   size_t begin = 0;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -111,15 +111,15 @@ bool split_template_arguments(const std::string& args, std::vector<std::string>*
     } else if (c == '<') {
       ++depth;
     } else if (c == '>') {
-      if (--depth < 0) return false;
+      if (--depth < 0) return std::nullopt;
     } else if (c == ',' && depth == 0) {
-      out->push_back(trim(args.substr(begin, i - begin)));
+      parts.push_back(trim(args.substr(begin, i - begin)));
       begin = i + 1;
     }
   }
-  if (depth || parens) return false;
-  out->push_back(trim(args.substr(begin)));
-  return true;
+  if (depth || parens) return std::nullopt;
+  parts.push_back(trim(args.substr(begin)));
+  return parts;
 }
 
 }  // namespace core

@@ -4,6 +4,7 @@
 #ifndef HEAPTYPE_CORE_CXX_NAMES_HPP
 #define HEAPTYPE_CORE_CXX_NAMES_HPP
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,10 +24,10 @@ struct NameComponent {
 };
 std::vector<NameComponent> name_components(const std::string& qualified);
 
-// Top-level comma-separated template arguments; false when brackets do not pair.
+// Top-level comma-separated template arguments; nullopt when brackets do not pair.
 // Brackets inside parentheses are skipped (the demangler parenthesises
 // expressions such as `(1>2)`).
-bool split_template_arguments(const std::string& args, std::vector<std::string>* out);
+std::optional<std::vector<std::string>> split_template_arguments(const std::string& args);
 
 // "> >" -> ">>", the way C++11 code writes it.
 std::string collapse_closing_brackets(std::string name);

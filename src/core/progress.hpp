@@ -1,5 +1,6 @@
-// progress.hpp: progress of long steps, shown on stderr only when a step takes
-// longer than a second (quiet runs stay quiet).
+// progress.hpp: progress of slow steps, reported through a callback that the
+// symbolizer and the aggregation engine can share. A step says nothing unless it
+// runs for longer than a delay (one second by default).
 #ifndef HEAPTYPE_CORE_PROGRESS_HPP
 #define HEAPTYPE_CORE_PROGRESS_HPP
 
@@ -10,28 +11,51 @@
 namespace heaptype {
 namespace core {
 
-// Receives a step's name and how far it is (0..1); fraction 1 ends the step.
-using ProgressFn = std::function<void(const std::string& step, double fraction)>;
+struct ProgressEvent {
+  std::string task;        // what is being done: "reading debug info of foo (61 MB)"
+  double fraction = -1;    // 0..1 done, negative when unknown
+  std::string detail;      // shown when the fraction is unknown: "12000 addresses"
+  double seconds = 0;      // since the task began
+  bool finished = false;   // the last event of the task
+};
 
-// Writes "heaptype: <step>... 42%" to stderr, in place on a terminal.
+using ProgressFn = std::function<void(const ProgressEvent&)>;
+
+// The default: stderr. On a terminal one line "heaptype: TASK... 40%" rewritten
+// in place and ended with "done in 1.8 s"; elsewhere (logs, CI) only that final line.
 ProgressFn stderr_progress();
 
-// Calls a ProgressFn at most ten times a second, and only once the step has run
-// for `delay` seconds.
-class ProgressTicker {
+// The text of one event, without line ending: "heaptype: TASK... 40%".
+std::string progress_text(const ProgressEvent& event);
+
+// One step that may be slow. Reports nothing until it has run for `delay`
+// seconds, then at most ten times a second, and a final event when it finishes
+// if it reported anything. update() is cheap enough to call per item.
+// `already`: seconds the same work spent in earlier steps (a symbolization
+// split into several calls), counted as if this task had run them.
+class ProgressTask {
  public:
-  ProgressTicker(ProgressFn fn, std::string step, double delay = 1.0);
-  ~ProgressTicker() { done(); }
-  void update(double fraction);
-  void done();
+  ProgressTask(ProgressFn report, std::string task, double delay = 1.0, double already = 0);
+  ~ProgressTask() { finish(); }
+  ProgressTask(const ProgressTask&) = delete;
+  ProgressTask& operator=(const ProgressTask&) = delete;
+
+  void update(double fraction, const std::string& detail = "");
+  void finish();
+  bool shown() const { return shown_; }
 
  private:
   using Clock = std::chrono::steady_clock;
-  ProgressFn fn_;
-  std::string step_;
-  Clock::time_point start_;
-  Clock::time_point last_;
+  double elapsed() const;
+  void emit(double fraction, const std::string& detail, bool finished);
+
+  ProgressFn report_;
+  std::string task_;
   double delay_;
+  Clock::time_point started_;
+  double last_emit_ = -1;
+  double last_fraction_ = -1;
+  std::string last_detail_;
   bool shown_ = false;
   bool finished_ = false;
 };

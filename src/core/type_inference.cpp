@@ -49,9 +49,9 @@ std::string joined(const std::vector<NameComponent>& components, size_t count) {
 // The first template argument, without a trailing "[]".
 std::string first_argument(const NameComponent& component) {
   if (!component.has_args || component.args.empty()) return "";
-  std::vector<std::string> args;
-  if (!split_template_arguments(component.args, &args) || args.empty() || args[0].empty()) return "";
-  std::string first = args[0];
+  std::optional<std::vector<std::string>> args = split_template_arguments(component.args);
+  if (!args || args->empty() || (*args)[0].empty()) return "";
+  std::string first = (*args)[0];
   for (const char* array : {" []", "[]"}) {
     std::string suffix(array);
     if (first.size() > suffix.size() && first.compare(first.size() - suffix.size(), suffix.size(), suffix) == 0) {

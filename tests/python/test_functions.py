@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
-from elftools.elf.elffile import ELFFile
 
 from callpath_programs import callpath_programs  # noqa: F401 (fixture)
 from heaptype import functions
 from heaptype.functions import Symbolizer
 from heaptype.symbols import Mapping, load_bias, parse_proc_maps
+from module_maps import module_map
 from tooling import require_tool
 
 
@@ -113,31 +113,27 @@ def test_addresses_outside_known_code(known):
     assert location.function is None and location.name == "known+0x1"
 
 
-def test_cache_answers_a_second_run_without_reading_dwarf(known, tmp_path, monkeypatch):
+def test_cache_answers_a_second_run_without_reading_dwarf(known, tmp_path):
     cache = tmp_path / "cache"
     sites = known.analysis().code_addresses()[1]
-    functions._BINARIES.clear()
     first = Symbolizer(known.modules, cache=cache)
     cold = first.call_sites(sites)
     assert first.stats.decoded > 0 and first.stats.units > 0
     binary, _, _ = executable_of(known)
     build_id = subprocess.run([require_tool("readelf"), "-n", binary], capture_output=True, text=True,
                               check=True).stdout.split("Build ID:")[1].split()[0]
-    assert (cache / "symbols" / f"{build_id}.json").is_file()
+    assert (cache / "symbols" / f"{build_id}.htsym").is_file()
 
-    # A new process: nothing in memory. Reading ELF or DWARF for lookups now fails the test.
-    functions._BINARIES.clear()
-
-    def no_dwarf(*args, **kwargs):
-        raise AssertionError("the cache should have answered")
-
-    monkeypatch.setattr(functions, "_ElfReader", no_dwarf)
+    # A new process: nothing in memory. The cache must answer without any ELF
+    # symbol table or DWARF being read.
     second = Symbolizer(known.modules, cache=cache)
     started = time.perf_counter()
     warm = second.call_sites(sites)
     elapsed = time.perf_counter() - started
     assert warm == cold
-    assert second.stats.decoded == 0 and second.stats.from_cache == len(sites)
+    stats = second.stats
+    assert stats.decoded == 0 and stats.from_cache == len(sites)
+    assert stats.dwarf_opened == 0 and stats.symbol_tables_read == 0 and stats.units == 0
     assert elapsed < 1.0
 
 
@@ -159,15 +155,7 @@ UNIT_B = "int twice(int);\nint main(int argc, char** argv) { (void)argv; return 
 
 def mappings_for(binary: Path, base: int = 0x7F0000000000) -> list[Mapping]:
     """The module map of a process that loaded `binary` at `base` (no need to run it)."""
-    out = []
-    with open(binary, "rb") as stream:
-        for seg in ELFFile(stream).iter_segments():
-            if seg["p_type"] == "PT_LOAD":
-                start = base + (seg["p_vaddr"] & ~0xFFF)
-                end = base + ((seg["p_vaddr"] + seg["p_memsz"] + 0xFFF) & ~0xFFF)
-                perms = "r" + ("w" if seg["p_flags"] & 2 else "-") + ("x" if seg["p_flags"] & 1 else "-") + "p"
-                out.append(Mapping(start, end, seg["p_offset"] & ~0xFFF, perms, str(binary)))
-    return out
+    return module_map(binary, base)
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +177,6 @@ def symbol_address(binary: Path, name: str) -> int:
 def test_only_the_units_holding_the_addresses_are_decoded(two_units, tmp_path):
     base = 0x7F0000000000
     address = base + symbol_address(two_units, "thrice") + 2
-    functions._BINARIES.clear()
     symbolizer = Symbolizer(mappings_for(two_units, base), cache=None)
     location = symbolizer.call_sites([address])[address]
     assert location.function == "thrice" and location.frames[0].file.endswith("a.c")
@@ -200,7 +187,6 @@ def test_only_the_units_holding_the_addresses_are_decoded(two_units, tmp_path):
 def test_cache_key_without_build_id(two_units, tmp_path):
     base = 0x7F0000000000
     cache = tmp_path / "cache"
-    functions._BINARIES.clear()
     entry = base + symbol_address(two_units, "main")
     named = Symbolizer(mappings_for(two_units, base), cache=cache).functions([entry])[entry]
     assert named.function == "main" and named.frames[0].file.endswith("b.c")

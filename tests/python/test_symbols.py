@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from conftest import require_tool
-from heaptype import symbols
 from heaptype.symbols import (
     Mapping,
     SymbolError,
@@ -290,14 +289,15 @@ def test_stripped_binary_resolves_from_dynsym(builder, linker, rdynamic):
     _assert_resolves(run)
 
 
-def test_each_module_is_read_once(pie_run, monkeypatch):
-    reads = []
-    real = symbols._read_elf_tags
-    monkeypatch.setattr(symbols, "_read_elf_tags", lambda path: reads.append(path) or real(path))
-    resolver = pie_run.resolver()
+def test_each_module_is_read_once(pie_run, tmp_path):
+    resolver = TypeResolver(parse_proc_maps(pie_run.maps), cache=tmp_path / "cache")
     addresses = [address for address, _ in pie_run.tags]
     assert resolver.resolve(addresses) == resolver.resolve(addresses) == pie_run.expected()
-    assert sorted(reads) == sorted({str(pie_run.program), str(pie_run.library)})
+    assert resolver.stats.type_tables_read == 2  # the program and the library, once each
+    # A second resolver (a new report of the same builds) reads the tables from the cache.
+    again = TypeResolver(parse_proc_maps(pie_run.maps), cache=tmp_path / "cache")
+    assert again.resolve(addresses) == pie_run.expected()
+    assert (again.stats.type_tables_read, again.stats.type_tables_from_cache) == (0, 2)
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,123 @@
+#include "module_map.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+namespace heaptype {
+namespace symbolize {
+namespace {
+
+// The page rounding is read from a mapping's file offset; a rounding beyond
+// the largest page size in use means the offset cannot tell, and the common
+// 4 KiB page is assumed instead.
+constexpr uint64_t kMaxPageSize = 1 << 16;
+constexpr uint64_t kFallbackPageSize = 4096;
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+// A cursor over one line; each read fails (returns false) rather than throwing.
+struct LineReader {
+  const std::string& line;
+  size_t pos = 0;
+
+  bool hex(uint64_t* out) {
+    size_t begin = pos;
+    uint64_t value = 0;
+    while (pos < line.size() && std::isxdigit(static_cast<unsigned char>(line[pos]))) {
+      char c = static_cast<char>(std::tolower(static_cast<unsigned char>(line[pos])));
+      value = value * 16 + static_cast<uint64_t>(c <= '9' ? c - '0' : c - 'a' + 10);
+      ++pos;
+    }
+    *out = value;
+    return pos > begin;
+  }
+  bool literal(char c) {
+    if (pos >= line.size() || line[pos] != c) return false;
+    ++pos;
+    return true;
+  }
+  bool spaces() {
+    size_t begin = pos;
+    while (pos < line.size() && is_space(line[pos])) ++pos;
+    return pos > begin;
+  }
+  bool word(std::string* out) {
+    size_t begin = pos;
+    while (pos < line.size() && !is_space(line[pos])) ++pos;
+    if (out) out->assign(line, begin, pos - begin);
+    return pos > begin;
+  }
+  bool decimal() {
+    size_t begin = pos;
+    while (pos < line.size() && std::isdigit(static_cast<unsigned char>(line[pos]))) ++pos;
+    return pos > begin;
+  }
+  std::string rest_trimmed() const {
+    size_t end = line.size();
+    while (end > pos && is_space(line[end - 1])) --end;
+    return line.substr(pos, end - pos);
+  }
+};
+
+// "55d0c4a00000-55d0c4a01000 r--p 00000000 fe:00 2146484    /opt/my app/bin"
+bool parse_line(const std::string& line, Mapping* out) {
+  LineReader r{line};
+  if (!r.hex(&out->start) || !r.literal('-') || !r.hex(&out->end) || !r.spaces()) return false;
+  if (!r.word(&out->perms) || !r.spaces() || !r.hex(&out->offset) || !r.spaces()) return false;
+  if (!r.word(nullptr) || !r.spaces() || !r.decimal() || !r.spaces()) return false;  // device, inode
+  out->path = r.rest_trimmed();
+  return !out->path.empty() && out->path[0] == '/';
+}
+
+}  // namespace
+
+std::vector<Mapping> parse_module_map(const std::string& text) {
+  std::vector<Mapping> out;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    Mapping mapping;
+    if (parse_line(text.substr(begin, end - begin), &mapping)) out.push_back(std::move(mapping));
+    begin = end + 1;
+  }
+  return out;
+}
+
+uint64_t load_bias(const std::vector<Segment>& segments, const std::vector<Mapping>& mappings) {
+  const Segment& first = segments.front();
+  const Mapping& lowest =
+      *std::min_element(mappings.begin(), mappings.end(),
+                        [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
+  uint64_t rounding = first.offset - lowest.offset;  // "negative" wraps to huge
+  if (first.offset < lowest.offset || rounding >= kMaxPageSize) rounding = first.vaddr % kFallbackPageSize;
+  return lowest.start - (first.vaddr - rounding);
+}
+
+std::string base_name(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::vector<MappedFile> group_by_file(const std::vector<Mapping>& mappings) {
+  std::map<std::string, MappedFile> by_path;
+  for (const Mapping& m : mappings) {
+    MappedFile& file = by_path[m.path];
+    if (file.mappings.empty()) {
+      file.path = m.path;
+      file.low = m.start;
+      file.high = m.end;
+    }
+    file.low = std::min(file.low, m.start);
+    file.high = std::max(file.high, m.end);
+    file.mappings.push_back(m);
+  }
+  std::vector<MappedFile> out;
+  for (auto& entry : by_path) out.push_back(std::move(entry.second));
+  std::sort(out.begin(), out.end(), [](const MappedFile& a, const MappedFile& b) { return a.low < b.low; });
+  return out;
+}
+
+}  // namespace symbolize
+}  // namespace heaptype

@@ -1,0 +1,99 @@
+// module_symbols.hpp: what the symbolizer knows about one mapped module, read
+// lazily: its ELF header (build id, load segments) and cache file first, the
+// symbol table and DWARF only when the cache cannot answer.
+#ifndef HEAPTYPE_CORE_SYMBOLIZE_MODULE_SYMBOLS_HPP
+#define HEAPTYPE_CORE_SYMBOLIZE_MODULE_SYMBOLS_HPP
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dwarf_lookup.hpp"
+#include "elf_file.hpp"
+#include "function_table.hpp"
+#include "location.hpp"
+#include "module_map.hpp"
+#include "symbol_cache.hpp"
+#include "type_tags.hpp"
+
+namespace heaptype {
+namespace symbolize {
+
+// Counters shared by a symbolizer's modules (see Stats in symbolizer.hpp).
+struct ModuleCounters {
+  size_t from_cache = 0, decoded = 0, dwarf_opened = 0, symbol_tables_read = 0;
+  size_t type_tables_read = 0, type_tables_from_cache = 0;
+};
+
+struct ModuleSettings {
+  std::string cache_dir;  // "" = no on-disk cache
+  std::vector<std::string> debug_roots;
+};
+
+class ModuleSymbols {
+ public:
+  ModuleSymbols(MappedFile file, const ModuleSettings& settings, ModuleCounters& counters);
+
+  const std::string& path() const { return file_.path; }
+  uint64_t low() const { return file_.low; }
+  uint64_t high() const { return file_.high; }
+
+  // Reads the ELF header and the cache file, once. False when the file cannot
+  // be read or is not ELF; error() then says why, naming the file.
+  bool open();
+  bool not_elf() const { return not_elf_; }
+  const std::string& error() const { return error_; }
+  uint64_t bias() const { return bias_; }
+  const std::string& cache_file() const { return cache_file_; }
+  // True when the address lies in the module's image, which goes past its
+  // file-backed mappings: the tail of .bss is anonymous memory (tags live there).
+  bool image_contains(uint64_t address);
+
+  // What link-time pc is; from the cache when it knows (with lines if asked),
+  // else from the symbol table and (with lines) the DWARF. Requires open().
+  CodeInfo code_info(uint64_t pc, bool lines);
+  // The DWARF could not be found (known once some pc was decoded with lines).
+  bool lacks_debug_info() const { return dwarf_ != nullptr && !dwarf_->has_dwarf(); }
+  size_t units_indexed() const { return dwarf_ ? dwarf_->units_indexed() : 0; }
+  // The size of the file, for progress messages.
+  uint64_t file_size() const;
+
+  // Tags at link-time addresses from the ELF symbols (cached), or from the map
+  // file when the symbol table is gone. Throws SymbolError like TypeResolver.
+  const TagMap& link_tags(const std::string& map_file);
+
+  // Writes what was learnt to the cache file (merged with what another process
+  // may have written meanwhile). Nothing to do when nothing is new.
+  void save_cache();
+
+ private:
+  CodeInfo decode(uint64_t pc, bool lines);
+  bool find_cached(uint64_t pc, bool lines, CodeInfo* out) const;
+  const std::string& demangled(const char* name);
+
+  MappedFile file_;
+  const ModuleSettings& settings_;
+  ModuleCounters& counters_;
+  bool opened_ = false, readable_ = false, not_elf_ = false;
+  std::string error_;
+  std::unique_ptr<ElfFile> elf_;
+  std::vector<Segment> segments_;
+  uint64_t bias_ = 0;
+  std::string cache_file_;
+  CacheReader cached_;    // the cache file as it was when opened
+  CacheContents learnt_;  // what this process added: entries decoded, the tag table
+  bool dirty_ = false;
+  std::unique_ptr<FunctionTable> functions_;
+  std::unique_ptr<ElfFile> debug_elf_;  // separate debug file, when its symbols name what the module's do not
+  std::unique_ptr<DwarfLookup> dwarf_;
+  std::unordered_map<std::string, std::string> demangled_;
+  bool has_link_tags_ = false;
+  TagMap link_tags_;
+};
+
+}  // namespace symbolize
+}  // namespace heaptype
+
+#endif

@@ -1,0 +1,231 @@
+#include "symbolizer.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <unordered_set>
+#include <utility>
+
+#include "module_symbols.hpp"
+
+namespace heaptype {
+namespace symbolize {
+namespace {
+
+class Stopwatch {
+ public:
+  explicit Stopwatch(double& total) : total_(total), started_(std::chrono::steady_clock::now()) {}
+  ~Stopwatch() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(); }
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point started_;
+};
+
+bool is_regular_file(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string megabytes(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f MB", static_cast<double>(bytes) / 1e6);
+  return text;
+}
+
+}  // namespace
+
+struct Symbolizer::Shared {
+  ModuleSettings settings;
+  ModuleCounters counters;
+  std::unordered_set<const ModuleSymbols*> touched;  // opened for some address
+  std::unordered_set<const ModuleSymbols*> warned;
+  size_t lazily_decoded = 0;
+};
+
+Symbolizer::Symbolizer(std::vector<Mapping> modules, std::string executable, Options options)
+    : executable_(std::move(executable)), options_(std::move(options)), shared_(new Shared) {
+  shared_->settings.cache_dir = resolve_cache_dir(options_.cache_dir);
+  shared_->settings.debug_roots = options_.debug_roots;
+  for (MappedFile& file : group_by_file(modules))
+    modules_.push_back(std::make_unique<ModuleSymbols>(std::move(file), shared_->settings, shared_->counters));
+}
+
+Symbolizer::~Symbolizer() {
+  try {
+    end_lazy_progress();
+    save_cache();
+  } catch (...) {  // a destructor must not throw; the cache is an optimisation
+  }
+}
+
+ModuleSymbols* Symbolizer::module_at(uint64_t address, bool with_image_tail) {
+  auto it = std::upper_bound(modules_.begin(), modules_.end(), address,
+                             [](uint64_t a, const std::unique_ptr<ModuleSymbols>& m) { return a < m->low(); });
+  if (it == modules_.begin()) return nullptr;
+  ModuleSymbols* module = std::prev(it)->get();
+  bool inside = with_image_tail ? module->image_contains(address) : address < module->high();
+  return inside ? module : nullptr;
+}
+
+bool Symbolizer::open(ModuleSymbols& module) {
+  if (module.open()) {
+    if (shared_->touched.insert(&module).second && !module.cache_file().empty())
+      stats_.cache_files.push_back(module.cache_file());
+    return true;
+  }
+  if (shared_->warned.insert(&module).second)
+    warn(module.error() + ": its addresses are shown as " + base_name(module.path()) + "+offset");
+  return false;
+}
+
+void Symbolizer::warn(const std::string& message) { warnings_.push_back(message); }
+
+Location Symbolizer::locate(uint64_t address, Kind kind) {
+  Location location;
+  location.address = address;
+  ModuleSymbols* module = module_at(address, false);
+  if (module == nullptr) return location;
+  location.module = module->path();
+  if (!open(*module)) {
+    location.module_offset = address - module->low();
+    return location;
+  }
+  location.module_offset = address - module->bias();
+  uint64_t pc = location.module_offset - (kind == Kind::kCallSite ? 1 : 0);
+  CodeInfo info = module->code_info(pc, options_.lines);
+  if (kind == Kind::kFunction && module->lacks_debug_info() && shared_->warned.insert(module).second)
+    warn(module->path() + " has no debug info: its functions come without source lines or inlined frames "
+                          "(compile with -g)");
+  if (!info.found) return location;
+  location.function = std::move(info.function);
+  location.function_address = info.has_start ? info.start + module->bias() : 0;
+  location.frames = std::move(info.frames);
+  return location;
+}
+
+const Location& Symbolizer::lookup(uint64_t address, Kind kind) {
+  auto& table = kind == Kind::kFunction ? functions_ : call_sites_;
+  auto found = table.find(address);
+  if (found != table.end()) return found->second;
+  Stopwatch watch(stats_.seconds);
+  size_t decoded = shared_->counters.decoded;
+  ++stats_.addresses;
+  Location location = locate(address, kind);
+  if (shared_->counters.decoded > decoded) note_decoded();
+  return table.emplace(address, std::move(location)).first->second;
+}
+
+const Location& Symbolizer::function_at(uint64_t entry_address) { return lookup(entry_address, Kind::kFunction); }
+const Location& Symbolizer::call_site(uint64_t return_address) { return lookup(return_address, Kind::kCallSite); }
+
+void Symbolizer::prefetch_functions(const std::vector<uint64_t>& addresses) { prefetch(addresses, Kind::kFunction); }
+void Symbolizer::prefetch_call_sites(const std::vector<uint64_t>& addresses) { prefetch(addresses, Kind::kCallSite); }
+
+// Address order groups each module's addresses together, and within a module
+// keeps neighbouring code (one compilation unit) together.
+void Symbolizer::prefetch(const std::vector<uint64_t>& addresses, Kind kind) {
+  end_lazy_progress();
+  auto& table = kind == Kind::kFunction ? functions_ : call_sites_;
+  std::vector<uint64_t> wanted;
+  for (uint64_t a : addresses)
+    if (table.find(a) == table.end()) wanted.push_back(a);
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  // Progress counts the time earlier calls spent: a symbolization split into
+  // calls (functions, then call sites) reports once it has taken a second.
+  const double earlier = stats_.seconds;
+  Stopwatch watch(stats_.seconds);
+  std::vector<ModuleSymbols*> owners;
+  owners.reserve(wanted.size());
+  for (uint64_t a : wanted) owners.push_back(module_at(a, false));
+  std::unique_ptr<ProgressTask> task = batch_progress(owners, earlier);
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    table.emplace(wanted[i], locate(wanted[i], kind));
+    ++stats_.addresses;
+    if (task) task->update(static_cast<double>(i + 1) / static_cast<double>(wanted.size()));
+  }
+}
+
+// One task per batch, named after the module holding most of its addresses.
+std::unique_ptr<ProgressTask> Symbolizer::batch_progress(const std::vector<ModuleSymbols*>& owners, double earlier) {
+  std::unordered_map<ModuleSymbols*, size_t> counts;
+  ModuleSymbols* main = nullptr;
+  for (ModuleSymbols* m : owners)
+    if (m != nullptr && ++counts[m] > (main ? counts[main] : 0)) main = m;
+  if (!options_.progress || main == nullptr) return nullptr;
+  std::string what = options_.lines ? "reading debug info of " : "reading symbols of ";
+  return std::make_unique<ProgressTask>(
+      options_.progress, what + base_name(main->path()) + " (" + megabytes(main->file_size()) + ")",
+      options_.progress_delay, earlier);
+}
+
+void Symbolizer::note_decoded() {
+  if (!options_.progress) return;
+  if (!lazy_progress_) {
+    lazy_progress_ = std::make_unique<ProgressTask>(options_.progress, "symbolizing addresses",
+                                                    options_.progress_delay, stats_.seconds);
+    shared_->lazily_decoded = 0;
+  }
+  lazy_progress_->update(-1, std::to_string(++shared_->lazily_decoded) + " looked up");
+}
+
+void Symbolizer::end_lazy_progress() { lazy_progress_.reset(); }
+
+std::string Symbolizer::map_file_for(const std::string& path) const {
+  auto given = [this](const std::string& key) -> std::string {
+    auto found = options_.map_files.find(key);
+    return found == options_.map_files.end() ? "" : found->second;
+  };
+  std::string map = given(path);
+  if (map.empty()) map = given(base_name(path));
+  if (map.empty() && path == executable_) map = given("");
+  if (map.empty() && is_regular_file(path + ".map")) map = path + ".map";
+  return map;
+}
+
+std::unordered_map<uint64_t, std::string> Symbolizer::type_names(const std::vector<uint64_t>& tags) {
+  end_lazy_progress();
+  const double earlier = stats_.seconds;
+  Stopwatch watch(stats_.seconds);
+  std::unordered_map<uint64_t, std::string> names;
+  std::unique_ptr<ProgressTask> task;
+  if (options_.progress)
+    task = std::make_unique<ProgressTask>(options_.progress, "reading type names", options_.progress_delay, earlier);
+  for (size_t i = 0; i < tags.size(); ++i) {
+    uint64_t tag = tags[i];
+    std::string& name = names[tag];
+    ModuleSymbols* module = module_at(tag, true);
+    if (module == nullptr) continue;
+    const TagMap& link = module->link_tags(map_file_for(module->path()));  // throws SymbolError
+    if (module->open() && shared_->touched.insert(module).second && !module->cache_file().empty())
+      stats_.cache_files.push_back(module->cache_file());
+    auto found = link.find(tag - module->bias());
+    if (found != link.end()) name = found->second;
+    if (task) task->update(static_cast<double>(i + 1) / static_cast<double>(tags.size()));
+  }
+  return names;
+}
+
+Stats Symbolizer::stats() const {
+  Stats out = stats_;
+  const ModuleCounters& c = shared_->counters;
+  out.from_cache = c.from_cache;
+  out.decoded = c.decoded;
+  out.dwarf_opened = c.dwarf_opened;
+  out.symbol_tables_read = c.symbol_tables_read;
+  out.type_tables_read = c.type_tables_read;
+  out.type_tables_from_cache = c.type_tables_from_cache;
+  out.modules = shared_->touched.size();
+  for (const auto& module : modules_) out.units += module->units_indexed();
+  return out;
+}
+
+void Symbolizer::save_cache() {
+  for (const auto& module : modules_) module->save_cache();
+}
+
+}  // namespace symbolize
+}  // namespace heaptype

@@ -1,0 +1,153 @@
+#include "type_tags.hpp"
+
+#include "../cxx_names.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <utility>
+
+#include "../demangle.hpp"
+#include "errors.hpp"
+
+namespace heaptype {
+namespace symbolize {
+
+const char kMangledTagPrefix[] = "_ZN8heaptype7type_idI";
+
+namespace {
+
+const std::string kDemangledTagPrefix = "heaptype::type_id<";
+const std::string kDemangledTagSuffix = ">::tag";
+const std::string kLabeledPrefix = "heaptype::labeled<";
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string trim(const std::string& s) {
+  size_t begin = 0, end = s.size();
+  while (begin < end && is_space(s[begin])) ++begin;
+  while (end > begin && is_space(s[end - 1])) --end;
+  return s.substr(begin, end - begin);
+}
+
+std::string render_type(const std::string& name) {
+  if (starts_with(name, kLabeledPrefix) && ends_with(name, ">")) {
+    auto args = core::split_template_arguments(name.substr(kLabeledPrefix.size(), name.size() - kLabeledPrefix.size() - 1));
+    if (args && args->size() == 2) return render_type((*args)[0]) + " [" + (*args)[1] + "]";
+  }
+  return name;
+}
+
+// {address: symbol as found (mangled or not)} -> {address: type name}.
+TagMap names_by_address(const std::map<uint64_t, std::string>& raw) {
+  TagMap out;
+  for (const auto& entry : raw) {
+    const std::string& symbol = entry.second;
+    auto name = type_name_from_symbol(starts_with(symbol, "_Z") ? core::demangle(symbol) : symbol);
+    if (name) out[entry.first] = std::move(*name);
+  }
+  return out;
+}
+
+uint64_t parse_hex(const std::string& text, size_t begin, size_t end) {
+  uint64_t value = 0;
+  for (size_t i = begin; i < end; ++i) {
+    char c = text[i];
+    value = value * 16 + static_cast<uint64_t>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+  }
+  return value;
+}
+
+// One line of a map file's memory map naming a tag: one or more numeric
+// columns, then the symbol alone. bfd/gold: "0x0000000000004041    heaptype::
+// type_id<Foo>::tag"; lld: "3d21  3d21  1  1    heaptype::type_id<Foo>::tag"
+// (VMA first). Input-section lines such as ".bss._ZN8heaptype..." or
+// "a.o:(.bss._ZN8heaptype...)" do not match: text other than numbers comes first.
+bool parse_map_symbol_line(const std::string& line, uint64_t* address, std::string* name) {
+  size_t pos = 0, columns = 0;
+  while (pos < line.size() && is_space(line[pos])) ++pos;
+  for (;;) {
+    size_t begin = pos;
+    if (line.compare(pos, 2, "0x") == 0) pos += 2;
+    size_t digits = pos;
+    while (pos < line.size() && is_hex(line[pos])) ++pos;
+    size_t digits_end = pos;
+    size_t spaces = pos;
+    while (pos < line.size() && is_space(line[pos])) ++pos;
+    if (digits_end == digits || pos == spaces) {  // not a number followed by blanks: the name starts here
+      pos = begin;
+      break;
+    }
+    if (columns++ == 0) *address = parse_hex(line, digits, digits_end);
+  }
+  if (columns == 0) return false;
+  std::string rest = trim(line.substr(pos));
+  bool demangled = starts_with(rest, kDemangledTagPrefix) && ends_with(rest, kDemangledTagSuffix);
+  bool mangled = starts_with(rest, kMangledTagPrefix);
+  for (char c : rest) mangled = mangled && !is_space(c);
+  if (!demangled && !mangled) return false;
+  *name = std::move(rest);
+  return true;
+}
+
+bool is_memory_map_header(const std::string& stripped) {
+  return stripped == "Memory Configuration" || stripped == "Linker script and memory map" ||
+         stripped == "Memory map";
+}
+
+}  // namespace
+
+
+std::optional<std::string> type_name_from_symbol(const std::string& demangled) {
+  std::string text = trim(demangled);
+  if (!starts_with(text, kDemangledTagPrefix) || !ends_with(text, kDemangledTagSuffix)) return std::nullopt;
+  if (text.size() <= kDemangledTagPrefix.size() + kDemangledTagSuffix.size()) return std::nullopt;
+  std::string inner = trim(text.substr(kDemangledTagPrefix.size(),
+                                       text.size() - kDemangledTagPrefix.size() - kDemangledTagSuffix.size()));
+  // Rejects e.g. "heaptype::type_id<A>::x<B>::tag", whose brackets do not pair up.
+  if (inner.empty() || !core::split_template_arguments(inner)) return std::nullopt;
+  return render_type(core::collapse_closing_brackets(inner));
+}
+
+ElfTags read_elf_type_tags(const ElfFile& file) {
+  std::map<uint64_t, std::string> raw;
+  const size_t prefix_size = std::strlen(kMangledTagPrefix);
+  auto collect = [&](const GElf_Sym& sym, const char* name) {
+    if (sym.st_shndx == SHN_UNDEF || std::strncmp(name, kMangledTagPrefix, prefix_size) != 0) return;
+    raw[sym.st_value] = name;  // undefined (imported) symbols are not tags of this module
+  };
+  file.for_each_symbol(SHT_DYNSYM, collect);
+  ElfTags out;
+  out.has_symtab = file.for_each_symbol(SHT_SYMTAB, collect);  // second: .symtab wins
+  out.tags = names_by_address(raw);
+  return out;
+}
+
+TagMap map_file_type_tags(const std::string& map_path) {
+  std::ifstream in(map_path);
+  if (!in) throw SymbolError("cannot read " + map_path + ": " + std::strerror(errno));
+  std::map<uint64_t, std::string> raw;
+  bool skipping = false;  // inside "Discarded input sections"
+  std::string line, name;
+  while (std::getline(in, line)) {
+    std::string stripped = trim(line);
+    if (stripped == "Discarded input sections") {
+      skipping = true;
+    } else if (is_memory_map_header(stripped) && !line.empty() && !is_space(line[0])) {
+      skipping = false;
+    } else if (!skipping) {
+      uint64_t address = 0;
+      if (parse_map_symbol_line(line, &address, &name)) raw[address] = name;
+    }
+  }
+  if (in.bad()) throw SymbolError("cannot read " + map_path + ": " + std::strerror(errno));
+  return names_by_address(raw);
+}
+
+}  // namespace symbolize
+}  // namespace heaptype

@@ -1,0 +1,48 @@
+// type_tags.hpp: link-time addresses of type tags -> C++ type names.
+//
+// A profile records, for each heap type T, the runtime address of the one-byte
+// static heaptype::type_id<T>::tag. Its link-time address and name come from
+// the module's ELF symbol table (.symtab, else .dynsym) or, for a stripped
+// binary, from the linker map file written by -Wl,-Map=FILE (GNU ld.bfd, gold
+// or lld, names demangled or not).
+#ifndef HEAPTYPE_CORE_SYMBOLIZE_TYPE_TAGS_HPP
+#define HEAPTYPE_CORE_SYMBOLIZE_TYPE_TAGS_HPP
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "elf_file.hpp"
+
+namespace heaptype {
+namespace symbolize {
+
+// Every tag symbol, and nothing else we care about, starts with this.
+extern const char kMangledTagPrefix[];
+
+using TagMap = std::map<uint64_t, std::string>;  // link-time address -> type name
+
+// T for a demangled "heaptype::type_id<T>::tag", else nullopt. "> >" becomes
+// ">>" as C++11 code writes it; heaptype::labeled<T, L> renders as "T [L]".
+std::optional<std::string> type_name_from_symbol(const std::string& demangled);
+
+struct ElfTags {
+  TagMap tags;
+  bool has_symtab = false;  // the complete table was there: no map file needed
+};
+
+// Tags from .symtab and .dynsym (.symtab wins at one address). GCC's tags are
+// STB_GNU_UNIQUE and so often exported: a stripped binary may still name them.
+ElfTags read_elf_type_tags(const ElfFile& file);
+
+// Tags from a GNU ld.bfd, gold or lld map file; only its memory map counts
+// (bfd and gold also list discarded COMDAT copies, at address 0). Throws
+// SymbolError naming the file when it cannot be read.
+TagMap map_file_type_tags(const std::string& map_path);
+
+}  // namespace symbolize
+}  // namespace heaptype
+
+#endif

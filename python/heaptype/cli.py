@@ -345,70 +345,60 @@ def cmd_report(args) -> int:
     return 0
 
 
-def cmd_timeline(args) -> int:
+def print_view(args, as_json, as_text, *views) -> None:
+    """Prints a view as JSON or text (by --format); a profile that cannot be read or
+    named is a command error."""
+    import json
+
     from .profile import ProfileError
-    from .report import render_timeline_text, timeline_json
 
-    profile = filtered_profile(args)
     try:
-        if args.format == "json":
-            import json
-
-            print(json.dumps(timeline_json(profile, args.by, args.top, infer=args.infer), indent=2))
-        else:
-            print(render_timeline_text(profile, args.by, args.top, infer=args.infer))
+        print(json.dumps(as_json(*views), indent=2) if args.format == "json" else as_text(*views))
     except ProfileError as e:
         raise CommandError(str(e)) from None
+
+
+def cmd_timeline(args) -> int:
+    from functools import partial
+
+    from .report import render_timeline_text, timeline_json
+
+    options = dict(by=args.by, top=args.top, infer=args.infer)
+    print_view(args, partial(timeline_json, **options), partial(render_timeline_text, **options),
+               filtered_profile(args))
     return 0
 
 
 def cmd_leaks(args) -> int:
-    from .profile import ProfileError
+    from functools import partial
+
     from .report import leaks_json, render_leaks_text
 
-    profile = filtered_profile(args)
-    try:
-        if args.format == "json":
-            import json
-
-            print(json.dumps(leaks_json(profile, args.top, infer=args.infer), indent=2))
-        else:
-            print(render_leaks_text(profile, args.top, infer=args.infer))
-    except ProfileError as e:
-        raise CommandError(str(e)) from None
+    options = dict(top=args.top, infer=args.infer)
+    print_view(args, partial(leaks_json, **options), partial(render_leaks_text, **options), filtered_profile(args))
     return 0
 
 
 def cmd_memory(args) -> int:
-    from .profile import ProfileError
+    from functools import partial
+
     from .report import memory_json, render_memory_text
 
-    profile = filtered_profile(args)
-    try:
-        if args.format == "json":
-            import json
-
-            print(json.dumps(memory_json(profile, infer=args.infer), indent=2))
-        else:
-            print(render_memory_text(profile, infer=args.infer))
-    except ProfileError as e:
-        raise CommandError(str(e)) from None
+    print_view(args, partial(memory_json, infer=args.infer), partial(render_memory_text, infer=args.infer),
+               filtered_profile(args))
     return 0
 
 
 def cmd_diff(args) -> int:
+    from functools import partial
+
     from .profile import ProfileError
     from .report import diff_json, diff_rows, over_threshold, render_diff_text
 
     a, b = filtered_profile(args, args.a), filtered_profile(args, args.b)
+    options = dict(by=args.by, threshold=args.threshold, infer=args.infer, top=args.top)
+    print_view(args, partial(diff_json, **options), partial(render_diff_text, **options), a, b)
     try:
-        if args.format == "json":
-            import json
-
-            print(json.dumps(diff_json(a, b, args.by, threshold=args.threshold, infer=args.infer, top=args.top),
-                             indent=2))
-        else:
-            print(render_diff_text(a, b, args.by, threshold=args.threshold, infer=args.infer, top=args.top))
         grown = over_threshold(diff_rows(a, b, args.by, infer=args.infer), args.threshold)
     except ProfileError as e:
         raise CommandError(str(e)) from None

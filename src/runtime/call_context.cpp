@@ -100,14 +100,34 @@ constexpr uintptr_t kMaxStackSpan = uintptr_t{1} << 30;
 
 // The return addresses of the callers of the function whose frame is `frame` (an
 // allocation function: its own return address is the call site), innermost first.
-// Every frame read lies above the previous one and below the top of the thread's
-// stack (`high`): memory that is mapped, whatever a register that code without
-// frame pointers used for something else held.
-int walk_callers(uintptr_t frame, uintptr_t high, uintptr_t* out) {
+// Functions without frame pointers at the start (the allocation made inside a
+// system library) are stepped over by their frame rules; then the frame-pointer
+// chain. Every word read lies above the stack pointer of the frame before it and
+// below the top of the thread's stack (`high`): memory that is mapped, whatever a
+// register that code without frame pointers used for something else held.
+int walk_callers(FrameRules& rules, uintptr_t frame, uintptr_t high, uintptr_t* out) {
   if (!high || frame >= high || high - frame > kMaxStackSpan) return 0;
   const uintptr_t limit = high - 2 * sizeof(uintptr_t);
-  uintptr_t below = frame, fp = reinterpret_cast<const uintptr_t*>(frame)[0];
+  const uintptr_t* hook = reinterpret_cast<const uintptr_t*>(frame);
+  uintptr_t sp = frame + 2 * sizeof(uintptr_t), rbp = hook[0], pc = hook[1];
   int n = 0;
+  for (;;) {
+    FrameRule rule = frame_rule(rules, pc);
+    if (rule.kind == FrameKind::kFramePointer) break;
+    if (rule.kind != FrameKind::kStackOffset || n == kMaxWalkedFrames) return n;
+    uintptr_t cfa = sp + static_cast<uintptr_t>(rule.cfa_offset);
+    if (cfa > limit) return n;
+    if (rule.saved_rbp != kRbpKept) {
+      uintptr_t at = cfa + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
+      if (at < sp || at > limit) return n;
+      rbp = *reinterpret_cast<const uintptr_t*>(at);
+    }
+    pc = reinterpret_cast<const uintptr_t*>(cfa)[-1];
+    if (!pc) return n;
+    out[n++] = pc;
+    sp = cfa;
+  }
+  uintptr_t below = sp - 1, fp = rbp;
   // fp in (below, limit]: one unsigned comparison for the range.
   while (fp - below - 1 < limit - below) {
     const uintptr_t* f = reinterpret_cast<const uintptr_t*>(fp);
@@ -176,7 +196,7 @@ uint32_t node_from_walk(ThreadState* t, uintptr_t call_site, const uintptr_t* ra
 uint32_t walked_context(ThreadState* t, uintptr_t frame) {
   CallContext& c = t->context;
   uintptr_t ras[kMaxWalkedFrames];
-  uint32_t depth = static_cast<uint32_t>(walk_callers(frame, t->stack.high, ras));
+  uint32_t depth = static_cast<uint32_t>(walk_callers(c.frame_rules, frame, t->stack.high, ras));
   if (depth > kKnownPathFrames) return node_of_path(t, ras, depth);
   uint64_t hash = path_hash(ras, depth);
   KnownPath& known = c.known_paths[hash >> (64 - kKnownPathBits)];
@@ -248,6 +268,7 @@ void reset_call_context(ThreadState* t) {
   CallContext& c = t->context;
   c.depth = 0;
   c.walk_depth = 0;
+  reset_frame_rules(c.frame_rules);
   if (c.known_paths) std::memset(c.known_paths, 0, sizeof(KnownPath) << kKnownPathBits);
   c.node_count = c.nodes ? 1 : 0;
   if (c.nodes) std::memset(&c.nodes[0], 0, sizeof(ContextNode));

@@ -33,6 +33,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "frame_rules.hpp"
+
 namespace heaptype {
 namespace runtime {
 
@@ -88,6 +90,7 @@ struct KnownPath {
 struct CallContext {
   CallFrame* frames;        // kMaxShadowDepth entries, mapped on first use
   KnownPath* known_paths;   // 1 << kKnownPathBits entries
+  FrameRules frame_rules;   // functions without frame pointers at the start of a walk
   uintptr_t* walk_path;     // the previous walk's return addresses, outermost first
   uint32_t* walk_nodes;     // and the node of each
   uint32_t walk_depth;

@@ -54,11 +54,6 @@ def describe_status(status: int) -> str:
     return f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
 
 
-def exit_code(status: int) -> int:
-    """A child's status as the shell reports it: 128+N for death by signal N."""
-    return status if status >= 0 else 128 - status
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runfiles", required=True)
@@ -70,6 +65,8 @@ def main() -> int:
     options = parser.parse_args()
     args = options.args[1:] if options.args[:1] == ["--"] else options.args
 
+    from heaptype.runner import RunError, run_profiled  # PYTHONPATH: the package's files
+
     runfiles = Path(options.runfiles)
     binary = runfiles / options.binary
     budget = runfiles / options.budget
@@ -80,19 +77,17 @@ def main() -> int:
     for stale in out.glob(f"{name}.htp*"):
         stale.unlink()
 
-    env = dict(os.environ)
-    env.pop("HEAPTYPE_DISABLE", None)
-    env["HEAPTYPE_OUTPUT"] = str(profile)
     print(f"{label}: running {shlex.join([options.binary, *args])} under HeapType", flush=True)
     try:
-        status = subprocess.run([str(binary), *args], env=env).returncode
-    except OSError as error:
+        run = run_profiled([str(binary), *args], output=profile)
+    except RunError as error:
         print(f"{label}: cannot run {options.binary}: {error}", file=sys.stderr)
         return 2
-    if not profile.exists():
+    status = run.returncode
+    if run.profile_path is None:
         print(f"{label}: {options.binary} {describe_status(status)} and wrote no profile: build it with HeapType "
               "(heaptype_cc_binary, or --config=heaptype from heaptype.bazelrc)", file=sys.stderr)
-        return exit_code(status) or 2
+        return run.exit_status or 2
     if status != 0:
         print(f"{label}: {options.binary} {describe_status(status)}", file=sys.stderr)
 
@@ -114,7 +109,7 @@ def main() -> int:
     sys.stdout.flush()
     if check.returncode != 0:
         return check.returncode
-    return exit_code(status)
+    return run.exit_status
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "bindings.hpp"
+#include "format/event_decoder.hpp"
 #include "format/profile_builder.hpp"
 #include "format/profile_file.hpp"
 
@@ -53,6 +54,16 @@ py::list text_list(const std::vector<std::string>& items) {
   return out;
 }
 
+py::tuple thread_events(const ProfileFile& file, uint32_t thread) {
+  format::ThreadEvents events(file, thread);
+  py::list out;
+  format::Event e;
+  static const char* const kKinds[] = {"alloc", "free", "move"};
+  while (events.next(&e))
+    out.append(py::make_tuple(kKinds[e.kind], e.thread, e.site, e.new_site, e.time, e.temporary, e.address));
+  return py::make_tuple(out, name_text(events.error()));
+}
+
 }  // namespace
 
 void bind_profile_file(py::module_& m) {
@@ -83,7 +94,10 @@ void bind_profile_file(py::module_& m) {
                              "Bytes after the last whole chunk (a file cut short).")
       .def_property_readonly("damage", [](const ProfileFile& f) { return name_text(f.damage()); },
                              "Why bytes were dropped, or ''.")
-      .def_property_readonly("warnings", [](const ProfileFile& f) { return text_list(f.warnings()); });
+      .def_property_readonly("warnings", [](const ProfileFile& f) { return text_list(f.warnings()); })
+      .def("events", &thread_events, py::arg("thread"),
+           "One thread's records as decoded, for inspection: (kind, thread, site, new_site, time, "
+           "temporary, address) each, kind 'alloc', 'free' or 'move'; then the decoding error or ''.");
 }
 
 void bind_builder(py::module_& m) {

@@ -5,35 +5,39 @@ namespace core {
 
 using format::Event;
 
-LookaheadStream::LookaheadStream(const format::ProfileFile& file, uint32_t thread) : events_(file, thread) {
+LookaheadStream::LookaheadStream(const format::ProfileFile& file, uint32_t thread)
+    : events_(file, thread), ring_(kCapacity) {
   fill();
+  if (moves_ && size_) fold_move();
 }
 
-void LookaheadStream::pop() {
-  if (queue_.front().kind == Event::kMove) --moves_;
-  queue_.pop_front();
-  fill();
-}
 
 void LookaheadStream::fill() {
-  Event e;
-  while (queue_.size() < kLookahead && events_.next(&e)) {
-    if (e.kind == Event::kMove) ++moves_;
-    queue_.push_back(e);
+  while (!exhausted_ && size_ < kCapacity) {
+    Slot& slot = at(size_);
+    if (!events_.next(&slot.event)) {
+      exhausted_ = true;
+      break;
+    }
+    slot.folded = false;
+    if (slot.event.kind == Event::kMove) ++moves_;
+    ++size_;
   }
-  if (!queue_.empty() && moves_) fold_move(queue_.front());
 }
 
 // ALLOC(site A) ... MOVE(this thread's A -> B) with no other event at A between
-// them: the moved block is the one just allocated.
-void LookaheadStream::fold_move(Event& alloc) {
+// them, within the lookahead: the moved block is the one just allocated.
+void LookaheadStream::fold_move() {
+  Event& alloc = at(0).event;
   if (alloc.kind != Event::kAlloc) return;
-  for (auto it = queue_.begin() + 1; it != queue_.end(); ++it) {
-    if (it->thread != alloc.stream || it->site != alloc.site) continue;
-    if (it->kind != Event::kMove) return;
-    if (alloc.address != it->address) return;  // address mode: another block
-    alloc.site = it->new_site;
-    queue_.erase(it);
+  size_t limit = size_ < kLookahead ? size_ : kLookahead;
+  for (size_t i = 1; i < limit; ++i) {
+    Slot& slot = at(i);
+    const Event& e = slot.event;
+    if (slot.folded || e.thread != alloc.stream || e.site != alloc.site) continue;
+    if (e.kind != Event::kMove || alloc.address != e.address) return;  // address mode: another block
+    alloc.site = e.new_site;
+    slot.folded = true;
     --moves_;
     return;
   }
@@ -47,11 +51,13 @@ EventMerge::EventMerge(const format::ProfileFile& file, BlockLedger* ledger) : l
   }
   force_next_.assign(streams_.size(), false);
   for (size_t i = 0; i < streams_.size(); ++i) push(i);
+  while (!just_finished_.empty()) just_finished_.pop_back();  // empty from the start: nothing waits
 }
 
 void EventMerge::push(size_t stream) {
   if (streams_[stream]->empty()) {
-    release_waiters_of(threads_[stream]);
+    // Its last event is applied after next() returns it: waiters go on then.
+    just_finished_.push_back(threads_[stream]);
     return;
   }
   heap_.push({streams_[stream]->front().time, threads_[stream], stream});
@@ -74,22 +80,20 @@ uint64_t EventMerge::bytes_done() const {
   return done;
 }
 
-bool EventMerge::must_wait(const Event& e, size_t stream, Verdict* verdict) {
-  *verdict = Verdict::kApply;
+bool EventMerge::must_wait(const Event& e, size_t stream) {
   if (e.kind == Event::kAlloc) return false;
-  if (force_next_[stream]) {
+  if (force_next_[stream]) {  // it waited for an allocation that will not come first
     force_next_[stream] = false;
-    *verdict = Verdict::kUnmatched;
     return false;
   }
-  if (ledger_->live_blocks_at(e.thread, e.site)) return false;
+  // A free of the thread's own site is always possible; with none live, another
+  // thread's free of that site went first within the same tick. Counting it now
+  // keeps every count exact.
+  if (e.thread == e.stream) return false;
+  if (ledger_->live_blocks_at(e.thread, e.site) > 0) return false;
   auto owner = stream_of_thread_.find(e.thread);
-  bool owner_may_allocate = e.thread != e.stream && owner != stream_of_thread_.end() &&
-                            !streams_[owner->second]->empty();
-  if (!owner_may_allocate) {
-    *verdict = Verdict::kUnmatched;
-    return false;
-  }
+  bool owner_may_allocate = owner != stream_of_thread_.end() && !streams_[owner->second]->empty();
+  if (!owner_may_allocate) return false;
   parked_[key(e.thread, e.site)].push_back(stream);
   ++parked_count_;
   return true;
@@ -126,8 +130,10 @@ void EventMerge::release_waiters_of(uint32_t thread) {
   }
 }
 
-// Every stream is parked on another: a damaged profile. The earliest parked event
-// goes on as unmatched.
+// Every stream is parked on another. Within one tick a free may have been counted
+// against another block of the same site (sites, not blocks, are named), taking the
+// live block another free waits for. The earliest parked event goes on: counts stay
+// exact, and what no allocation ever matches is found at the end.
 bool EventMerge::force_one_parked() {
   size_t best = streams_.size();
   uint64_t best_key = 0;
@@ -154,17 +160,47 @@ bool EventMerge::force_one_parked() {
   return true;
 }
 
-bool EventMerge::next(Event* out, Verdict* verdict) {
+// The current stream goes on while its front comes before every other stream's.
+void EventMerge::settle_current() {
+  if (current_ != kNoStream) {
+    LookaheadStream& s = *streams_[current_];
+    if (s.empty()) {
+      just_finished_.push_back(threads_[current_]);
+      current_ = kNoStream;
+    } else if (!heap_.empty()) {
+      Head mine{s.front().time, threads_[current_], current_};
+      if (heap_.top() < mine) return;  // std::priority_queue order: mine comes first
+      heap_.push(mine);
+      current_ = kNoStream;
+    } else {
+      return;
+    }
+  }
+  while (!just_finished_.empty()) {
+    uint32_t thread = just_finished_.back();
+    just_finished_.pop_back();
+    release_waiters_of(thread);
+  }
+  if (heap_.empty() && !force_one_parked()) return;
+  if (heap_.empty()) return;
+  current_ = heap_.top().stream;
+  heap_.pop();
+}
+
+bool EventMerge::next(Event* out) {
   for (;;) {
-    if (heap_.empty() && !force_one_parked()) return false;
-    if (heap_.empty()) continue;
-    size_t stream = heap_.top().stream;
-    heap_.pop();
-    LookaheadStream& s = *streams_[stream];
-    if (must_wait(s.front(), stream, verdict)) continue;
+    settle_current();
+    if (current_ == kNoStream) {
+      if (heap_.empty() && parked_count_ == 0) return false;
+      continue;
+    }
+    LookaheadStream& s = *streams_[current_];
+    if (must_wait(s.front(), current_)) {
+      current_ = kNoStream;
+      continue;
+    }
     *out = s.front();
     s.pop();
-    push(stream);
     return true;
   }
 }

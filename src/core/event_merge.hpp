@@ -3,9 +3,10 @@
 // Streams are merged by their clock ticks, ties to the lower thread number. A free
 // or move of another thread's block cannot come before that block's allocation:
 // when the merge meets one whose site has no live block yet (both happened within
-// one clock tick, or the other thread's chunk is later in the file), it parks
-// that stream until the other thread allocates at the site. Within a thread,
-// order is exact. A block allocated untyped and moved to its typed site a few
+// one clock tick), it parks that stream until the other thread allocates at the
+// site. Within a thread, order is exact. Counts are exact whatever the order; the
+// interleaving of threads within one tick is what a peak may miss, by at most the
+// bytes allocated in that tick. A block allocated untyped and moved to its typed site a few
 // events later (its constructor allocated first) is counted at the typed site
 // from the start: the move is folded into the allocation.
 #ifndef HEAPTYPE_CORE_EVENT_MERGE_HPP
@@ -23,43 +24,60 @@
 namespace heaptype {
 namespace core {
 
-// One thread's events with a short lookahead, for folding moves.
+// One thread's events with a short lookahead, for folding moves. Events are
+// decoded in batches into a ring.
 class LookaheadStream {
  public:
   static constexpr size_t kLookahead = 256;
 
   LookaheadStream(const format::ProfileFile& file, uint32_t thread);
-  bool empty() const { return queue_.empty(); }
-  const format::Event& front() const { return queue_.front(); }
-  void pop();
+  bool empty() const { return size_ == 0; }
+  const format::Event& front() const { return ring_[head_].event; }
+  void pop() {
+    do {
+      if (ring_[head_].event.kind == format::Event::kMove && !ring_[head_].folded) --moves_;
+      head_ = (head_ + 1) & kMask;
+      --size_;
+      if (size_ < kLookahead) fill();
+    } while (size_ && ring_[head_].folded);
+    if (moves_ && size_) fold_move();
+  }
   const format::ThreadEvents& events() const { return events_; }
 
  private:
+  static constexpr size_t kCapacity = 4 * kLookahead;
+  static constexpr size_t kMask = kCapacity - 1;
+  struct Slot {
+    format::Event event;
+    bool folded;  // a MOVE folded into its allocation: skipped
+  };
+  Slot& at(size_t i) { return ring_[(head_ + i) & kMask]; }
   void fill();
-  void fold_move(format::Event& alloc);
+  void fold_move();
 
   format::ThreadEvents events_;
-  std::deque<format::Event> queue_;
-  size_t moves_ = 0;  // MOVE events in queue_
+  std::vector<Slot> ring_;
+  size_t head_ = 0;
+  size_t size_ = 0;
+  size_t moves_ = 0;  // MOVE events in the ring
+  bool exhausted_ = false;
 };
 
 // Decides, for the merge, whether an event can be applied now.
 class BlockLedger {
  public:
   virtual ~BlockLedger() = default;
-  // Live blocks the analysis counts at (thread, site) now.
-  virtual uint64_t live_blocks_at(uint32_t thread, uint32_t site) = 0;
+  // Live blocks the analysis counts at (thread, site) now (negative: frees counted
+  // ahead of their allocations).
+  virtual int64_t live_blocks_at(uint32_t thread, uint32_t site) = 0;
 };
 
 class EventMerge {
  public:
-  enum class Verdict { kApply, kUnmatched };
-
   EventMerge(const format::ProfileFile& file, BlockLedger* ledger);
 
-  // The next event in merged order and whether it can be applied (kUnmatched: a
-  // free or move of a block the profile never allocated). False at the end.
-  bool next(format::Event* out, Verdict* verdict);
+  // The next event in merged order; false at the end.
+  bool next(format::Event* out);
   // Tell the merge that (thread, site) just gained a live block.
   void on_live_block(uint32_t thread, uint32_t site);
 
@@ -80,7 +98,8 @@ class EventMerge {
   static uint64_t key(uint32_t thread, uint32_t site) { return (static_cast<uint64_t>(thread) << 32) | site; }
 
   void push(size_t stream);
-  bool must_wait(const format::Event& e, size_t stream, Verdict* verdict);
+  void settle_current();
+  bool must_wait(const format::Event& e, size_t stream);
   void release_waiters_of(uint32_t thread);
   bool force_one_parked();
 
@@ -89,9 +108,13 @@ class EventMerge {
   std::vector<uint32_t> threads_;                          // [stream] -> thread number
   std::unordered_map<uint32_t, size_t> stream_of_thread_;
   std::priority_queue<Head> heap_;
+  // The stream events come from while it stays first: no heap operation per event.
+  size_t current_ = kNoStream;
+  static constexpr size_t kNoStream = ~size_t{0};
   std::unordered_map<uint64_t, std::vector<size_t>> parked_;  // (thread, site) -> streams
   size_t parked_count_ = 0;
-  std::vector<bool> force_next_;  // [stream]: its front is unmatched, apply no wait
+  std::vector<bool> force_next_;  // [stream]: its front waited long enough: apply it
+  std::vector<uint32_t> just_finished_;  // threads whose streams ended with the last event
 };
 
 }  // namespace core

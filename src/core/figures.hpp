@@ -14,8 +14,10 @@ struct Figures {
   uint64_t allocations = 0;
   uint64_t objects = 0;              // T[n] counts n; an untyped block counts one
   uint64_t bytes = 0;                // allocated in all
-  uint64_t live_bytes = 0;           // now (at the end: never freed)
-  uint64_t live_blocks = 0;
+  // Now (at the end: never freed). Signed: within one clock tick the merge may
+  // meet a free before the allocation it matches (see event_merge.hpp).
+  int64_t live_bytes = 0;
+  int64_t live_blocks = 0;
   uint64_t peak_bytes = 0;           // the most live bytes of this group at any moment
   uint64_t peak_time = 0;            // when that was first reached
   uint64_t temporary_allocations = 0;  // freed by their thread before it allocated again
@@ -28,16 +30,22 @@ struct Figures {
   }
 
   void add_live(uint64_t size, uint64_t time) {
-    live_bytes += size;
+    live_bytes += static_cast<int64_t>(size);
     ++live_blocks;
-    if (live_bytes > peak_bytes) {
-      peak_bytes = live_bytes;
+    if (live_bytes > 0 && static_cast<uint64_t>(live_bytes) > peak_bytes) {
+      peak_bytes = static_cast<uint64_t>(live_bytes);
       peak_time = time;
     }
   }
 
+  // Live again without a new peak: a free that matched nothing is taken back.
+  void restore_live(uint64_t size) {
+    live_bytes += static_cast<int64_t>(size);
+    ++live_blocks;
+  }
+
   void release(uint64_t size, bool temporary) {
-    live_bytes -= size;
+    live_bytes -= static_cast<int64_t>(size);
     --live_blocks;
     if (temporary) ++temporary_allocations;
   }
@@ -48,7 +56,7 @@ struct Figures {
     --allocations;
     objects -= objects_in_block;
     bytes -= size;
-    live_bytes -= size;
+    live_bytes -= static_cast<int64_t>(size);
     --live_blocks;
   }
 };

@@ -44,7 +44,7 @@ bool ThreadEvents::fail(const std::string& what) {
   return false;
 }
 
-bool ThreadEvents::read(uint64_t* value, const char* record) {
+bool ThreadEvents::read_slow(uint64_t* value, const char* record) {
   if (get_varint(&pos_, end_, value)) return true;
   return fail(std::string(record) + " record cut short");
 }
@@ -56,6 +56,12 @@ bool ThreadEvents::read_address(uint64_t* address, const char* record) {
   if (!read(&v, record)) return false;
   *address = decode_address_delta(v, last_address_);
   return true;
+}
+
+size_t ThreadEvents::next_batch(Event* out, size_t count) {
+  size_t n = 0;
+  while (n < count && next(out + n)) ++n;
+  return n;
 }
 
 bool ThreadEvents::next(Event* out) {

@@ -49,6 +49,8 @@ class ThreadEvents {
   // The next event; false at the end of the stream. A malformed record ends the
   // stream with error() set; everything before it stands.
   bool next(Event* out);
+  // Up to `count` next events into `out`; how many (0 at the end of the stream).
+  size_t next_batch(Event* out, size_t count);
 
   const std::string& error() const { return error_; }
   uint32_t thread() const { return thread_; }
@@ -62,7 +64,14 @@ class ThreadEvents {
  private:
   bool load_chunk();
   bool fail(const std::string& what);
-  bool read(uint64_t* value, const char* record);
+  bool read(uint64_t* value, const char* record) {
+    if (pos_ < end_ && *pos_ < 0x80) {  // most varints are one byte
+      *value = *pos_++;
+      return true;
+    }
+    return read_slow(value, record);
+  }
+  bool read_slow(uint64_t* value, const char* record);
   bool read_address(uint64_t* address, const char* record);
 
   const ProfileFile& file_;

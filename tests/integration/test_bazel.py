@@ -319,7 +319,7 @@ def test_budget_test_names_no_machine_path_and_declares_its_inputs(bazel):
         assert machine_path not in launcher
     runfiles = bin_dir / "indexer_heap.runfiles"
     for name in ("bazel_basic/indexer", "bazel_basic/heap-budget.toml", "heaptype/tools/budget_test.py",
-                 "heaptype_install/python/heaptype/budget.py", "heaptype_install/python/heaptype/check_command.py",
+                 "heaptype_install/python/heaptype/budget/evaluate.py", "heaptype_install/python/heaptype/runner.py", "heaptype_install/python/heaptype/check_command.py",
                  "heaptype_install/python/elftools/elf/elffile.py"):
         assert (runfiles / name).exists(), name
     assert list((runfiles / "heaptype_install" / "python" / "heaptype").glob("_core*.so"))

@@ -53,6 +53,8 @@ PROGRAMS = {
     "infer": (CPP_DIR / "callpaths_infer.cpp", [], False, DEFAULT),
     "alloc_bench": (ALLOC_BENCH, [], True, DEFAULT),
     "alloc_bench-instrument": (ALLOC_BENCH, [], True, "instrument"),
+    "lifetimes": (CPP_DIR / "lifetimes.cpp", ["-fno-omit-frame-pointer"], True, "instrument"),
+    "deep": (CPP_DIR / "deep_recursion.cpp", ["-fno-omit-frame-pointer"], True, "instrument"),
 }
 
 
@@ -90,16 +92,18 @@ class CallpathPrograms:
         run_once(exe.with_suffix(".built"), make)
         return exe
 
-    def profile_path(self, name: str, mode: str = "auto", args: tuple[str, ...] = ()) -> Path:
-        """Runs the program once (per mode) with HEAPTYPE_CALLSTACK=mode; the profile path."""
+    def profile_path(self, name: str, mode: str = "auto", args: tuple[str, ...] = (), addresses: bool = False) -> Path:
+        """Runs the program once (per mode) with HEAPTYPE_CALLSTACK=mode (and
+        HEAPTYPE_ADDRESSES=1 with ``addresses``); the profile path."""
         program = self.program(name)
         if name.startswith("alloc_bench") and not args:
             args = ALLOC_BENCH_ARGS
-        output = self.workdir / f"{name}.{mode}.htp"
+        output = self.workdir / (f"{name}.{mode}" + "".join(f".{a}" for a in args if not name.startswith("alloc_bench"))
+                                 + (".addresses" if addresses else "") + ".htp")
 
         def make() -> None:
             env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
-            env.update(HEAPTYPE_OUTPUT=str(output), HEAPTYPE_CALLSTACK=mode)
+            env.update(HEAPTYPE_OUTPUT=str(output), HEAPTYPE_CALLSTACK=mode, HEAPTYPE_ADDRESSES="1" if addresses else "0")
             done = subprocess.run([str(program), *args], capture_output=True, text=True, env=env, timeout=120)
             if done.returncode != 0:
                 pytest.fail(f"{program} {' '.join(args)} (HEAPTYPE_CALLSTACK={mode}) exited "
@@ -112,10 +116,10 @@ class CallpathPrograms:
     def stderr(self, name: str, mode: str = "auto") -> str:
         return (self.workdir / f"{name}.{mode}.stderr").read_text()
 
-    def load(self, name: str, mode: str = "auto"):
+    def load(self, name: str, mode: str = "auto", args: tuple[str, ...] = ()):
         import heaptype
 
-        return heaptype.load(self.profile_path(name, mode))
+        return heaptype.load(self.profile_path(name, mode, args))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,368 @@
+"""The analysis core against a brute-force reference, on generated profiles.
+
+Hundreds of synthetic heap histories (tests/python/synthetic.py): threads handing
+blocks to each other, blocks typed late by their own or another thread, chunks of
+different threads interleaved in any order in the file, walked and hooked calling
+contexts. The core's figures for every type, thread, function (self and total),
+call-tree node and (path, type) leaf must equal the reference's, peaks and their
+times included: a group's peak is the most bytes that group held live at once.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+
+import pytest
+
+from heaptype import _core
+from synthetic import PathIds, Reference, Scenario, generate, write
+
+FIGURES = ("allocations", "objects", "bytes", "peak_bytes", "live_bytes", "live_blocks", "temporary_allocations")
+
+
+def core_key(f) -> tuple:
+    return tuple(getattr(f, name) for name in FIGURES)
+
+
+def analyse(sc: Scenario, data: bytes, tmp_path, **options) -> "_core.Analysis":
+    path = tmp_path / "synthetic.htp"
+    path.write_bytes(data)
+    return _core.Analysis(_core.ProfileFile(str(path)), sc.code_names(), **options)
+
+
+def tree_figures(root, path_ids: PathIds) -> tuple[dict, dict]:
+    """{path number: total figures} and {(path number, type): figures} of a merged tree."""
+    nodes, leaves = {}, {}
+    stack = [(child, 0) for child in root.children]
+    while stack:
+        node, parent = stack.pop()
+        if node.kind == "type":
+            leaves[(parent, node.name)] = node.total
+            continue
+        here = path_ids.child(parent, node.name)
+        nodes[here] = node.total
+        stack += [(child, here) for child in node.children]
+    return nodes, leaves
+
+
+def assert_matches(ref: Reference, a, *, exact_times: bool = True) -> None:
+    t = a.totals
+    assert (t.allocations, t.bytes, t.frees, t.unmatched_frees) == (
+        ref.totals.allocations, ref.totals.bytes, ref.frees, 0)
+    assert core_key(t) == ref.totals.key()
+    types = {g.label: g for g in a.types if g.allocations or g.live_blocks}
+    assert {label: core_key(g) for label, g in types.items()} == \
+        {label: g.key() for label, g in ref.types.items() if g.allocations or g.live_blocks}
+    threads = {g.thread: core_key(g) for g in a.threads if g.allocations or g.live_blocks}
+    assert threads == {t: g.key() for t, g in ref.threads.items() if g.allocations or g.live_blocks}
+    functions = {f.function: (core_key(f.self), core_key(f.total)) for f in a.functions}
+    expected = {name: (ref.function_self[name].key(), ref.function_total[name].key())
+                for name in set(ref.function_total) | set(ref.function_self)}
+    assert {k: v for k, v in functions.items() if v[1][0] or v[1][5]} == \
+        {k: v for k, v in expected.items() if v[1][0] or v[1][5]}
+    nodes, leaves = tree_figures(a.tree, ref.path_ids)
+    assert {p: core_key(f) for p, f in nodes.items() if f.allocations or f.live_blocks} == \
+        {p: g.key() for p, g in ref.nodes.items() if g.allocations or g.live_blocks}
+    assert {k: core_key(f) for k, f in leaves.items() if f.allocations or f.live_blocks} == \
+        {k: g.key() for k, g in ref.leaves.items() if g.allocations or g.live_blocks}
+    if exact_times:
+        assert t.peak_time_us == ref.totals.peak_time
+        assert {g.label: g.peak_time_us for g in types.values()} == \
+            {label: g.peak_time for label, g in ref.types.items() if g.allocations or g.live_blocks}
+
+
+@pytest.mark.parametrize("seed", range(240))
+def test_generated_histories_match_the_reference(seed, tmp_path):
+    rng = random.Random(seed)
+    sc = generate(rng, walked=seed % 3 == 2)
+    a = analyse(sc, write(sc, rng), tmp_path, call_tree=True, functions=True, infer=False)
+    assert_matches(Reference(sc), a)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_coarse_clock_keeps_counts_exact(seed, tmp_path):
+    """Many events per clock tick across threads: the merge cannot know their order,
+    but every count, byte and live figure stays exact, and peaks stay bounded."""
+    rng = random.Random(1000 + seed)
+    sc = generate(rng, threads=4)
+    a = analyse(sc, write(sc, rng, tick=8), tmp_path, call_tree=True, functions=True, infer=False)
+    ref = Reference(sc)
+    assert (a.totals.allocations, a.totals.bytes, a.totals.frees, a.totals.unmatched_frees) == (
+        ref.totals.allocations, ref.totals.bytes, ref.frees, 0)
+    types = {g.label: g for g in a.types}
+    for label, g in ref.types.items():
+        if g.allocations or g.live_blocks:
+            got = types[label]
+            assert (got.allocations, got.objects, got.bytes, got.live_bytes, got.temporary_allocations) == (
+                g.allocations, g.objects, g.bytes, g.live_bytes, g.temporary)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_many_threads_within_one_tick_keep_counts_exact(seed, tmp_path):
+    """Eight threads freeing each other's blocks, hundreds of events per clock tick: a
+    free may be counted against another block of its site (frees name sites), and
+    the merge may have to break a wait cycle; no count may suffer."""
+    rng = random.Random(3000 + seed)
+    sc = generate(rng, threads=8, operations=3000, moves=seed % 2 == 0)
+    a = analyse(sc, write(sc, rng, tick=500, flush_chance=0.02), tmp_path, infer=False)
+    ref = Reference(sc)
+    assert (a.totals.allocations, a.totals.frees, a.totals.unmatched_frees, a.totals.live_bytes) == (
+        ref.totals.allocations, ref.frees, 0, ref.totals.live_bytes)
+    assert {g.label: (g.allocations, g.objects, g.bytes, g.live_bytes, g.temporary_allocations)
+            for g in a.types if g.allocations or g.live_blocks} == \
+        {label: (g.allocations, g.objects, g.bytes, g.live_bytes, g.temporary)
+         for label, g in ref.types.items() if g.allocations or g.live_blocks}
+
+
+def assert_tree_properties(a) -> None:
+    """peak <= bytes allocated; a child never exceeds its parent; a function's total
+    peak lies between the largest peak of its tree nodes and their sum. (A block typed
+    late leaves its untyped group, whose peak keeps the moment it was there: these
+    histories have no late types.)"""
+    by_function: dict[str, list] = {}
+    stack = [(a.tree, None)]
+    while stack:
+        node, parent = stack.pop()
+        f = node.total
+        assert f.peak_bytes <= f.bytes and f.live_bytes <= f.peak_bytes
+        if parent is not None:
+            assert f.allocations <= parent.allocations and f.peak_bytes <= parent.peak_bytes
+            assert f.bytes <= parent.bytes
+        if node.kind == "frame":
+            by_function.setdefault(node.name, []).append(node)
+        stack += [(child, f) for child in node.children]
+    for group in a.functions:
+        nodes = by_function.get(group.function, [])
+        outermost = [n for n in nodes if not _has_ancestor_named(n, group.function)]
+        peaks = [n.total.peak_bytes for n in outermost]
+        assert max(peaks, default=0) <= group.total.peak_bytes <= sum(peaks)
+        assert group.total.allocations == sum(n.total.allocations for n in outermost)
+
+
+def _has_ancestor_named(node, name: str) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.kind == "frame" and parent.name == name:
+            return True
+        parent = parent.parent
+    return False
+
+
+@pytest.mark.parametrize("tick", [1, 8])
+@pytest.mark.parametrize("seed", range(40))
+def test_tree_properties_hold(seed, tick, tmp_path):
+    rng = random.Random(5000 + seed)
+    sc = generate(rng, threads=3, operations=400, moves=False)
+    a = analyse(sc, write(sc, rng, tick=tick), tmp_path, call_tree=True, functions=True, infer=False)
+    assert_tree_properties(a)
+
+
+# --- the issue's scenario: a function's peak is a peak, not a sum -----------------------------
+
+def f_then_g(tmp_path):
+    """main calls f() 100 times (one 1 KiB object made and freed each time), then g()
+    (ten 1 KiB objects held at once): main's true peak is 10 KiB, not 11 KiB."""
+    b = _core.ProfileBuilder()
+    b.thread(1, 100, "main")
+    main = b.node(1, 0, 0x1000, 0)
+    f = b.node(1, main, 0x2000, 0x1010)
+    g = b.node(1, main, 0x3000, 0x1020)
+    site_f = b.site(1, 1024, 1, 0xAA, 0x2010, f)
+    site_g = b.site(1, 1024, 1, 0xAA, 0x3010, g)
+    t = 0
+    for _ in range(100):
+        t += 1
+        b.alloc(1, t, site_f)
+        t += 1
+        b.free_last(1, t)
+    for _ in range(10):
+        t += 1
+        b.alloc(1, t, site_g)
+    for _ in range(10):
+        t += 1
+        b.free(1, t, site_g)
+    path = tmp_path / "fg.htp"
+    path.write_bytes(b.finish())
+    names = _core.TableCodeNames()
+    for entry, name in ((0x1000, "main"), (0x2000, "f()"), (0x3000, "g()")):
+        names.add_function(entry, name)
+    for site, entry in ((0x1010, 0x1000), (0x1020, 0x1000), (0x2010, 0x2000), (0x3010, 0x3000)):
+        names.add_call_site(site, {0x1000: "main", 0x2000: "f()", 0x3000: "g()"}[entry], entry)
+    names.add_type(0xAA, "Obj")
+    return _core.ProfileFile(str(path)), names
+
+
+def test_function_peak_is_the_peak_of_its_live_bytes(tmp_path):
+    file, names = f_then_g(tmp_path)
+    a = _core.Analysis(file, names, call_tree=True, functions=True)
+    functions = {g.function: g for g in a.functions}
+    assert functions["main"].total.peak_bytes == 10240  # the sum of f's and g's peaks would be 11264
+    assert functions["f()"].total.peak_bytes == functions["f()"].self.peak_bytes == 1024
+    assert functions["g()"].total.peak_bytes == 10240
+    assert functions["main"].total.temporary_allocations == 100
+    assert a.totals.peak_bytes == 10240 and a.totals.peak_time_us == 210
+    main = a.tree.child("main")
+    assert (main.total.peak_bytes, main.child("f()").total.peak_bytes, main.child("g()").total.peak_bytes) == (
+        10240, 1024, 10240)
+
+
+# --- deep call paths --------------------------------------------------------------------------
+
+def run_with_big_stack(fn):
+    """json.loads recurses once per level of a nested document: give it room."""
+    result = {}
+    limit = sys.getrecursionlimit()
+    threading.stack_size(512 * 1024 * 1024)
+    try:
+        sys.setrecursionlimit(200_000)
+        worker = threading.Thread(target=lambda: result.setdefault("value", fn()))
+        worker.start()
+        worker.join()
+    finally:
+        sys.setrecursionlimit(limit)
+        threading.stack_size(0)
+    return result["value"]
+
+
+def test_mutual_recursion_40000_frames_deep(tmp_path):
+    rng = random.Random(7)
+    sc = generate(rng, threads=1, operations=200, deep=40_000)
+    a = analyse(sc, write(sc, rng), tmp_path, call_tree=True, functions=True, bottom_up=True, infer=False)
+    ref = Reference(sc)
+    assert_matches(ref, a)
+    assert max(len(sc.path(t, s)) for t in sc.sites for s in range(len(sc.sites[t]))) >= 40_000
+    text = a.tree_json()
+    import json
+
+    tree = run_with_big_stack(lambda: json.loads(text))
+    depth, node = 0, {"children": tree}
+    while node["children"]:
+        node = max(node["children"], key=lambda c: c.get("allocations", 0) if "frame" in c else -1)
+        depth += 1
+    assert depth >= 40_000
+    assert a.folded("bytes").count(b"\n") == len([k for k, g in ref.leaves.items() if g.bytes])
+    assert len(a.pprof_proto([])) > 40_000
+    assert a.pprof_text().startswith(b"heap profile: ")
+    bottom = a.bottom_up_tree
+    assert sum(c.total.allocations for c in bottom.children) == ref.totals.allocations
+
+
+# --- files cut short, damaged, hostile ----------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_file_cut_anywhere_loads_what_it_holds(seed, tmp_path):
+    rng = random.Random(9000 + seed)
+    sc = generate(rng, threads=3, operations=300)
+    data = write(sc, rng, flush_chance=0.2)
+    full = analyse(sc, data, tmp_path, call_tree=True, functions=True, infer=False)
+    previous = 0
+    for cut in sorted(rng.sample(range(1, len(data)), 40)) + [len(data)]:
+        path = tmp_path / f"cut{cut}.htp"
+        path.write_bytes(data[:cut])
+        if cut < 8:
+            with pytest.raises(ValueError, match="not a HeapType profile|empty"):
+                _core.ProfileFile(str(path))
+            continue
+        file = _core.ProfileFile(str(path))
+        assert (file.damage != "") == (file.dropped_bytes > 0)
+        a = _core.Analysis(file, sc.code_names(), call_tree=True, functions=True, infer=False)
+        t = a.totals
+        assert previous <= t.allocations <= full.totals.allocations
+        previous = t.allocations
+        assert t.live_bytes >= 0 and all(g.live_bytes >= 0 and g.live_blocks >= 0 for g in a.types)
+        assert t.frees + t.unmatched_frees <= full.totals.frees + full.totals.unmatched_frees + t.unmatched_frees
+    assert previous == full.totals.allocations
+
+
+def hostile_file(tmp_path, build) -> str:
+    b = _core.ProfileBuilder()
+    build(b)
+    path = tmp_path / "hostile.htp"
+    path.write_bytes(b.finish())
+    return str(path)
+
+
+def events(*values: int) -> bytes:
+    out = bytearray()
+    for v in values:
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+    return bytes(out)
+
+
+SITE = 2 << 2 | 2  # a SITE record's head
+FREE_REMOTE = 4 << 2 | 2
+
+
+@pytest.mark.parametrize("thread", [0xFFFFFFFF, 100_000_000, 2**31 + 5])
+def test_huge_thread_numbers_cost_nothing(thread, tmp_path):
+    # A site, two allocations at it, a FREE_LAST.
+    path = hostile_file(tmp_path, lambda b: b.raw_chunk(4, thread, events(SITE, 16, 1, 0, 0x10, 0, 1, 1, 2)))
+    a = _core.Analysis(_core.ProfileFile(path), _core.TableCodeNames())
+    assert (a.totals.allocations, a.totals.bytes, a.totals.live_bytes, a.totals.temporary_allocations) == (
+        2, 32, 16, 1)
+    assert [g.thread for g in a.threads] == [thread]
+
+
+def test_free_naming_unknown_threads_and_sites_is_unmatched(tmp_path):
+    def build(b):
+        b.raw_chunk(4, 1, events(SITE, 16, 1, 0, 0x10, 0, 1, FREE_REMOTE, 0xFFFFFFFF, 0, FREE_REMOTE, 1, 7))
+    a = _core.Analysis(_core.ProfileFile(hostile_file(tmp_path, build)), _core.TableCodeNames())
+    assert (a.totals.allocations, a.totals.live_bytes, a.totals.unmatched_frees) == (1, 16, 2)
+
+
+def test_damaged_records_end_the_stream_with_a_warning(tmp_path):
+    def build(b):
+        b.raw_chunk(4, 1, events(SITE, 16, 1, 0, 0x10, 0, 1, 9 << 1 | 1))  # ALLOC at an undefined site
+    a = _core.Analysis(_core.ProfileFile(hostile_file(tmp_path, build)), _core.TableCodeNames())
+    assert a.totals.allocations == 1
+    assert any("undefined site 9" in w for w in a.warnings)
+
+
+def test_names_that_are_not_utf8_are_read(tmp_path):
+    def build(b):
+        b.program("/bin/caf\xe9", ["caf\xe9"])
+        b.raw_chunk(1, 0, b"/tmp/\xff\xfeprog\x00arg-\xe9")
+        b.raw_chunk(2, 0, b"400000 401000 0 r-xp /tmp/\xffmod\x00ule.so\n")
+        b.raw_chunk(3, 1, b"\x05name-\xe9\xff")
+    file = _core.ProfileFile(hostile_file(tmp_path, build))
+    assert file.executable == "/tmp/\udcff\udcfeprog" and file.argv == ["arg-\udce9"]
+    assert "\udcffmod\x00ule.so" in file.modules
+    assert file.threads[0]["name"] == "name-\ufffd\ufffd"
+
+
+def test_header_size_past_the_end_is_an_error(tmp_path):
+    path = tmp_path / "bad.htp"
+    data = bytearray(_core.ProfileBuilder().finish())
+    data[12:16] = (1 << 20).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"bad\.htp: damaged header \(header size 1048576 is past the end"):
+        _core.ProfileFile(str(path))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_spans_compose_to_the_whole_run(seed, tmp_path):
+    """One pass cut into spans: counts add up to the whole run's, the largest span peak
+    is the run's peak, and the last span's live figures are those at the end."""
+    rng = random.Random(11000 + seed)
+    sc = generate(rng, threads=3, operations=400)
+    data = write(sc, rng)
+    whole = analyse(sc, data, tmp_path, call_tree=True, infer=False)
+    last = sc.ops[-1].time if sc.ops else 1
+    ends = sorted(set(rng.sample(range(last + 1), min(6, last + 1)))) + [last]
+    spans = analyse(sc, data, tmp_path, call_tree=True, infer=False, bucket_ends_us=ends)
+    buckets = spans.buckets()
+    assert len(buckets) == len(ends)
+    for name in ("allocations", "objects", "bytes", "temporary_allocations"):
+        assert sum(b["selected"][name] for b in buckets) == getattr(whole.selected, name)
+    assert max(b["selected"]["peak_bytes"] for b in buckets) == whole.selected.peak_bytes
+    assert buckets[-1]["selected"]["live_bytes"] == whole.selected.live_bytes
+    labels = {g.id: g.label for g in spans.types}
+    for g in whole.types:
+        per_span = [b["types"].get(i) for b in buckets for i, label in labels.items() if label == g.label]
+        assert sum(f["allocations"] for f in per_span if f) == g.allocations
+        assert max((f["peak_bytes"] for f in per_span if f), default=0) == g.peak_bytes

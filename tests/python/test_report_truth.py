@@ -1,0 +1,241 @@
+"""Reports of compiled programs against their known figures (tests/cpp/lifetimes.cpp,
+tests/cpp/deep_recursion.cpp), through the command line as users run it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from callpath_programs import callpath_programs  # noqa: F401 (fixture)
+
+
+def heaptype_command() -> list[str]:
+    path = shutil.which("heaptype")
+    return [path] if path else [sys.executable, "-m", "heaptype"]
+
+
+def cli(*args: str) -> str:
+    done = subprocess.run([*heaptype_command(), *args], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def cli_bytes(*args: str) -> bytes:
+    done = subprocess.run([*heaptype_command(), *args], capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout
+
+
+# --- lifetimes.cpp: f() x100, g(10) held, h() 50 temporaries, leak() ---------------------------
+
+@pytest.fixture(scope="module")
+def lifetimes(callpath_programs):
+    return str(callpath_programs.profile_path("lifetimes"))
+
+
+def test_function_peaks_are_peaks_not_sums(lifetimes):
+    """main calls f() 100 times (1 KiB made and freed each time), then g() (ten 1 KiB
+    held at once): main's peak of Kilo is 10 KiB; a sum of f's and g's would be 11 KiB."""
+    report = json.loads(cli("report", lifetimes, "--by", "function", "--type", "Kilo", "--format", "json"))
+    functions = {f["function"]: f for f in report["functions"]}
+    assert functions["main"]["total"]["peak_bytes"] == 10240
+    assert functions["main"]["total"]["allocations"] == 110
+    assert functions["f()"]["total"]["peak_bytes"] == functions["f()"]["self"]["peak_bytes"] == 1024
+    assert functions["g(int)"]["total"]["peak_bytes"] == 10240
+    assert functions["f()"]["self"]["temporary_allocations"] == 100
+
+
+def test_call_tree_json_carries_exact_peaks(lifetimes):
+    report = json.loads(cli("report", lifetimes, "--by", "callpath", "--format", "json"))
+    (main,) = [node for node in report["tree"] if node["frame"] == "main"]
+    assert set(main) >= {"frame", "allocations", "bytes", "peak_bytes", "live_bytes", "children"}
+    children = {c["frame"]: c for c in main["children"]}
+    kilo_f = next(c for c in children["f()"]["children"] if c.get("type") == "Kilo")
+    kilo_g = next(c for c in children["g(int)"]["children"] if c.get("type") == "Kilo")
+    assert (kilo_f["allocations"], kilo_f["peak_bytes"], kilo_f["temporary_allocations"]) == (100, 1024, 100)
+    assert (kilo_g["allocations"], kilo_g["peak_bytes"], kilo_g["live_bytes"]) == (10, 10240, 0)
+    leaked = next(c for c in children["leak()"]["children"] if c.get("type") == "Leaked")
+    assert (leaked["allocations"], leaked["live_bytes"], leaked["live_blocks"]) == (3, 144, 3)
+
+
+def test_types_and_temporaries(lifetimes):
+    rows = {r["label"]: r for r in json.loads(cli("report", lifetimes, "--format", "json"))["rows"]}
+    assert (rows["Kilo"]["peak_bytes"], rows["Kilo"]["temporary_allocations"]) == (10240, 100)
+    assert (rows["Quarter"]["allocations"], rows["Quarter"]["temporary_allocations"]) == (50, 50)
+    assert (rows["Leaked"]["live_bytes"], rows["Leaked"]["temporary_allocations"]) == (144, 0)
+
+
+def test_function_filter_keeps_what_has_it_on_the_path(lifetimes):
+    rows = {r["label"]: r for r in json.loads(cli("report", lifetimes, "--function", "g*", "--format", "json"))["rows"]}
+    assert {label: r["allocations"] for label, r in rows.items()} == {"Kilo": 10, "(untyped)": 1}  # + g's malloc
+
+
+# --- call paths 40,000 frames deep -------------------------------------------------------------
+
+def nested_depth(text: str) -> int:
+    """How deep the "children" lists of a JSON report nest, without parsing it."""
+    depth = best = 0
+    for token in re.finditer(r'"children": \[|\]', text[text.index('"tree": '):]):
+        if token.group(0) == "]":
+            depth -= 1
+        else:
+            depth += 1
+            best = max(best, depth)
+    return best
+
+
+def parse_deep_json(text: str):
+    """json.loads recurses once per level of nesting: give it a stack to match."""
+    result = {}
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1_000_000)
+    threading.stack_size(1 << 30)
+    try:
+        worker = threading.Thread(target=lambda: result.setdefault("value", json.loads(text)))
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(0)
+        sys.setrecursionlimit(old_limit)
+    return result["value"]
+
+
+def check_every_view(path: str, depth: int, leaf_type: str) -> None:
+    functions = json.loads(cli("report", path, "--by", "function", "--format", "json"))
+    assert functions["functions"]
+    text = cli("report", path, "--by", "callpath", "--format", "json")
+    assert nested_depth(text) >= depth
+    assert parse_deep_json(text)["by"] == "callpath"
+    tree_text = cli("report", path, "--by", "callpath")
+    assert leaf_type in tree_text
+    assert max(int(m) for m in re.findall(r"\[(\d+)\] ", tree_text)) >= depth - 2
+    assert cli("report", path, "--by", "callpath", "--bottom-up", "--top", "2")
+    assert leaf_type in cli("report", path)
+    assert cli("report", path, "--by", "thread")
+    folded = cli("export", path, "--format", "folded")
+    deepest = max(folded.splitlines(), key=lambda line: line.count(";"))
+    assert deepest.count(";") >= depth - 1
+    assert cli_bytes("export", path, "--format", "pprof")[:2] == b"\x1f\x8b"
+    assert cli("export", path, "--format", "pprof-text").startswith("heap profile: ")
+
+
+def test_every_view_of_a_40000_frame_mutual_recursion(tmp_path):
+    """A synthetic profile (names unknown: every frame is an address) whose paths run
+    40,000 frames through two alternating functions."""
+    from heaptype import _core
+
+    b = _core.ProfileBuilder()
+    b.thread(1, 1, "main")
+    node = 0
+    for level in range(40_000):
+        node = b.node(1, node, 0x1000 + 0x100 * (level % 2), 0x1010 + 0x100 * ((level + 1) % 2))
+    for site, size in enumerate((32, 64)):
+        b.site(1, size, 1, 0xA0, 0x1020, node if site == 0 else node // 2)
+    for t in range(1, 11):
+        b.alloc(1, t, t % 2)
+    path = tmp_path / "deep.htp"
+    path.write_bytes(b.finish())
+    check_every_view(str(path), 40_000, "unknown type 0xa0")
+
+
+def test_every_view_of_a_compiled_deep_recursion(callpath_programs):
+    """deep_recursion.cpp recurses 40,000 frames; the runtime's shadow stack records
+    the outermost 1,024 of them, and the views must carry what it recorded."""
+    path = str(callpath_programs.profile_path("deep"))
+    check_every_view(path, 1_000, "Bottom")
+    functions = json.loads(cli("report", path, "--by", "function", "--type", "Level", "--format", "json"))
+    assert {f["function"]: f["total"]["allocations"] for f in functions["functions"]}["ping(int)"] == 4
+
+
+# --- time and questions (lifetimes.cpp) ------------------------------------------------------------
+
+def test_timeline_reaches_the_exact_peaks(lifetimes):
+    timeline = json.loads(cli("timeline", lifetimes, "--format", "json"))
+    kilo = next(s for s in timeline["series"] if s["name"] == "Kilo")
+    assert max(kilo["bytes"]) == 10240
+    stacked = [sum(s["bytes"][i] for s in timeline["series"]) for i in range(len(timeline["times_s"]))]
+    assert max(stacked) == timeline["peak_bytes"] == max(timeline["totals"])
+    assert len(timeline["times_s"]) <= 2000 and timeline["times_s"] == sorted(timeline["times_s"])
+    assert timeline["times_s"][stacked.index(max(stacked))] == pytest.approx(timeline["peak_time_s"])
+    text = cli("timeline", lifetimes, "--top", "3")
+    assert "Kilo" in text and "peak 10 KiB" in text
+
+
+def test_snapshot_at_the_peak(lifetimes):
+    rows = {r["label"]: r for r in json.loads(cli("report", lifetimes, "--type", "Kilo", "--at", "peak",
+                                                  "--format", "json"))["rows"]}
+    assert (rows["Kilo"]["live_bytes"], rows["Kilo"]["live_blocks"]) == (10240, 10)
+    assert "live at peak" in cli("report", lifetimes, "--type", "Kilo", "--at", "peak")
+
+
+def test_leaks_show_the_leaking_function(lifetimes):
+    report = json.loads(cli("leaks", lifetimes, "--type", "Leaked", "--format", "json"))
+    (leak,) = report["leaks"]
+    assert (leak["type"], leak["blocks"], leak["bytes"]) == ("Leaked", 3, 144)
+    assert leak["stack"][:2] == ["main", "leak()"]
+    assert "leak()" in cli("leaks", lifetimes)
+
+
+def test_diff_of_runs_holding_10_and_20(callpath_programs):
+    ten = str(callpath_programs.profile_path("lifetimes", "auto", ("10",)))
+    twenty = str(callpath_programs.profile_path("lifetimes", "auto", ("20",)))
+    report = json.loads(cli("diff", ten, twenty, "--format", "json"))
+    kilo = next(r for r in report["rows"] if r["type"] == "Kilo")
+    assert (kilo["a"]["peak_bytes"], kilo["b"]["peak_bytes"], kilo["delta"]["peak_bytes"]) == (10240, 20480, 10240)
+    assert kilo["growth_percent"] == 100.0
+    over = subprocess.run([*heaptype_command(), "diff", ten, twenty, "--threshold", "50"], capture_output=True)
+    assert over.returncode == 1
+    within = subprocess.run([*heaptype_command(), "diff", ten, twenty, "--threshold", "150", "--type", "Kilo"],
+                            capture_output=True)
+    assert within.returncode == 0, within.stdout
+    by_function = json.loads(cli("diff", ten, twenty, "--by", "function", "--format", "json"))
+    assert next(r for r in by_function["rows"] if r["name"] == "g(int)")["delta"]["allocations"] == 10
+
+
+def test_one_filter_model_everywhere(lifetimes):
+    sized = {r["label"] for r in json.loads(cli("report", lifetimes, "--size", "200:300", "--format", "json"))["rows"]}
+    assert sized == {"Quarter"}
+    live = {r["label"] for r in json.loads(cli("report", lifetimes, "--live", "--format", "json"))["rows"]}
+    assert "Leaked" in live and "Kilo" not in live
+    threads = json.loads(cli("report", lifetimes, "--by", "thread", "--format", "json"))["threads"]
+    name = threads[0]["name"]
+    by_name = json.loads(cli("report", lifetimes, "--thread", name, "--by", "thread", "--format", "json"))
+    assert [t["thread"] for t in by_name["threads"] if t["allocations"]] == [threads[0]["thread"]]
+    functions = json.loads(cli("timeline", lifetimes, "--function", "h()", "--format", "json"))
+    assert {s["name"] for s in functions["series"]} == {"Quarter"}
+    assert cli("export", lifetimes, "--format", "folded", "--function", "f()").strip().endswith("Kilo 102400")
+
+
+def test_memory_view_at_the_peak(callpath_programs):
+    path = str(callpath_programs.profile_path("lifetimes", addresses=True))
+    view = json.loads(cli("memory", path, "--type", "Kilo", "--at", "peak", "--format", "json"))
+    runs = [run for region in view["regions"] for run in region["runs"]]
+    assert {run["type"] for run in runs} == {"Kilo"}
+    assert sum(run["blocks"] for run in runs) == 10 and sum(run["bytes"] for run in runs) == 10240
+    blocks = sorted(run["start"] for run in runs)
+    assert all(a < b for a, b in zip(blocks, blocks[1:]))
+    at_exit = json.loads(cli("memory", path, "--format", "json"))
+    leaked = [run for region in at_exit["regions"] for run in region["runs"] if run["type"] == "Leaked"]
+    assert sum(run["blocks"] for run in leaked) == 3
+    plain = subprocess.run([*heaptype_command(), "memory", str(callpath_programs.profile_path("lifetimes"))],
+                           capture_output=True, text=True)
+    assert plain.returncode == 2 and "HEAPTYPE_ADDRESSES=1" in plain.stderr
+
+
+def test_size_and_lifetime_histograms(callpath_programs):
+    path = str(callpath_programs.profile_path("lifetimes", addresses=True))
+    rows = {r["label"]: r for r in json.loads(cli("report", path, "--format", "json"))["rows"]}
+    assert rows["Kilo"]["sizes"] == [{"up_to": 1024, "allocations": 110}]
+    assert rows["Quarter"]["sizes"] == [{"up_to": 256, "allocations": 50}]
+    assert rows["Leaked"]["sizes"] == [{"up_to": 64, "allocations": 3}]
+    lifetimes = rows["Leaked"]["lifetimes"]
+    assert lifetimes["never freed"] == 3 and sum(lifetimes.values()) == 3
+    assert sum(rows["Kilo"]["lifetimes"].values()) == 110 and rows["Kilo"]["lifetimes"]["never freed"] == 0
+    plain = json.loads(cli("report", str(callpath_programs.profile_path("lifetimes")), "--format", "json"))
+    assert all(r["lifetimes"] is None for r in plain["rows"])

@@ -22,24 +22,25 @@ To profile a whole build without editing BUILD files, see heaptype.bazelrc
 (`--config=heaptype`).
 """
 
-load("@heaptype_install//:flags.bzl", "CALLSTACK", "COMPILE")
+load("@heaptype_install//:flags.bzl", "CALLSTACK", "COMPILE", "DEFAULT_CALLSTACK")
 
-CALLSTACK_MODES = ["instrument", "frame-pointer", "none"]
+CALLSTACK_MODES = ["frame-pointer", "instrument", "none"]
 
 _RUNTIME = Label("//:runtime")
 _HEADERS = Label("//:headers")
 
 # --- flags and macros ---------------------------------------------------------------------
 
-def heaptype_copts(types = True, stl_types = True, debug = True, callstack = "instrument"):
+def heaptype_copts(types = True, stl_types = True, debug = True, callstack = DEFAULT_CALLSTACK):
     """The compile options of a profiled target, from the package's flags.json.
 
     Args:
       types: type every new-expression (force-included heaptype/new.hpp).
       stl_types: type std::allocator allocations (the libstdc++ shim ahead of libstdc++).
       debug: debug information (-g), for call sites in reports.
-      callstack: how allocations get their calling context: "instrument"
-        (-finstrument-functions, system headers excluded), "frame-pointer" or "none".
+      callstack: how allocations get their calling context: "frame-pointer" (the
+        default: the stack walked at each allocation, -fno-omit-frame-pointer),
+        "instrument" (-finstrument-functions, system headers excluded) or "none".
     Returns:
       A list of options; the headers they name come with @heaptype//:headers.
     """
@@ -67,7 +68,7 @@ def _instrumented(kwargs, deps, types, stl_types, debug, callstack):
     kwargs["deps"] = kwargs.get("deps", []) + deps
     return kwargs
 
-def heaptype_cc_binary(name, types = True, stl_types = True, debug = True, callstack = "instrument", **kwargs):
+def heaptype_cc_binary(name, types = True, stl_types = True, debug = True, callstack = DEFAULT_CALLSTACK, **kwargs):
     """A cc_binary compiled with HeapType's flags and linked with its runtime.
 
     The binary writes a profile when it runs (HEAPTYPE_OUTPUT names the file, default
@@ -76,7 +77,7 @@ def heaptype_cc_binary(name, types = True, stl_types = True, debug = True, calls
     """
     native.cc_binary(name = name, **_instrumented(kwargs, [_RUNTIME], types, stl_types, debug, callstack))
 
-def heaptype_cc_test(name, types = True, stl_types = True, debug = True, callstack = "instrument", **kwargs):
+def heaptype_cc_test(name, types = True, stl_types = True, debug = True, callstack = DEFAULT_CALLSTACK, **kwargs):
     """A cc_test compiled with HeapType's flags and linked with its runtime.
 
     Without HEAPTYPE_OUTPUT the runtime writes the test's profile to
@@ -86,7 +87,7 @@ def heaptype_cc_test(name, types = True, stl_types = True, debug = True, callsta
     """
     native.cc_test(name = name, **_instrumented(kwargs, [_RUNTIME], types, stl_types, debug, callstack))
 
-def heaptype_cc_library(name, types = True, stl_types = True, debug = True, callstack = "instrument", **kwargs):
+def heaptype_cc_library(name, types = True, stl_types = True, debug = True, callstack = DEFAULT_CALLSTACK, **kwargs):
     """A cc_library compiled with HeapType's flags (the binary that links it brings the
     runtime), like `heaptype_instrument(<library>)` in CMake."""
     native.cc_library(name = name, **_instrumented(kwargs, [_HEADERS], types, stl_types, debug, callstack))

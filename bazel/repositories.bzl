@@ -79,6 +79,7 @@ def _heaptype_install_impl(ctx):
         "COMPILER_FAMILY = %r" % info["compiler_family"],
         "COMPILE = %s" % repr(info["compile"]),
         "CALLSTACK = %s" % repr(info["callstack"]),
+        "DEFAULT_CALLSTACK = %r" % info["default_callstack"],
         "LINKOPTS = %s" % repr(info["link"]["linkopts"]),
         "",
     ]))
@@ -139,7 +140,7 @@ def _heaptype_toolchain_impl(ctx):
     for group in ("headers", "types", "stl_types", "debug"):
         for option in info["compile"][group]:
             flags.extend(option)
-    for option in info["callstack"]["instrument"]:
+    for option in info["callstack"][info["default_callstack"]]:
         flags.extend(option)
     build = ctx.read(source.get_child("BUILD"))
     build = _insert_after(build, "cxx_flags = [", "".join(["%r, " % f for f in flags]), "C++ flags")

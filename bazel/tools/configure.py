@@ -121,6 +121,7 @@ def main() -> int:
         "compiler_family": family,
         "compile": {group: expand(options) for group, options in table["compile"].items()},
         "callstack": {mode: expand(by_family.get(family, [])) for mode, by_family in table["callstack"].items()},
+        "default_callstack": table["default_callstack"],
         # The static runtime; Bazel finds the shared one itself (cc_library srcs, rpath).
         "link": split_link(table["link"]["static"]),
     }

@@ -52,7 +52,10 @@ def _expand(options: list[list[str]], **extra: str) -> list[str]:
     return [token.format(**places) for option in options for token in option]
 
 
-CALLSTACK_MODES = ("instrument", "frame-pointer", "none")
+CALLSTACK_MODES = ("frame-pointer", "instrument", "none")
+# The mode every integration uses unless told (flags.json): frame pointers, whose
+# cost is per allocation, not per call.
+DEFAULT_CALLSTACK: str = _table()["default_callstack"]
 
 
 def default_compiler() -> str:
@@ -84,7 +87,7 @@ def system_include_dirs(cxx: str) -> tuple[str, ...]:
     return tuple(os.path.normpath(d) for d in dirs if d) or ("/usr/include",)
 
 
-def callstack_flags(mode: str = "instrument", cxx: str | None = None) -> list[str]:
+def callstack_flags(mode: str = DEFAULT_CALLSTACK, cxx: str | None = None) -> list[str]:
     """Flags that give allocations their calling context (see flags.json)."""
     if mode not in CALLSTACK_MODES:
         raise ValueError(f"unknown call stack mode {mode!r}: use one of {', '.join(CALLSTACK_MODES)}")
@@ -94,7 +97,7 @@ def callstack_flags(mode: str = "instrument", cxx: str | None = None) -> list[st
 
 
 def compile_flags(*, types: bool = True, stl_types: bool = True, debug: bool = True,
-                  callstack: str = "instrument", cxx: str | None = None) -> list[str]:
+                  callstack: str = DEFAULT_CALLSTACK, cxx: str | None = None) -> list[str]:
     """Flags for every compile of a profiled program (for compiler `cxx`, default
     $CXX or g++)."""
     table = _table()["compile"]

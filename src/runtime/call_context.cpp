@@ -13,7 +13,6 @@ namespace runtime {
 namespace {
 
 CallstackMode g_mode = CallstackMode::kAuto;
-constexpr int kMaxWalkedFrames = 128;
 
 bool ensure_nodes(CallContext& c) {
   if (c.node_count < c.node_capacity) return true;
@@ -40,8 +39,7 @@ inline ChildCacheEntry& cache_entry(CallContext& c, uint32_t parent, uintptr_t f
 }
 
 // The child of `parent` for (function, call site), created and announced if new.
-// `locked`: whether the caller already holds the thread's lock.
-uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site, bool locked) {
+uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site) {
   CallContext& c = t->context;
   if (!ensure_nodes(c)) return parent;
   ChildCacheEntry& cached = cache_entry(c, parent, function, call_site);
@@ -71,9 +69,7 @@ uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr
   c.nodes[parent].first_child = id;
   c.nodes[parent].last_found = id;
   cached = {function, call_site, parent, id};
-  if (!locked) t->lock.lock();
   emit_node(t, parent, function, call_site);
-  if (!locked) t->lock.unlock();
   return id;
 }
 
@@ -81,8 +77,11 @@ bool ensure_frames(CallContext& c) {
   if (__builtin_expect(c.frames != nullptr, 1)) return true;
   c.cache = static_cast<ChildCacheEntry*>(map_pages(kChildCacheSize * sizeof(ChildCacheEntry)));
   if (!c.cache) return false;
+  c.known_paths = static_cast<KnownPath*>(map_pages(sizeof(KnownPath) << kKnownPathBits));
+  c.walk_path = static_cast<uintptr_t*>(map_pages(kMaxWalkedFrames * sizeof(uintptr_t)));
+  c.walk_nodes = static_cast<uint32_t*>(map_pages(kMaxWalkedFrames * sizeof(uint32_t)));
   c.frames = static_cast<CallFrame*>(map_pages(kMaxShadowDepth * sizeof(CallFrame)));
-  return c.frames != nullptr;
+  return c.frames && c.walk_path && c.walk_nodes && c.known_paths;
 }
 
 inline uint32_t top_node(const CallContext& c) {
@@ -95,18 +94,62 @@ inline void prune_below(CallContext& c, uintptr_t sp) {
   while (c.depth && c.depth <= kMaxShadowDepth && c.frames[c.depth - 1].stack_pointer < sp) --c.depth;
 }
 
-// Return addresses from the frame-pointer chain starting at `fp`.
-int walk_frame_pointers(uintptr_t fp, uintptr_t* out, int max) {
+// A stack larger than this is not the thread's own: a signal handler running on an
+// alternate stack walks nothing.
+constexpr uintptr_t kMaxStackSpan = uintptr_t{1} << 30;
+
+// The return addresses of the callers of the function whose frame is `frame` (an
+// allocation function: its own return address is the call site), innermost first.
+// Functions without frame pointers at the start (the allocation made inside a
+// system library) are stepped over by their frame rules; then the frame-pointer
+// chain. Every word read lies above the stack pointer of the frame before it and
+// below the top of the thread's stack (`high`): memory that is mapped, whatever a
+// register that code without frame pointers used for something else held.
+int walk_callers(FrameRules& rules, uintptr_t frame, uintptr_t high, uintptr_t* out) {
+  if (!high || frame >= high || high - frame > kMaxStackSpan) return 0;
+  const uintptr_t limit = high - 2 * sizeof(uintptr_t);
+  const uintptr_t* hook = reinterpret_cast<const uintptr_t*>(frame);
+  uintptr_t sp = frame + 2 * sizeof(uintptr_t), rbp = hook[0], pc = hook[1];
   int n = 0;
-  while (fp && n < max) {
-    const uintptr_t* frame = reinterpret_cast<const uintptr_t*>(fp);
-    uintptr_t next = frame[0], ra = frame[1];
+  for (;;) {
+    FrameRule rule = frame_rule(rules, pc);
+    if (rule.kind == FrameKind::kFramePointer) break;
+    if (rule.kind != FrameKind::kStackOffset || n == kMaxWalkedFrames) return n;
+    uintptr_t cfa = sp + static_cast<uintptr_t>(rule.cfa_offset);
+    if (cfa > limit) return n;
+    if (rule.saved_rbp != kRbpKept) {
+      uintptr_t at = cfa + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
+      if (at < sp || at > limit) return n;
+      rbp = *reinterpret_cast<const uintptr_t*>(at);
+    }
+    pc = reinterpret_cast<const uintptr_t*>(cfa)[-1];
+    if (!pc) return n;
+    out[n++] = pc;
+    sp = cfa;
+  }
+  uintptr_t below = sp - 1, fp = rbp;
+  // fp in (below, limit]: one unsigned comparison for the range.
+  while (fp - below - 1 < limit - below) {
+    const uintptr_t* f = reinterpret_cast<const uintptr_t*>(fp);
+    uintptr_t ra = f[1];
     if (!ra) break;
-    out[n++] = ra;
-    if (next <= fp || next - fp > (uintptr_t{1} << 24) || (next & 7)) break;
-    fp = next;
+    out[n] = ra;
+    if (++n == kMaxWalkedFrames) break;
+    below = fp;
+    fp = f[0];
   }
   return n;
+}
+
+inline uint64_t path_hash(const uintptr_t* ras, uint32_t depth) {
+  if (!depth) return 0;
+  return ((ras[0] * 0x9E3779B97F4A7C15ull) ^ (ras[depth - 1] + depth)) * 0xC2B2AE3D27D4EB4Full;
+}
+
+inline bool same_path(const uintptr_t* a, const uintptr_t* b, uint32_t depth) {
+  for (uint32_t i = 0; i < depth; ++i)
+    if (a[i] != b[i]) return false;
+  return true;
 }
 
 struct UnwindState {
@@ -123,41 +166,78 @@ _Unwind_Reason_Code collect_frame(struct _Unwind_Context* context, void* arg) {
   return _URC_NO_REASON;
 }
 
-// The node of a walked stack: frames outside in, after the allocation's own call.
+// The node of the path of return addresses `ras` (innermost first), outside in.
+// The previous path's nodes serve the frames both share from the outermost in.
+uint32_t node_of_path(ThreadState* t, const uintptr_t* ras, uint32_t depth) {
+  CallContext& c = t->context;
+  uint32_t same = 0, limit = depth < c.walk_depth ? depth : c.walk_depth;
+  while (same < limit && c.walk_path[same] == ras[depth - 1 - same]) ++same;
+  uint32_t node = same ? c.walk_nodes[same - 1] : 0;
+  for (uint32_t k = same; k < depth; ++k) {
+    node = child_node(t, node, 0, ras[depth - 1 - k]);
+    c.walk_path[k] = ras[depth - 1 - k];
+    c.walk_nodes[k] = node;
+  }
+  c.walk_depth = depth;
+  return node;
+}
+
+// The node of a walked stack (innermost first), which starts with the
+// allocation's own call site (unwinder) or with its caller (frame pointers).
 uint32_t node_from_walk(ThreadState* t, uintptr_t call_site, const uintptr_t* ras, int n) {
   int start = 0;
   while (start < n && ras[start] != call_site) ++start;
-  uint32_t node = 0;
-  for (int i = n - 1; i > start; --i) node = child_node(t, node, 0, ras[i], true);
+  if (start == n) return 0;
+  return node_of_path(t, ras + start + 1, static_cast<uint32_t>(n - 1 - start));
+}
+
+// The node of the stack above an allocation function's frame, through the table
+// of known paths.
+uint32_t walked_context(ThreadState* t, uintptr_t frame) {
+  CallContext& c = t->context;
+  uintptr_t ras[kMaxWalkedFrames];
+  uint32_t depth = static_cast<uint32_t>(walk_callers(c.frame_rules, frame, t->stack.high, ras));
+  if (depth > kKnownPathFrames) return node_of_path(t, ras, depth);
+  uint64_t hash = path_hash(ras, depth);
+  KnownPath& known = c.known_paths[hash >> (64 - kKnownPathBits)];
+  if (known.hash == hash && known.depth == depth && same_path(known.return_addresses, ras, depth))
+    return known.node;
+  uint32_t node = node_of_path(t, ras, depth);
+  known.hash = hash;
+  known.depth = depth;
+  known.node = node;
+  std::memcpy(known.return_addresses, ras, depth * sizeof(uintptr_t));
   return node;
 }
 
 }  // namespace
 
 bool g_hooks_enabled = true;
+bool g_contexts_enabled = true;
 
 void set_callstack_mode(CallstackMode mode) {
   g_mode = mode;
   g_hooks_enabled = mode == CallstackMode::kAuto || mode == CallstackMode::kInstrument;
+  g_contexts_enabled = mode != CallstackMode::kNone;
 }
 CallstackMode callstack_mode() { return g_mode; }
 
-uint32_t allocation_context(ThreadState* t, uintptr_t call_site, uintptr_t caller_sp) {
+uint32_t allocation_context(ThreadState* t, uintptr_t call_site, uintptr_t frame) {
   CallContext& c = t->context;
   switch (g_mode) {
     case CallstackMode::kNone:
       return 0;
     case CallstackMode::kAuto:
     case CallstackMode::kInstrument:
-      if (!c.hooks_seen) return 0;
-      prune_below(c, caller_sp);
-      return top_node(c);
-    case CallstackMode::kFramePointer: {
-      if (!ensure_frames(c)) return 0;  // the tree's child cache
-      uintptr_t ras[kMaxWalkedFrames];
-      int n = walk_frame_pointers(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), ras, kMaxWalkedFrames);
-      return node_from_walk(t, call_site, ras, n);
-    }
+      if (c.hooks_seen) {
+        prune_below(c, frame + 2 * sizeof(uintptr_t));  // the caller's stack pointer at the call
+        return top_node(c);
+      }
+      if (g_mode == CallstackMode::kInstrument) return 0;
+      [[fallthrough]];
+    case CallstackMode::kFramePointer:
+      if (__builtin_expect(!c.frames, 0) && !ensure_frames(c)) return 0;
+      return walked_context(t, frame);
     case CallstackMode::kUnwind: {
       if (!ensure_frames(c)) return 0;
       uintptr_t ras[kMaxWalkedFrames];
@@ -179,7 +259,7 @@ void rebuild_call_context_after_fork(ThreadState* t) {
   for (uint32_t d = 0; d < stored; ++d) {
     CallFrame& f = c.frames[d];
     f.parent = parent;
-    f.node = child_node(t, parent, f.function, f.call_site, true);
+    f.node = child_node(t, parent, f.function, f.call_site);
     parent = f.node;
   }
 }
@@ -187,6 +267,9 @@ void rebuild_call_context_after_fork(ThreadState* t) {
 void reset_call_context(ThreadState* t) {
   CallContext& c = t->context;
   c.depth = 0;
+  c.walk_depth = 0;
+  reset_frame_rules(c.frame_rules);
+  if (c.known_paths) std::memset(c.known_paths, 0, sizeof(KnownPath) << kKnownPathBits);
   c.node_count = c.nodes ? 1 : 0;
   if (c.nodes) std::memset(&c.nodes[0], 0, sizeof(ContextNode));
   if (c.cache) std::memset(c.cache, 0, kChildCacheSize * sizeof(ChildCacheEntry));
@@ -207,7 +290,7 @@ __attribute__((no_instrument_function, noinline)) void enter_slow(uintptr_t func
                                                                    uintptr_t sp) {
   if (!runtime_active() || !g_hooks_enabled) return;
   ThreadState* t = this_thread_state();
-  if (!t) return;
+  if (!t || t->busy) return;  // a signal handler inside the runtime: its NODE records would interleave
   CallContext& c = t->context;
   if (c.in_hook || !ensure_frames(c)) return;
   c.in_hook = true;
@@ -217,7 +300,10 @@ __attribute__((no_instrument_function, noinline)) void enter_slow(uintptr_t func
   prune_below(c, sp);
   if (c.depth < kMaxShadowDepth) {
     uint32_t parent = top_node(c);
-    uint32_t node = child_node(t, parent, function, call_site, false);
+    t->busy = true;
+    uint32_t node = child_node(t, parent, function, call_site);
+    t->busy = false;
+    end_event(t);
     c.frames[c.depth] = {function, call_site, sp, node, parent};
   }
   ++c.depth;

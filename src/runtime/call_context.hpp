@@ -13,15 +13,27 @@
 // below the current one is gone, and an exit hook for a function found lower in
 // the shadow stack pops everything above it.
 //
-// Code built without the hooks can still get calling contexts: HEAPTYPE_CALLSTACK
-// = frame-pointer walks the frame pointer chain (needs -fno-omit-frame-pointer),
-// = unwind uses the unwinder (_Unwind_Backtrace), = none records call sites only.
-// The default, auto, uses the shadow stack wherever the hooks run.
+// Without the hooks (the default build: -fno-omit-frame-pointer
+// -mno-omit-leaf-frame-pointer), each allocation walks the frame-pointer chain, a
+// cost per allocation rather than per call. The walk stays inside the thread's
+// stack, so a register that code without frame pointers used for something else
+// ends it instead of faulting. The return addresses are mapped to the thread's tree
+// through the path of the previous walk: the frames two allocations share from the
+// outermost in (most of them) cost one comparison each, and NODE records carry the
+// return address only (function 0); the symbolizer recovers the functions, inlined
+// ones included, from DWARF.
+//
+// HEAPTYPE_CALLSTACK: auto (default) uses the shadow stack on threads whose hooks
+// run and frame pointers elsewhere; instrument, frame-pointer force one; unwind uses
+// the unwinder (_Unwind_Backtrace: DWARF, for code without frame pointers, at many
+// times the cost); none records call sites only.
 #ifndef HEAPTYPE_RUNTIME_CALL_CONTEXT_HPP
 #define HEAPTYPE_RUNTIME_CALL_CONTEXT_HPP
 
 #include <cstddef>
 #include <cstdint>
+
+#include "frame_rules.hpp"
 
 namespace heaptype {
 namespace runtime {
@@ -61,9 +73,27 @@ struct ChildCacheEntry {
   uint32_t child;  // 0: empty
 };
 
+constexpr int kMaxWalkedFrames = 128;
+
+// A walked stack seen before, and its node: most allocations repeat one of a few
+// stacks, which then cost their walk and one comparison per frame.
+constexpr uint32_t kKnownPathFrames = 32;  // deeper stacks skip the table
+constexpr unsigned kKnownPathBits = 7;
+struct KnownPath {
+  uint64_t hash;          // of the innermost and outermost return address and the depth
+  uint32_t depth;
+  uint32_t node;
+  uintptr_t return_addresses[kKnownPathFrames];  // innermost first
+};
+
 // Per-thread state; lives in ThreadState, zero-initialised.
 struct CallContext {
   CallFrame* frames;        // kMaxShadowDepth entries, mapped on first use
+  KnownPath* known_paths;   // 1 << kKnownPathBits entries
+  FrameRules frame_rules;   // functions without frame pointers at the start of a walk
+  uintptr_t* walk_path;     // the previous walk's return addresses, outermost first
+  uint32_t* walk_nodes;     // and the node of each
+  uint32_t walk_depth;
   uint32_t depth;           // may exceed kMaxShadowDepth: deeper frames are counted only
   bool hooks_seen;
   volatile bool in_hook;    // a signal handler's hooks inside ours do nothing
@@ -75,20 +105,23 @@ struct CallContext {
 
 // True while the enter hook should work (runtime active, mode uses the hooks).
 extern bool g_hooks_enabled;
+// Whether allocations look for a calling context at all (not mode none).
+extern bool g_contexts_enabled;
 
 void set_callstack_mode(CallstackMode mode);
 CallstackMode callstack_mode();
 
-// The node for an allocation made by code whose stack pointer is `caller_sp`.
-// May write NODE records: call with the thread's lock held.
-uint32_t allocation_context(ThreadState* t, uintptr_t call_site, uintptr_t caller_sp);
+// The node of an allocation whose call returns to `call_site`; `frame` is the frame
+// address of the function the program called (its saved frame pointer and return
+// address are there). May write NODE records: the thread's own, inside the runtime.
+uint32_t allocation_context(ThreadState* t, uintptr_t call_site, uintptr_t frame);
 
 // Empties the thread's tree and shadow stack (a new or reused thread state).
 void reset_call_context(ThreadState* t);
 
 // A forked child starts a new tree (the parent's nodes are in the parent's
 // profile), but is still inside the functions on its shadow stack: their path is
-// created again in the new tree. Call with the thread's lock held.
+// created again in the new tree.
 void rebuild_call_context_after_fork(ThreadState* t);
 
 }  // namespace runtime

@@ -7,7 +7,7 @@
 namespace heaptype {
 namespace runtime {
 
-std::atomic<uint64_t> g_clock_us{0};
+std::atomic<uint64_t> g_clock{0};
 
 namespace {
 
@@ -22,7 +22,16 @@ uint64_t read_clock(clockid_t id) {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-void publish_now() { g_clock_us.store((monotonic_ns() - g_start_ns) / 1000, std::memory_order_relaxed); }
+// Moves the shared clock forward to `tick` unless it is there already.
+void advance_to(uint64_t tick) {
+  uint64_t seen = g_clock.load(std::memory_order_relaxed);
+  while (seen < tick && !g_clock.compare_exchange_weak(seen, tick, std::memory_order_relaxed)) {
+  }
+}
+
+uint64_t elapsed_ns() { return monotonic_ns() - g_start_ns; }
+
+void publish_now() { advance_to(elapsed_ns()); }
 
 void* ticker_main(void*) {
   timespec interval;
@@ -57,6 +66,14 @@ void spawn_ticker() {
 }
 
 }  // namespace
+
+uint64_t meeting_tick() noexcept {
+  uint64_t published = g_clock.load(std::memory_order_relaxed);
+  uint64_t now = elapsed_ns();
+  uint64_t tick = now > published ? now : published + 1;
+  advance_to(tick + 1);
+  return tick;
+}
 
 uint64_t monotonic_ns() { return read_clock(CLOCK_MONOTONIC); }
 uint64_t realtime_ns() { return read_clock(CLOCK_REALTIME); }

@@ -1,10 +1,20 @@
-// clock.hpp: a cheap timestamp for every event.
+// clock.hpp: a cheap timestamp for every event, exact where threads meet.
 //
 // Reading a clock on each of millions of allocations costs more than the rest of
 // the bookkeeping (clock_gettime: ~29 ns, rdtsc: ~11 ns on these machines). A
-// ticker thread instead publishes the time every interval, and an event reads one
-// shared word. Times are in microseconds since the profile started; their
-// resolution is the ticker interval (HEAPTYPE_CLOCK_US, default 1000).
+// ticker thread instead publishes the time every interval (HEAPTYPE_CLOCK_US,
+// default 1000), and an event reads one shared word: times are nanoseconds since
+// the profile started, as of the last tick.
+//
+// The reader merges the threads by time, so a tick's worth of one thread's events
+// could land before another thread's, whatever happened first. Where the order
+// matters for a peak, threads meet: a block allocated by one thread and freed by
+// another. A free of another thread's block reads the real clock, is stamped
+// strictly after the allocation (whose stamp the freeing thread can see: the block
+// reached it through the program's own synchronisation), and moves the shared
+// clock past itself. Whatever the freeing thread lets happen next (a semaphore
+// post, a queue slot) is stamped later than the free. The shared clock only moves
+// forward (compare-and-swap on the ticker's and the remote frees' updates only).
 #ifndef HEAPTYPE_RUNTIME_CLOCK_HPP
 #define HEAPTYPE_RUNTIME_CLOCK_HPP
 
@@ -14,9 +24,16 @@
 namespace heaptype {
 namespace runtime {
 
-extern std::atomic<uint64_t> g_clock_us;
+constexpr uint64_t kClockTickNs = 1;  // the unit of the profile's TIME deltas
 
-inline uint64_t now_us() noexcept { return g_clock_us.load(std::memory_order_relaxed); }
+extern std::atomic<uint64_t> g_clock;
+
+// The time of an ordinary event: the last published tick.
+inline uint64_t now_tick() noexcept { return g_clock.load(std::memory_order_relaxed); }
+
+// The time of an event where threads meet (a free of another thread's block):
+// later than any tick published so far and than the real clock, and published.
+uint64_t meeting_tick() noexcept;
 
 uint64_t monotonic_ns();
 uint64_t realtime_ns();

@@ -5,7 +5,9 @@
 // constructor before main(): everything here is zero-initialised data, getenv()
 // and system calls. The profile is finished by a destructor that runs after the
 // program's static destructors; events after that are written through at once.
+#include <dlfcn.h>
 #include <pthread.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -16,13 +18,15 @@
 
 #include "call_context.hpp"
 #include "clock.hpp"
+#include "external_blocks.hpp"
 #include "internal_memory.hpp"
 #include "profile_writer.hpp"
-#include "registry.hpp"
 #include "thread_state.hpp"
 #include "tracker.hpp"
 
 extern "C" char* program_invocation_short_name;
+// Defined (weakly) by translation units built with --callstack none (new.hpp).
+extern "C" __attribute__((weak)) char heaptype_built_without_callstack;
 
 // libstdc++'s hook for leak checkers: releases its emergency exception pool and
 // other once-per-process buffers. Weak: absent with other standard libraries.
@@ -35,16 +39,24 @@ namespace runtime {
 
 std::atomic<int> g_state{kUninitialized};
 std::atomic<bool> g_recording{true};
+bool g_finished = false;
 
 namespace {
 
 using format::put_varint;
 
-constexpr uint64_t kClockTickNs = 1000;  // TIME deltas are microseconds
+size_t (*g_libc_usable_size)(void*) = nullptr;
+
+// glibc's malloc_usable_size, behind ours (the program's allocation functions
+// come first in the lookup order; RTLD_NEXT is the next definition).
+void find_libc_usable_size() {
+  if (!g_libc_usable_size)
+    g_libc_usable_size = reinterpret_cast<size_t (*)(void*)>(dlsym(RTLD_NEXT, "malloc_usable_size"));
+}
+
 const char kDefaultOutput[] = "heaptype.%e.%p.htp";
 
 __thread bool tls_initializing __attribute__((tls_model("initial-exec"))) = false;
-bool g_finished = false;
 bool g_atfork_installed = false;
 pid_t g_pid = 0;  // the process this runtime state belongs to
 char g_output_pattern[4096];
@@ -109,10 +121,7 @@ void expand_output_path(const char* pattern, bool child, char* out, size_t cap) 
   }
 }
 
-void flush_one(ThreadState* t, void*) {
-  commit_pending(t);
-  flush_events(t);
-}
+void flush_one(ThreadState* t, void*) { collect_events(t); }
 
 void flush_all_threads() { for_each_thread_state(flush_one, nullptr); }
 
@@ -122,26 +131,32 @@ void periodic_flush() {
 
 struct Totals {
   uint64_t allocations, frees, untracked_frees;
+  int64_t header_bytes;
 };
 
 void add_thread_totals(ThreadState* t, void* context) {
   Totals* totals = static_cast<Totals*>(context);
-  totals->allocations += t->allocations;
-  totals->frees += t->frees;
-  totals->untracked_frees += t->untracked_frees;
+  totals->allocations += t->allocations.load(std::memory_order_relaxed);
+  totals->frees += t->frees.load(std::memory_order_relaxed);
+  totals->untracked_frees += t->untracked_frees.load(std::memory_order_relaxed);
+  totals->header_bytes += t->other_header_bytes.load(std::memory_order_relaxed);
 }
 
 // The END chunk's payload describing this moment; returns its size. The reader
 // knows the live blocks from the events.
 size_t describe_end(uint8_t (&end)[5 * format::kMaxVarint]) {
-  Totals totals = {0, 0, 0};
+  Totals totals = {0, 0, 0, 0};
   for_each_thread_state(add_thread_totals, &totals);
   uint8_t* p = end;
   p = put_varint(p, totals.allocations);
   p = put_varint(p, totals.frees);
   p = put_varint(p, totals.untracked_frees);
   p = put_varint(p, bookkeeping_peak_bytes());
-  p = put_varint(p, registry_resident_bytes());
+  // The registry: the headers of the blocks live now (16 bytes for each tracked
+  // block, plus untracked blocks' and over-aligned blocks' padding), and the table
+  // of tagged memory the runtime did not allocate.
+  int64_t headers = static_cast<int64_t>(kHeaderSize * (totals.allocations - totals.frees)) + totals.header_bytes;
+  p = put_varint(p, static_cast<uint64_t>(headers > 0 ? headers : 0) + external_table_bytes());
   return static_cast<size_t>(p - end);
 }
 
@@ -160,7 +175,8 @@ void fork_parent() {
 void fork_child() {
   if (g_state.load() != kActive) return;
   writer_forget_in_child();
-  registry_clear_in_child();
+  ++g_epoch;  // the parent's blocks are untracked here
+  external_clear_in_child();
   thread_states_reset_in_child();
   clock_after_fork_in_child();
   char path[4096];
@@ -172,7 +188,8 @@ void fork_child() {
 
 CallstackMode callstack_mode_from_env() {
   const char* v = getenv("HEAPTYPE_CALLSTACK");
-  if (!v || !*v || std::strcmp(v, "auto") == 0) return CallstackMode::kAuto;
+  if (!v || !*v) return &heaptype_built_without_callstack ? CallstackMode::kNone : CallstackMode::kAuto;
+  if (std::strcmp(v, "auto") == 0) return CallstackMode::kAuto;
   if (std::strcmp(v, "instrument") == 0) return CallstackMode::kInstrument;
   if (std::strcmp(v, "frame-pointer") == 0) return CallstackMode::kFramePointer;
   if (std::strcmp(v, "unwind") == 0) return CallstackMode::kUnwind;
@@ -181,7 +198,19 @@ CallstackMode callstack_mode_from_env() {
   return CallstackMode::kAuto;
 }
 
+// The seal's secret: the kernel's random bytes for this process (AT_RANDOM).
+uint64_t process_secret() {
+  uint64_t secret = 0x2545F4914F6CDD1Dull ^ monotonic_ns();
+  if (const void* random = reinterpret_cast<const void*>(getauxval(AT_RANDOM))) {
+    uint64_t bytes;
+    std::memcpy(&bytes, random, sizeof bytes);
+    secret ^= bytes;
+  }
+  return secret | 1;
+}
+
 int start_up() {
+  find_libc_usable_size();
   if (env_flag("HEAPTYPE_DISABLE")) return kDisabled;
   g_pid = getpid();
   const char* start = getenv("HEAPTYPE_START");
@@ -207,11 +236,8 @@ int start_up() {
     say("cannot create the profile file ", path, ": ", strerrordesc_np(errno));
     return kDisabled;
   }
-  if (!registry_init()) {
-    say("cannot reserve address space for the block registry: profiling is off");
-    return kDisabled;
-  }
-  thread_states_init();
+  g_seal_secret = process_secret();
+  thread_states_init(end_all_probation);
   start_clock(env_number("HEAPTYPE_CLOCK_US", 1000), periodic_flush);
   if (!g_atfork_installed) g_atfork_installed = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
   return kActive;
@@ -237,7 +263,11 @@ int ensure_initialized() {
   }
 }
 
-bool finished() { return g_finished; }
+
+size_t libc_usable_size(void* p) {
+  if (!g_libc_usable_size) ensure_initialized();
+  return g_libc_usable_size ? g_libc_usable_size(p) : 0;
+}
 
 bool owns_this_process() { return getpid() == g_pid; }
 
@@ -315,7 +345,13 @@ __attribute__((visibility("default"), noinline)) void heaptype_tag_block(const v
                                                                          size_t elem_size,
                                                                          size_t count) {
   rt::on_tag_block(p, reinterpret_cast<uintptr_t>(type_tag), elem_size, count,
-                   reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
+                   reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+                   reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
+}
+
+__attribute__((visibility("default"))) void heaptype_tag_allocation(const void* p, const void* type_tag,
+                                                                    size_t elem_size, size_t count) {
+  rt::on_tag_allocation(p, reinterpret_cast<uintptr_t>(type_tag), elem_size, count);
 }
 
 __attribute__((visibility("default"))) void heaptype_untag(const void* p) { rt::on_untag(p); }

@@ -13,6 +13,9 @@
 
 namespace heaptype {
 namespace runtime {
+
+bool g_write_addresses = false;
+
 namespace {
 
 SpinLock g_lock;
@@ -20,7 +23,6 @@ int g_fd = -1;
 char g_path[4096];
 bool g_open_later = false;
 uint64_t g_clock_tick_ns = 1000;
-bool g_addresses = false;
 
 bool write_all(int fd, const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);
@@ -148,7 +150,7 @@ bool open_locked(const char* path, uint64_t clock_tick_ns) {
   header.start_unix_ns = realtime_ns();
   header.clock_tick_ns = clock_tick_ns;
   header.pointer_size = sizeof(void*);
-  header.flags = g_addresses ? format::kFlagAddresses : 0;
+  header.flags = g_write_addresses ? format::kFlagAddresses : 0;
   write_all(fd, &header, sizeof header);
   g_fd = fd;
   write_program_chunk();
@@ -164,11 +166,11 @@ void open_if_deferred_locked() {
 
 bool writer_open(const char* path, uint64_t clock_tick_ns, bool addresses) {
   LockGuard guard(g_lock);
-  g_addresses = addresses;
+  g_write_addresses = addresses;
   return open_locked(path, clock_tick_ns);
 }
 
-bool writer_addresses() { return g_addresses; }
+
 
 void writer_open_later(const char* path, uint64_t clock_tick_ns) {
   LockGuard guard(g_lock);

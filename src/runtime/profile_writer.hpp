@@ -18,8 +18,7 @@ namespace runtime {
 // `clock_tick_ns` is the unit of the events' TIME deltas; `addresses`: records
 // carry block addresses (format::kFlagAddresses).
 bool writer_open(const char* path, uint64_t clock_tick_ns, bool addresses);
-// Whether the profile's records carry block addresses.
-bool writer_addresses();
+
 // Like writer_open, but only when the first chunk is written: a forked child that
 // goes straight to exec() leaves no empty profile behind.
 void writer_open_later(const char* path, uint64_t clock_tick_ns);

@@ -1,5 +1,6 @@
 #include "thread_state.hpp"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -9,9 +10,12 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "block_header.hpp"
 #include "internal_memory.hpp"
 #include "profile_writer.hpp"
-#include "registry.hpp"
+#include "tracker.hpp"
+
+extern "C" void* __libc_stack_end;
 
 namespace heaptype {
 namespace runtime {
@@ -28,7 +32,7 @@ ThreadState* g_free = nullptr;
 std::atomic<uint32_t> g_next_number{1};
 pthread_key_t g_exit_key;
 bool g_key_ready = false;
-
+void (*g_on_exit)(ThreadState*) = nullptr;
 
 // --- site table ----------------------------------------------------------------------
 
@@ -72,28 +76,68 @@ bool grow_sites(SiteTable& table) {
   return true;
 }
 
-inline uint8_t* tail(ThreadState* t) { return t->buffer + t->used; }
+// --- the event buffer -------------------------------------------------------------------
 
-// Guarantees room for one record, flushing the buffer if needed.
-inline void reserve_record(ThreadState* t) {
-  if (t->used + kMaxRecordSize > kEventBufferSize) flush_events(t);
+// The thread's name: its own from prctl, another thread's from /proc.
+size_t thread_name(const ThreadState* t, char (&name)[17]) {
+  std::memset(name, 0, sizeof name);
+  if (tls_thread_state == t) {
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    return std::strlen(name);
+  }
+  char path[64] = "/proc/self/task/";
+  char digits[24];
+  int n = 0;
+  for (uint64_t v = t->os_tid; v || !n; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+  size_t used = std::strlen(path);
+  while (n) path[used++] = digits[--n];
+  std::memcpy(path + used, "/comm", 6);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t got = read(fd, name, 16);
+  close(fd);
+  size_t length = got > 0 ? static_cast<size_t>(got) : 0;
+  while (length && name[length - 1] == '\n') name[--length] = '\0';
+  return length;
 }
+
+void write_thread_chunk(const ThreadState* t) {
+  uint8_t payload[64];
+  uint8_t* p = put_varint(payload, t->os_tid);
+  char name[17];
+  size_t length = thread_name(t, name);
+  std::memcpy(p, name, length);
+  writer_chunk(format::ChunkKind::kThread, t->number, payload, static_cast<size_t>(p - payload) + length);
+}
+
+// Writes out [from, to) of the buffer; the flush lock is held.
+void write_out(ThreadState* t, size_t from, size_t to) {
+  if (to <= from) return;
+  if (!t->announced) {
+    write_thread_chunk(t);
+    t->announced = true;
+  }
+  writer_chunk(format::ChunkKind::kEvents, t->number, t->buffer + from, to - from);
+}
+
+}  // namespace
+
+// The owner's buffer is full (or the profile is finished): everything goes out and
+// the buffer starts again at 0, under the lock collectors take.
+void flush_own(ThreadState* t) {
+  LockGuard guard(t->flush_lock);
+  write_out(t, t->flushed, t->used);
+  t->used = t->flushed = 0;
+  t->committed.store(0, std::memory_order_release);
+}
+
+namespace {
 
 // A CONTROL record: its head, then its operands.
 void emit_control(ThreadState* t, format::ControlOp op, std::initializer_list<uint64_t> operands) {
   reserve_record(t);
-  uint8_t* p = put_varint(tail(t), format::control_record_head(op));
-  for (uint64_t operand : operands) p = put_varint(p, operand);
-  t->used = static_cast<size_t>(p - t->buffer);
-}
-
-void emit_varint(ThreadState* t, uint64_t v) {
-  t->used = static_cast<size_t>(put_varint(tail(t), v) - t->buffer);
-}
-
-// Address mode: the block's address after ALLOC, FREE, FREE_REMOTE and MOVE.
-inline void emit_address(ThreadState* t, uintptr_t address) {
-  if (writer_addresses()) emit_varint(t, format::encode_address_delta(address, t->last_address));
+  put_record_varint(t, format::control_record_head(op));
+  for (uint64_t operand : operands) put_record_varint(t, operand);
 }
 
 // The number of a site key, defining it (SITE or DERIVED_SITE record) on first use.
@@ -119,74 +163,81 @@ uint32_t site_key_number(ThreadState* t, const SiteKey& key) {
   }
 }
 
-inline void emit_time(ThreadState* t, uint64_t time_us) {
-  if (time_us <= t->last_time_us) return;
-  emit_control(t, format::ControlOp::kTime, {time_us - t->last_time_us});
-  t->last_time_us = time_us;
+void find_stack(ThreadState* t) {
+  // The main thread's frames lie below the stack pointer _start was given; another
+  // thread's below its thread descriptor, which glibc puts at the top of its stack.
+  bool main_thread = t->os_tid == static_cast<uint64_t>(getpid());
+  t->stack.high = main_thread ? reinterpret_cast<uintptr_t>(__libc_stack_end)
+                              : static_cast<uintptr_t>(pthread_self());
 }
 
-void write_thread_chunk(ThreadState* t) {
-  uint8_t payload[64];
-  uint8_t* p = put_varint(payload, static_cast<uint64_t>(syscall(SYS_gettid)));
-  char name[17] = {0};
-  prctl(PR_GET_NAME, name, 0, 0, 0);
-  size_t length = std::strlen(name);
-  std::memcpy(p, name, length);
-  writer_chunk(format::ChunkKind::kThread, t->number,
-               payload, static_cast<size_t>(p - payload) + length);
-}
-
+// A fresh stream; the flush lock is held (or the state is not yet shared).
 void reset_stream(ThreadState* t, uint32_t number) {
   t->number = number;
+  t->owner_base = make_owner(number, 0, false);
+  t->os_tid = static_cast<uint64_t>(syscall(SYS_gettid));
+  t->busy = false;
   t->exited = false;
   t->announced = false;
-  t->used = 0;
+  t->used = t->flushed = 0;
+  t->committed.store(0, std::memory_order_relaxed);
   t->last_address = 0;
-  t->last_alloc.open = false;
-  t->last_time_us = 0;
+  t->last_alloc.address = 0;
+  t->hint_block = 0;
+  t->last_time = 0;
   if (t->sites.capacity) std::memset(t->sites.slots, 0, t->sites.capacity * sizeof(SiteSlot));
   t->sites.used = 0;
-  t->pending.valid = false;
-  t->allocations = t->frees = t->untracked_frees = 0;
+  t->probation_count = 0;
+  t->allocations.store(0, std::memory_order_relaxed);
+  t->frees.store(0, std::memory_order_relaxed);
+  t->untracked_frees.store(0, std::memory_order_relaxed);
+  t->other_header_bytes.store(0, std::memory_order_relaxed);
+  reset_call_site_types(t->call_sites);
   reset_call_context(t);
 }
 
 ThreadState* new_state() {
+  uint32_t number = g_next_number.fetch_add(1);
+  if (number > kMaxThreadNumber) return nullptr;  // the owner word has no room: untracked
   {
     LockGuard guard(g_list_lock);
     if (ThreadState* reused = g_free) {
       g_free = reused->next_free;
       reused->next_free = nullptr;
-      reset_stream(reused, g_next_number.fetch_add(1));
+      LockGuard state_guard(reused->flush_lock);
+      reset_stream(reused, number);
       return reused;
     }
   }
   ThreadState* t = static_cast<ThreadState*>(map_pages(sizeof(ThreadState)));
   if (!t) return nullptr;
   t->buffer = static_cast<uint8_t*>(map_pages(kEventBufferSize));
-  if (!t->buffer) {
+  if (!t->buffer || !init_call_site_types(t->call_sites)) {
+    unmap_pages(t->buffer, kEventBufferSize);
     unmap_pages(t, sizeof(ThreadState));
     return nullptr;
   }
-  reset_stream(t, g_next_number.fetch_add(1));
+  reset_stream(t, number);
   LockGuard guard(g_list_lock);
   t->next = g_all;
   g_all = t;
   return t;
 }
 
+void retire(ThreadState* t) {
+  t->exited = true;
+  t->next_free = g_free;
+  g_free = t;
+}
+
 // pthread key destructor: the thread is exiting; its events must not wait for exit().
 void on_thread_exit(void* state) {
   ThreadState* t = static_cast<ThreadState*>(state);
-  t->lock.lock();
-  commit_pending(t);
-  flush_events(t);
-  t->exited = true;
-  t->lock.unlock();
+  if (g_on_exit) g_on_exit(t);
+  flush_own(t);
   tls_thread_state = nullptr;
   LockGuard guard(g_list_lock);
-  t->next_free = g_free;
-  g_free = t;
+  retire(t);
 }
 
 }  // namespace
@@ -194,27 +245,35 @@ void on_thread_exit(void* state) {
 ThreadState* create_thread_state() {
   ThreadState* t = new_state();
   if (!t) return nullptr;
+  find_stack(t);
   tls_thread_state = t;
   if (g_key_ready) pthread_setspecific(g_exit_key, t);
   return t;
 }
 
-void thread_states_init() {
+void thread_states_init(void (*on_exit)(ThreadState*)) {
+  g_on_exit = on_exit;
   if (!g_key_ready) g_key_ready = pthread_key_create(&g_exit_key, on_thread_exit) == 0;
 }
 
 void for_each_thread_state(void (*visit)(ThreadState*, void*), void* context) {
   LockGuard guard(g_list_lock);
   for (ThreadState* t = g_all; t; t = t->next) {
-    LockGuard state_guard(t->lock);
+    LockGuard state_guard(t->flush_lock);
     visit(t, context);
   }
+}
+
+void collect_events(ThreadState* t) {
+  size_t end = t->committed.load(std::memory_order_acquire);
+  write_out(t, t->flushed, end);
+  if (end > t->flushed) t->flushed = end;
 }
 
 uint32_t site_number(ThreadState* t, const format::Site& site) { return site_key_number(t, {site, 0}); }
 
 uint32_t derived_site_number(ThreadState* t, uint32_t thread, uint32_t site, uintptr_t type_tag, uint64_t count) {
-  SiteKey key = {{0, count, type_tag, 0, 0}, make_owner(thread, site) + 1};
+  SiteKey key = {{0, count, type_tag, 0, 0}, (static_cast<uint64_t>(thread) << 32 | site) + 1};
   return site_key_number(t, key);
 }
 
@@ -222,73 +281,39 @@ const SiteKey* site_definition(const ThreadState* t, uint32_t site) {
   return site < t->sites.used ? &t->sites.by_id[site] : nullptr;
 }
 
-void commit_pending(ThreadState* t) {
-  if (!t->pending.valid) return;
-  PendingAlloc& a = t->pending;
-  a.valid = false;
-  uint32_t site = a.site;
-  if (a.type_tag) {
-    // Typed after its owner word was written: the word names the typed site now.
-    site = site_number(t, {a.size, a.count, a.type_tag, a.call_site, a.node});
-    registry_insert(a.address, make_owner(t->number, site));
-  }
-  reserve_record(t);
-  emit_time(t, a.time_us);
-  emit_varint(t, format::alloc_record_head(site));
-  emit_address(t, a.address);
-  t->last_address = a.address;
-  t->last_alloc = {a.address, site, true};
-  ++t->allocations;
+void emit_time_record(ThreadState* t, uint64_t time) {
+  emit_control(t, format::ControlOp::kTime, {time - t->last_time});
+  t->last_time = time;
 }
 
-void emit_free(ThreadState* t, uint64_t owner, uintptr_t address, uint64_t time_us) {
+void emit_remote_free(ThreadState* t, uint64_t owner, uintptr_t address, uint64_t time) {
   reserve_record(t);
-  emit_time(t, time_us);
-  uint32_t thread = owner_thread(owner), site = owner_site(owner);
-  LastAlloc& last = t->last_alloc;
-  if (thread != t->number) {
-    emit_control(t, format::ControlOp::kFreeRemote, {thread, site});
-    emit_address(t, address);
-  } else if (last.open && last.address == address && last.site == site) {
-    emit_varint(t, format::control_record_head(format::ControlOp::kFreeLast));
-    last.open = false;
-  } else {
-    emit_varint(t, format::free_record_head(site));
-    emit_address(t, address);
-  }
-  ++t->frees;
+  stamp(t, time);
+  emit_control(t, format::ControlOp::kFreeRemote, {owner_thread(owner), owner_site(owner)});
+  put_address(t, address);
+  bump(t->frees, 1);
 }
 
-void emit_move(ThreadState* t, uint64_t owner, uint32_t new_site, uintptr_t address, uint64_t time_us) {
+void emit_move(ThreadState* t, uint64_t owner, uint32_t new_site, uintptr_t address, uint64_t time) {
   reserve_record(t);
-  emit_time(t, time_us);
+  stamp(t, time);
   emit_control(t, format::ControlOp::kMove, {owner_thread(owner), owner_site(owner), new_site});
-  emit_address(t, address);
+  put_address(t, address);
   // A FREE_LAST names the site of the last ALLOC record: not this block's any more.
-  if (t->last_alloc.address == address) t->last_alloc.open = false;
+  if (t->last_alloc.address == address) t->last_alloc.address = 0;
 }
 
 void emit_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site) {
   emit_control(t, format::ControlOp::kNode, {parent, function, call_site});
 }
 
-void flush_events(ThreadState* t) {
-  if (!t->used) return;
-  if (!t->announced) {
-    write_thread_chunk(t);
-    t->announced = true;
-  }
-  writer_chunk(format::ChunkKind::kEvents, t->number, t->buffer, t->used);
-  t->used = 0;
-}
-
 void thread_states_lock_all() {
   g_list_lock.lock();
-  for (ThreadState* t = g_all; t; t = t->next) t->lock.lock();
+  for (ThreadState* t = g_all; t; t = t->next) t->flush_lock.lock();
 }
 
 void thread_states_unlock_all() {
-  for (ThreadState* t = g_all; t; t = t->next) t->lock.unlock();
+  for (ThreadState* t = g_all; t; t = t->next) t->flush_lock.unlock();
   g_list_lock.unlock();
 }
 
@@ -298,20 +323,15 @@ void thread_states_reset_in_child() {
   g_next_number.store(1);
   g_free = nullptr;
   ThreadState* self = tls_thread_state;
-  for (ThreadState* t = g_all; t; t = t->next) {
-    if (t != self) {
-      t->exited = true;
-      t->used = 0;
-      t->pending.valid = false;
-    }
-  }
+  for (ThreadState* t = g_all; t; t = t->next)
+    if (t != self) retire(t);
   if (self) {
     uint32_t depth = self->context.depth;  // the child is still inside these calls
     reset_stream(self, g_next_number.fetch_add(1));
     self->context.depth = depth;
     rebuild_call_context_after_fork(self);
   }
-  for (ThreadState* t = g_all; t; t = t->next) t->lock.unlock();
+  for (ThreadState* t = g_all; t; t = t->next) t->flush_lock.unlock();
   g_list_lock.unlock();
 }
 

@@ -1,22 +1,31 @@
 // thread_state.hpp: what each thread keeps, and the encoder of its event stream.
 //
-// Every thread owns a 64 KiB event buffer, a table of the sites it has used, and
-// one pending allocation: the block operator new just returned, held back until
-// the new-expression around it reports the type (usually the very next thing the
-// thread does), so that a typed allocation costs one record, not two.
+// Every thread owns a 64 KiB event buffer, a table of the sites it has used, the
+// types it learned at its allocation call sites, its calling-context tree and a few
+// blocks on probation. Only the thread itself writes any of it: no lock and no
+// atomic read-modify-write on the path of an allocation or a free.
 //
-// The owner takes its state's lock for each event. It is uncontended except when
-// the finisher, dump() or the periodic flush collects the buffer, which lets them
-// do so safely while the thread runs on.
+// Collecting a running thread's buffer (periodic flush, dump(), the finisher) is
+// safe without stopping it. The owner appends whole records after `committed` and
+// publishes the new end with a release store once an event's records are complete;
+// a collector takes the state's flush lock and writes out [flushed, committed),
+// bytes the owner no longer touches. The owner takes the same lock only when its
+// buffer is full (once per 64 KiB) to write out the rest and start again at 0, so
+// both sides move `flushed` and reset the buffer under the lock, and the bytes the
+// owner is writing are never the bytes a collector reads.
 #ifndef HEAPTYPE_RUNTIME_THREAD_STATE_HPP
 #define HEAPTYPE_RUNTIME_THREAD_STATE_HPP
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 #include "../format/profile_format.hpp"
+#include "block_header.hpp"
 #include "call_context.hpp"
+#include "call_site_types.hpp"
 #include "spinlock.hpp"
+#include "tracker.hpp"
 
 namespace heaptype {
 namespace runtime {
@@ -39,47 +48,66 @@ struct SiteTable {
   size_t capacity;
   size_t used;
   SiteKey* by_id;      // the definitions in site-number order
-  size_t by_id_capacity;
 };
 
-struct PendingAlloc {
-  uintptr_t address;
-  uint64_t size;
-  uintptr_t call_site;
-  uintptr_t type_tag;
-  uint64_t count;
-  uint64_t time_us;
-  uint32_t node;             // calling-context node
-  uint32_t site;             // the untyped site its owner word names until it is committed
-  bool valid;
-};
-
-// The thread's last ALLOC record: a FREE_LAST may name it while it stays open.
+// The thread's last ALLOC record: a FREE_LAST may name it while it stays open
+// (address 0: closed).
 struct LastAlloc {
   uintptr_t address;
   uint32_t site;
-  bool open;
+};
+
+// A block whose type may still arrive from its new-expression (the first block of
+// a call site, or of a site that has seen several types): another thread's free
+// of it only marks it, and this thread releases it (see tracker.cpp).
+struct ProbationBlock {
+  uintptr_t address;
+  uintptr_t call_site;
+  uint32_t node;
+  uint32_t site;
+};
+constexpr uint32_t kProbationSlots = 16;
+
+// The thread's stack, for walking frame pointers without leaving it.
+struct StackBounds {
+  uintptr_t high;  // frames lie below; 0: unknown (no walking)
 };
 
 constexpr size_t kEventBufferSize = 64 * 1024;
 using format::kMaxRecordSize;
 
 struct ThreadState {
-  SpinLock lock;
+  // --- the owner's, on every event
+  bool busy;                 // inside the runtime: a nested call (signal handler) is not recorded
   uint32_t number;           // 1, 2, ... in order of first allocation
-  bool exited;
-  bool announced;            // its THREAD chunk is in the file
+  uint64_t owner_base;       // make_owner(number, 0, false): owner words of its blocks
+  uint64_t os_tid;
   uint8_t* buffer;
-  size_t used;
+  size_t used;               // the owner's write position
+  uint64_t last_time;        // of the last TIME record, in clock ticks
   uintptr_t last_address;    // of the last ALLOC record (address mode: deltas from it)
-  uint64_t last_time_us;
-  SiteTable sites;
-  PendingAlloc pending;
   LastAlloc last_alloc;
+  uintptr_t hint_block;      // the block heaptype_hint describes (0: none)
+  SiteTable sites;
+  CallSiteTypes call_sites;
   CallContext context;
-  uint64_t allocations;
-  uint64_t frees;
-  uint64_t untracked_frees;
+  StackBounds stack;
+  ProbationBlock probation[kProbationSlots];
+  uint32_t probation_count;
+  // Counters for the END chunk: written by the owner only (relaxed), read by the finisher.
+  std::atomic<uint64_t> allocations;
+  std::atomic<uint64_t> frees;
+  std::atomic<uint64_t> untracked_frees;
+  // Header bytes beyond 16 per tracked block: those of untracked blocks and the
+  // padding of over-aligned ones, allocated minus freed by this thread.
+  std::atomic<int64_t> other_header_bytes;
+
+  // --- shared with collectors (see above)
+  std::atomic<size_t> committed;
+  SpinLock flush_lock;
+  size_t flushed;            // under flush_lock
+  bool announced;            // its THREAD chunk is in the file (under flush_lock)
+  bool exited;
   ThreadState* next;         // all states, for the finisher
   ThreadState* next_free;    // exited states, for reuse by new threads
 };
@@ -93,13 +121,19 @@ inline ThreadState* this_thread_state() {
   ThreadState* t = tls_thread_state;
   return __builtin_expect(t != nullptr, 1) ? t : create_thread_state();
 }
-// The calling thread's state if it has one already.
-inline ThreadState* this_thread_state_if_any() { return tls_thread_state; }
 
-// Runs `visit` on every state with its lock held.
+// Relaxed counters only the owner writes: a plain add, no read-modify-write.
+template <class T, class U>
+inline void bump(std::atomic<T>& counter, U by) {
+  counter.store(counter.load(std::memory_order_relaxed) + static_cast<T>(by), std::memory_order_relaxed);
+}
+
+// Runs `visit` on every state (exited ones too) with its flush lock held.
 void for_each_thread_state(void (*visit)(ThreadState*, void*), void* context);
 
-// Encoder: all of these require the state's lock.
+// --- encoder: the owner only, with `busy` set ----------------------------------------
+
+extern bool g_write_addresses;  // the profile's records carry addresses (profile_writer.cpp)
 
 // This thread's number for a site, writing its SITE record on first use; and
 // for another thread's site with a new type (a DERIVED_SITE record).
@@ -107,19 +141,85 @@ uint32_t site_number(ThreadState* t, const format::Site& site);
 uint32_t derived_site_number(ThreadState* t, uint32_t thread, uint32_t site, uintptr_t type_tag, uint64_t count);
 // The definition of one of this thread's site numbers (nullptr if undefined).
 const SiteKey* site_definition(const ThreadState* t, uint32_t site);
-// Writes the pending allocation's ALLOC record (its owner word names its site).
-void commit_pending(ThreadState* t);
-// A tracked block is freed: FREE, FREE_LAST or FREE_REMOTE, from its owner word.
-void emit_free(ThreadState* t, uint64_t owner, uintptr_t address, uint64_t time_us);
+// A FREE_REMOTE record: a block of another thread's site.
+void emit_remote_free(ThreadState* t, uint64_t owner, uintptr_t address, uint64_t time);
 // The block `owner` names is counted at this thread's `new_site` from now on.
-void emit_move(ThreadState* t, uint64_t owner, uint32_t new_site, uintptr_t address, uint64_t time_us);
+void emit_move(ThreadState* t, uint64_t owner, uint32_t new_site, uintptr_t address, uint64_t time);
 // A new calling-context node of this thread (see call_context.hpp).
 void emit_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site);
-// Appends the buffered records as one chunk to the profile.
-void flush_events(ThreadState* t);
+// The buffer is full, or the profile finished: its records go to the file now.
+void flush_own(ThreadState* t);
+// A TIME record: the thread's clock moves on to `time`.
+void emit_time_record(ThreadState* t, uint64_t time);
+
+// Room for one record (and a TIME record before it).
+inline void reserve_record(ThreadState* t) {
+  if (__builtin_expect(t->used + kMaxRecordSize > kEventBufferSize, 0)) flush_own(t);
+}
+
+inline void put_record_varint(ThreadState* t, uint64_t v) {
+  t->used = static_cast<size_t>(format::put_varint(t->buffer + t->used, v) - t->buffer);
+}
+
+// Records are stamped `time` (clock ticks; a thread's time never goes back).
+inline void stamp(ThreadState* t, uint64_t time) {
+  if (__builtin_expect(time > t->last_time, 0)) emit_time_record(t, time);
+}
+
+// Address mode: the block's address after ALLOC, FREE, FREE_REMOTE and MOVE.
+inline void put_address(ThreadState* t, uintptr_t address) {
+  if (__builtin_expect(g_write_addresses, 0))
+    put_record_varint(t, format::encode_address_delta(address, t->last_address));
+}
+
+__attribute__((always_inline)) inline void emit_alloc(ThreadState* t, uint32_t site, uintptr_t address,
+                                                     uint64_t time) {
+  reserve_record(t);
+  stamp(t, time);
+  put_record_varint(t, format::alloc_record_head(site));
+  put_address(t, address);
+  t->last_address = address;
+  t->last_alloc = {address, site};
+  bump(t->allocations, 1);
+}
+
+// A free of one of this thread's own blocks: FREE_LAST when it is the block the
+// last ALLOC record named and nothing was allocated since, FREE otherwise.
+__attribute__((always_inline)) inline void emit_local_free(ThreadState* t, uint32_t site, uintptr_t address,
+                                                          uint64_t time) {
+  reserve_record(t);
+  stamp(t, time);
+  LastAlloc& last = t->last_alloc;
+  if (last.address == address && last.site == site) {
+    put_record_varint(t, format::control_record_head(format::ControlOp::kFreeLast));
+    last.address = 0;
+  } else {
+    put_record_varint(t, format::free_record_head(site));
+    put_address(t, address);
+  }
+  bump(t->frees, 1);
+}
+
+// FREE, FREE_LAST or FREE_REMOTE, from the block's owner word.
+inline void emit_free(ThreadState* t, uint64_t owner, uintptr_t address, uint64_t time) {
+  if (owner_thread(owner) == t->number)
+    emit_local_free(t, owner_site(owner), address, time);
+  else
+    emit_remote_free(t, owner, address, time);
+}
+
+// The event's records are complete: collectors may take them (and, once the
+// profile is finished, they go to the file at once).
+inline void end_event(ThreadState* t) {
+  t->committed.store(t->used, std::memory_order_release);
+  if (__builtin_expect(g_finished, 0)) flush_own(t);
+}
+
+// Collector side: writes out what the owner has committed.
+void collect_events(ThreadState* t);
 
 // Creates the key whose destructor flushes a thread's state when it exits.
-void thread_states_init();
+void thread_states_init(void (*on_exit)(ThreadState*));
 // Fork: hold every state across fork(); the child keeps only its own, renumbered
 // as thread 1 of a fresh profile.
 void thread_states_lock_all();

@@ -1,71 +1,92 @@
+// tracker.cpp: what happens on each allocation, free and type report.
+//
+// Everything here runs on the thread that allocates or frees, inside `busy`: a
+// signal handler that allocates while the thread is in here is passed through
+// unrecorded (its blocks get untracked headers) rather than interleaving records.
+//
+// Probation. operator new names the type of a block itself once its call site is
+// known to be typed (call_site_types.hpp); the first block of a call site, and
+// every block of an ambiguous one, is allocated untyped and waits for its
+// new-expression to report the type, which then moves it (a MOVE record and a new
+// owner word). The report normally comes before the program can hand the block to
+// another thread, but a constructor may publish `this`, and a thread that then
+// frees the block would race with the owner rewriting the header. So such blocks
+// carry the probation bit, and another thread's free of one only marks it freed
+// (a compare-and-swap on its owner word, as does the owner's rewrite: the only
+// read-modify-writes, both off the common path) and leaves the memory to the
+// owner, which releases it when the block leaves probation: its type arrives, newer
+// blocks push it out (kProbationSlots), or the thread exits.
 #include "tracker.hpp"
 
-#include "call_context.hpp"
-#include "clock.hpp"
-#include "registry.hpp"
-#include "thread_state.hpp"
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "external_blocks.hpp"
+#include "hot_path.hpp"
+
+extern "C" {
+void __libc_free(void* p);
+
+// What the new-expression's inline check compares with (see heaptype/hint.hpp).
+__attribute__((visibility("default"))) __thread heaptype_hint_t heaptype_hint = {nullptr, nullptr};
+}
 
 namespace heaptype {
 namespace runtime {
+
+uint32_t g_epoch = 0;
+uint64_t g_seal_secret = 0;
+
+bool header_readable(const void* p) {
+  uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t page = 4096;
+  if (address < page) return false;
+  if ((address & (page - 1)) >= kHeaderSize) return true;  // on p's own page
+  unsigned char resident;
+  return mincore(reinterpret_cast<void*>((address - kHeaderSize) & ~(page - 1)), page, &resident) == 0;
+}
+
 namespace {
 
-// The runtime never allocates through operator new itself, but the program's
-// new_handler or a signal handler might run inside it: such nested calls are
-// passed through untracked rather than deadlocking on the thread's own lock.
-__thread bool tls_busy __attribute__((tls_model("initial-exec"))) = false;
-
-class ThreadScope {
+// Enters the runtime on the calling thread; nullptr when the event cannot be
+// recorded (no state, or a nested call).
+class Busy {
  public:
-  explicit ThreadScope(bool create) {
-    if (tls_busy) return;
-    t_ = create ? this_thread_state() : this_thread_state_if_any();
-    if (!t_) return;
-    tls_busy = true;
-    t_->lock.lock();
+  Busy() : t_(this_thread_state()) {
+    if (t_ && t_->busy) t_ = nullptr;
+    if (t_) t_->busy = true;
   }
-  ~ThreadScope() {
+  ~Busy() {
     if (!t_) return;
-    if (__builtin_expect(finished(), 0)) flush_events(t_);
-    t_->lock.unlock();
-    tls_busy = false;
+    t_->busy = false;
+    end_event(t_);
   }
+  Busy(const Busy&) = delete;
+  Busy& operator=(const Busy&) = delete;
   ThreadState* get() const { return t_; }
 
  private:
-  ThreadState* t_ = nullptr;
+  ThreadState* t_;
 };
 
-void record_replaced(ThreadState* t, uintptr_t address, uint64_t stale_owner) {
-  // The address came back from malloc while still registered: its block was
-  // released without operator delete. Close it so it is not reported as live.
-  emit_free(t, stale_owner, address, now_us());
-}
+inline uintptr_t address_of(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
-void register_block(ThreadState* t, uintptr_t address, uint64_t size, uintptr_t call_site,
-                    uintptr_t caller_sp, uintptr_t type_tag, uint64_t count) {
-  uint64_t now = now_us();
-  commit_pending(t);
-  uint32_t node = allocation_context(t, call_site, caller_sp);
-  // The owner word names the untyped site until the type arrives (a typed commit
-  // rewrites it), so that a free by another thread always finds a site.
-  uint32_t site = site_number(t, {size, 0, 0, call_site, node});
-  uint64_t stale = registry_insert(address, make_owner(t->number, site));
-  if (stale) record_replaced(t, address, stale);
-  t->pending = {address, size, call_site, type_tag, count, now, node, site, true};
-}
+inline size_t cookie_size(size_t elem_align) { return elem_align > sizeof(size_t) ? elem_align : sizeof(size_t); }
 
 // Does a new-expression's result `p` belong to the block at `block`? It does if it
 // is the block itself, or the block plus an array cookie (Itanium C++ ABI: arrays
 // of types with non-trivial destructors; the cookie is max(sizeof(size_t),
 // alignof(T)) bytes and its last word holds the element count). Sets the count.
-bool objects_in_block(uintptr_t block, uint64_t size, uintptr_t p, size_t elem_size,
-                      size_t elem_align, uint64_t* count) {
-  if (!elem_size) return false;
+bool objects_in_block(uintptr_t block, uint64_t size, uintptr_t p, size_t elem_size, size_t elem_align,
+                      uint64_t* count) {
+  if (!elem_size || size == kSizeSaturated) return false;
   if (p == block) {
     *count = size % elem_size == 0 ? size / elem_size : 1;
     return true;
   }
-  size_t cookie = elem_align > sizeof(size_t) ? elem_align : sizeof(size_t);
+  size_t cookie = cookie_size(elem_align);
   if (p != block + cookie || size < cookie || (size - cookie) % elem_size != 0) return false;
   uint64_t n = (size - cookie) / elem_size;
   if (*reinterpret_cast<const size_t*>(p - sizeof(size_t)) != n) return false;
@@ -73,14 +94,123 @@ bool objects_in_block(uintptr_t block, uint64_t size, uintptr_t p, size_t elem_s
   return true;
 }
 
-inline size_t cookie_size(size_t elem_align) {
-  return elem_align > sizeof(size_t) ? elem_align : sizeof(size_t);
+// Header bytes beyond the 16 every tracked block's count implies (see the END chunk).
+inline int64_t other_header_bytes(unsigned offset_code, bool tracked) {
+  return static_cast<int64_t>(header_offset(offset_code)) - (tracked ? static_cast<int64_t>(kHeaderSize) : 0);
 }
 
-// The block at `address` (owned by `owner`) is of `type_tag` x `count` from now
-// on: a site of this thread with that type (derived from the owner's site when
-// another thread allocated it), a MOVE there, and the owner word names it.
-void move_to_type(ThreadState* t, uintptr_t address, uint64_t owner, uintptr_t type_tag, uint64_t count) {
+inline uint32_t untyped_site(ThreadState* t, uint64_t size, uintptr_t call_site, uint32_t node) {
+  return site_number(t, {size, 0, 0, call_site, node});
+}
+
+// --- probation ---------------------------------------------------------------------
+
+void remove_probation_slot(ThreadState* t, uint32_t index) {
+  std::memmove(&t->probation[index], &t->probation[index + 1],
+               (t->probation_count - index - 1) * sizeof(ProbationBlock));
+  --t->probation_count;
+}
+
+int find_probation(const ThreadState* t, uintptr_t address) {
+  for (uint32_t i = t->probation_count; i-- > 0;)
+    if (t->probation[i].address == address) return static_cast<int>(i);
+  return -1;
+}
+
+// Another thread freed the block while it was on probation: this thread records
+// the free and releases the memory.
+void release_freed_block(ThreadState* t, uintptr_t address, uint64_t owner) {
+  emit_free(t, owner, address, now_tick());
+  BlockHeader* h = header_of(reinterpret_cast<void*>(address));
+  unsigned code = h->seal & kMaxOffsetCode;
+  h->seal = 0;
+  bump(t->other_header_bytes, -other_header_bytes(code, true));
+  __libc_free(allocation_base(reinterpret_cast<void*>(address), code));
+}
+
+// Ends probation for the block: its owner word loses the bit (or becomes `owner`,
+// typed). False when another thread had freed it; it is released then.
+bool leave_probation(ThreadState* t, uintptr_t address, uint64_t owner) {
+  BlockHeader* h = header_of(reinterpret_cast<void*>(address));
+  uint64_t seen = load_owner(h);
+  for (;;) {
+    uint64_t plain = seen & ~(kOwnerProbation | kOwnerFreed);
+    if (seen & kOwnerFreed) {
+      release_freed_block(t, address, plain);
+      return false;
+    }
+    if (replace_owner(h, &seen, owner ? owner : plain)) return true;
+  }
+}
+
+// The block left probation without a type: its call site allocates untyped blocks.
+void end_probation_untyped(ThreadState* t, uint32_t index) {
+  ProbationBlock b = t->probation[index];
+  remove_probation_slot(t, index);
+  if (CallSiteType* c = call_site_type(t->call_sites, b.call_site)) learn_untyped(*c);
+  leave_probation(t, b.address, 0);
+}
+
+void put_on_probation(ThreadState* t, uintptr_t address, uintptr_t call_site, uint32_t node, uint32_t site) {
+  if (t->probation_count == kProbationSlots) end_probation_untyped(t, 0);
+  t->probation[t->probation_count++] = {address, call_site, node, site};
+}
+
+// The type of a block on probation arrived: a typed site, a MOVE there, and the
+// call site learns it (unless `learn` is false: heaptype::tag says nothing about
+// the call site).
+void type_probation_block(ThreadState* t, uint32_t index, uintptr_t type_tag, uint64_t elem_size,
+                          uint64_t offset, uint64_t count, bool learn) {
+  ProbationBlock b = t->probation[index];
+  remove_probation_slot(t, index);
+  CallSiteType* c = call_site_type(t->call_sites, b.call_site);
+  if (c && learn) learn_type(t->call_sites, *c, type_tag, elem_size, offset);
+  BlockHeader* h = header_of(reinterpret_cast<void*>(b.address));
+  uint32_t site = site_number(t, {h->size, count, type_tag, b.call_site, b.node});
+  uint64_t old_owner = make_owner(t->number, b.site, false);
+  if (leave_probation(t, b.address, make_owner(t->number, site, true)))
+    emit_move(t, old_owner, site, b.address, now_tick());
+}
+
+// --- allocation ----------------------------------------------------------------------
+
+}  // namespace
+
+// A block whose (call site, context, size) the memo does not know: the call site's
+// learned type decides, and the memo learns the answer unless the block goes on
+// probation.
+uint64_t record_new_call_site(ThreadState* t, uintptr_t p, size_t size, uintptr_t call_site, uint32_t node) {
+  SiteMemo& memo = memo_slot(t->call_sites, call_site, node, size);
+  CallSiteType* c = call_site_type(t->call_sites, call_site);
+  uint64_t count;
+  if (c && c->state == CallSiteState::kTyped && typed_count(*c, size, &count)) {
+    uint32_t site = site_number(t, {size, count, c->type_tag, call_site, node});
+    memo = {call_site, size, c->type_tag, node, site, c->offset};
+    set_hint(t, p, p + c->offset, c->type_tag);
+    emit_alloc(t, site, p, now_tick());
+    return make_owner(t->number, site, true);
+  }
+  uint32_t site = untyped_site(t, size, call_site, node);
+  clear_hint(t);
+  emit_alloc(t, site, p, now_tick());
+  uint64_t owner = make_owner(t->number, site, false);
+  if (c && c->state == CallSiteState::kUntyped) {
+    memo = {call_site, size, 0, node, site, 0};
+    return owner;
+  }
+  put_on_probation(t, p, call_site, node, site);
+  return owner | kOwnerProbation;
+}
+
+namespace {
+
+// --- retyping committed blocks ---------------------------------------------------------
+
+// The block at `block` is of `type_tag` x `count` from now on: a site of this
+// thread with that type (derived from the owner's site when another thread
+// allocated it), a MOVE there, and the owner word names it. `learn`: a
+// new-expression's type for a block its call site committed untyped.
+void retype(ThreadState* t, uintptr_t block, uint64_t owner, uintptr_t type_tag, uint64_t count, bool learn) {
   uint32_t thread = owner_thread(owner), site = owner_site(owner);
   uint32_t new_site;
   if (thread == t->number) {
@@ -88,142 +218,245 @@ void move_to_type(ThreadState* t, uintptr_t address, uint64_t owner, uintptr_t t
     if (!def) return;
     if (def->site.type_tag == type_tag && def->site.count == count) return;  // named so already
     if (def->base) {
-      new_site = derived_site_number(t, owner_thread(def->base - 1), owner_site(def->base - 1), type_tag, count);
+      uint64_t base = def->base - 1;
+      new_site = derived_site_number(t, owner_thread(base), owner_site(base), type_tag, count);
     } else {
       format::Site typed = def->site;
       typed.type_tag = type_tag;
       typed.count = count;
       new_site = site_number(t, typed);
+      if (learn)
+        if (CallSiteType* c = call_site_type(t->call_sites, typed.call_site)) learn_late_type(t->call_sites, *c);
     }
   } else {
     new_site = derived_site_number(t, thread, site, type_tag, count);
   }
-  emit_move(t, owner, new_site, address, now_us());
-  registry_insert(address, make_owner(t->number, new_site));
+  emit_move(t, owner, new_site, block, thread == t->number ? now_tick() : meeting_tick());
+  uint64_t moved = make_owner(t->number, new_site, true);
+  if (external_lookup(block)) {
+    external_update(block, moved);
+  } else {
+    store_owner(header_of(reinterpret_cast<void*>(block)), moved);
+  }
 }
 
-// This thread's untyped block at `block`, and its size; false for a typed block
-// or one of another thread (whose site table this thread cannot read).
-bool untyped_local_block(ThreadState* t, uint64_t owner, uint64_t* size) {
-  if (owner_thread(owner) != t->number) return false;
-  const SiteKey* def = site_definition(t, owner_site(owner));
-  if (!def || def->base || def->site.type_tag) return false;
-  *size = def->site.size;
+// A tracked block of this process starting at `p` (its header is read only if
+// readable): its header, else nullptr.
+BlockHeader* tracked_block(uintptr_t p) {
+  unsigned code;
+  if (!header_readable(reinterpret_cast<void*>(p))) return nullptr;
+  BlockHeader* h = sealed_header(reinterpret_cast<void*>(p), &code);
+  return h && owner_current(load_owner(h)) ? h : nullptr;
+}
+
+// A new-expression's type for a block that is not on probation: placement new, or
+// a constructor that allocated so much that the block left probation first. Only
+// an untyped block whose size agrees with the objects (and the array cookie) takes it.
+void type_committed_block(ThreadState* t, uintptr_t object, uintptr_t type_tag, size_t elem_size,
+                          size_t elem_align, bool learn) {
+  uintptr_t block = object;
+  BlockHeader* h = tracked_block(block);
+  if (!h && object > cookie_size(elem_align)) {
+    block = object - cookie_size(elem_align);
+    h = tracked_block(block);
+  }
+  if (!h) return;
+  uint64_t owner = load_owner(h), count;
+  if (owner_typed(owner) || (owner & kOwnerProbation)) return;
+  if (!objects_in_block(block, h->size, object, elem_size, elem_align, &count)) return;
+  retype(t, block, owner, type_tag, count, learn);
+}
+
+// A new-expression's or an allocator's report of the type of `object`.
+void type_reported(ThreadState* t, uintptr_t object, uintptr_t type_tag, size_t elem_size, size_t elem_align) {
+  for (uint32_t i = t->probation_count; i-- > 0;) {
+    uintptr_t block = t->probation[i].address;
+    uint64_t count;
+    if (objects_in_block(block, header_of(reinterpret_cast<void*>(block))->size, object, elem_size, elem_align,
+                         &count)) {
+      type_probation_block(t, i, type_tag, elem_size, object - block, count, true);
+      return;
+    }
+  }
+  type_committed_block(t, object, type_tag, elem_size, elem_align, true);
+}
+
+// Memory the runtime did not allocate (or allocated while recording was stopped)
+// becomes a tracked block of `size` bytes.
+void track_unseen(ThreadState* t, uintptr_t p, uint64_t size, uintptr_t type_tag, uint64_t count,
+                  uintptr_t call_site, uintptr_t frame) {
+  uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
+  uint32_t site = site_number(t, {size, count, type_tag, call_site, node});
+  uint64_t owner = make_owner(t->number, site, true);
+  unsigned code;
+  BlockHeader* h = header_readable(reinterpret_cast<void*>(p)) ? sealed_header(reinterpret_cast<void*>(p), &code)
+                                                               : nullptr;
+  if (h && !load_owner(h)) {
+    store_owner(h, owner);  // its header counts as a tracked block's now
+    bump(t->other_header_bytes, other_header_bytes(code, true) - other_header_bytes(code, false));
+  } else if (!external_insert(p, owner)) {
+    return;
+  }
+  emit_alloc(t, site, p, now_tick());
+}
+
+// A block's free: the records, and whether its memory can go now.
+bool record_free(ThreadState* t, uintptr_t p, BlockHeader* h) {
+  uint64_t owner = load_owner(h);
+  if (!owner_current(owner)) {
+    bump(t->untracked_frees, 1);
+    return true;
+  }
+  if (owner & kOwnerProbation) {
+    if (owner_thread(owner) == t->number) {
+      int index = find_probation(t, p);
+      if (index >= 0) {
+        if (CallSiteType* c = call_site_type(t->call_sites, t->probation[index].call_site)) learn_untyped(*c);
+        remove_probation_slot(t, static_cast<uint32_t>(index));
+      }
+      owner &= ~kOwnerProbation;
+    } else {
+      // The owner releases it when the block leaves probation (see the top).
+      while (owner & kOwnerProbation)
+        if (replace_owner(h, &owner, owner | kOwnerFreed)) return false;
+    }
+  }
+  if (t->hint_block == p) clear_hint(t);
+  bool local = owner_thread(owner) == t->number;
+  emit_free(t, owner, p, local ? now_tick() : meeting_tick());
   return true;
 }
 
 }  // namespace
 
-void on_alloc(void* p, size_t size, uintptr_t call_site, uintptr_t caller_sp) {
-  if (!runtime_active() || !g_recording.load(std::memory_order_relaxed)) return;
-  ThreadScope scope(true);
-  if (ThreadState* t = scope.get())
-    register_block(t, reinterpret_cast<uintptr_t>(p), size, call_site, caller_sp, 0, 0);
+void on_block(void* p, size_t size, unsigned offset_code, uintptr_t call_site, uintptr_t frame) {
+  ThreadState* t = tls_thread_state;
+  if (__builtin_expect(!t, 0)) t = create_thread_state();
+  uint64_t owner = 0;
+  if (t && !t->busy && g_recording.load(std::memory_order_relaxed)) {
+    t->busy = true;
+    uintptr_t address = address_of(p);
+    uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
+    if (!record_known_allocation(t, address, size, call_site, node, &owner))
+      owner = record_new_call_site(t, address, size, call_site, node);
+    t->busy = false;
+  }
+  write_header(p, size, offset_code, owner);
+  if (t) {
+    bump(t->other_header_bytes, other_header_bytes(offset_code, owner != 0));
+    if (owner) end_event(t);
+  }
 }
 
-uint64_t detach_block(void* p) {
-  if (!runtime_active()) return 0;
-  ThreadScope scope(true);
+bool on_release(void* p, BlockHeader* h) {
+  Busy scope;
   ThreadState* t = scope.get();
-  if (!t) return 0;
-  commit_pending(t);  // the owner word of a pending block is final once committed
-  uint64_t owner = registry_remove(reinterpret_cast<uintptr_t>(p));
-  if (!owner) ++t->untracked_frees;
-  return owner;
+  if (!t) return true;  // a nested call (signal handler): the free goes unrecorded
+  bool tracked = owner_current(load_owner(h));
+  bool release = record_free(t, address_of(p), h);
+  if (release) bump(t->other_header_bytes, -other_header_bytes(h->seal & kMaxOffsetCode, tracked));
+  return release;
 }
 
-void record_free(uint64_t owner, void* p) {
-  ThreadScope scope(true);
+void on_reallocated(void* old, void* p, const BlockHeader& saved, size_t size, uintptr_t call_site,
+                    uintptr_t frame) {
+  {
+    Busy scope;
+    if (ThreadState* t = scope.get()) {
+      uint64_t owner = saved.owner;
+      if (owner_current(owner)) {
+        if (t->hint_block == address_of(old)) clear_hint(t);
+        bool local = owner_thread(owner) == t->number;
+        emit_free(t, owner, address_of(old), local ? now_tick() : meeting_tick());
+      } else {
+        bump(t->untracked_frees, 1);
+        bump(t->other_header_bytes, -other_header_bytes(0, false));
+      }
+    }
+  }
+  on_new_block(p, size, call_site, frame);
+}
+
+void on_foreign_release(void* p) {
+  Busy scope;
   ThreadState* t = scope.get();
   if (!t) return;
-  commit_pending(t);
-  emit_free(t, owner, reinterpret_cast<uintptr_t>(p), now_us());
-}
-
-void on_free(void* p) {
-  if (!runtime_active()) return;
-  ThreadScope scope(true);
-  ThreadState* t = scope.get();
-  if (!t) return;
-  commit_pending(t);
-  uint64_t owner = registry_remove(reinterpret_cast<uintptr_t>(p));
-  if (!owner) {
-    ++t->untracked_frees;
+  uint64_t owner = g_external_count.load(std::memory_order_relaxed) ? external_remove(address_of(p)) : 0;
+  if (!owner_current(owner)) {
+    bump(t->untracked_frees, 1);
     return;
   }
-  emit_free(t, owner, reinterpret_cast<uintptr_t>(p), now_us());
+  bool local = owner_thread(owner) == t->number;
+  emit_free(t, owner, address_of(p), local ? now_tick() : meeting_tick());
 }
 
-void on_realloc_done(uint64_t old_owner, void* old, void* p, size_t size, uintptr_t call_site,
-                     uintptr_t caller_sp) {
-  if (!p && size) {
-    // Failed: `old` was not released; it is tracked again under its own record.
-    if (old_owner) registry_insert(reinterpret_cast<uintptr_t>(old), old_owner);
-    return;
-  }
-  if (old_owner) record_free(old_owner, old);
-  if (p) on_alloc(p, size, call_site, caller_sp);
+void on_tag_new(const void* p, uintptr_t type_tag, size_t elem_size, size_t elem_align) {
+  if (!p || !headers_on()) return;
+  Busy scope;
+  if (ThreadState* t = scope.get()) type_reported(t, address_of(p), type_tag, elem_size, elem_align);
 }
 
-void on_tag_new(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t elem_align) {
+void on_tag_allocation(const void* p, uintptr_t type_tag, size_t elem_size, size_t count) {
+  if (!p || !headers_on() || !count) return;
+  Busy scope;
+  if (ThreadState* t = scope.get()) type_reported(t, address_of(p), type_tag, elem_size, 1);
+}
+
+void on_tag_block(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t count, uintptr_t call_site,
+                  uintptr_t frame) {
   if (!ptr || !runtime_active()) return;
-  ThreadScope scope(true);
+  Busy scope;
   ThreadState* t = scope.get();
   if (!t) return;
-  uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-  PendingAlloc& a = t->pending;
-  uint64_t count;
-  if (a.valid && !a.type_tag && objects_in_block(a.address, a.size, p, elem_size, elem_align, &count)) {
-    // The common case: the block operator new just returned. One record, typed.
-    a.type_tag = type_tag;
-    a.count = count;
-    commit_pending(t);
+  uintptr_t p = address_of(ptr);
+  int index = find_probation(t, p);
+  if (index >= 0) {
+    type_probation_block(t, static_cast<uint32_t>(index), type_tag, elem_size, 0, count, false);
     return;
   }
-  // The constructor allocated in between, or this is placement new: a block of
-  // this thread that starts at the address, or one array cookie before it, and
-  // is still untyped takes the type if the cookie agrees with its size.
-  commit_pending(t);
-  uintptr_t block = p;
-  uint64_t owner = registry_lookup(block);
-  if (!owner && p > cookie_size(elem_align)) {
-    block = p - cookie_size(elem_align);
-    owner = registry_lookup(block);
+  uint64_t owner = external_lookup(p);
+  if (!owner)
+    if (BlockHeader* h = tracked_block(p)) owner = load_owner(h);
+  if (owner & kOwnerProbation) return;  // another thread's, still waiting for its own type
+  if (owner_current(owner)) {
+    retype(t, p, owner, type_tag, count, false);
+    return;
   }
-  uint64_t size;
-  if (!owner || !untyped_local_block(t, owner, &size)) return;
-  if (!objects_in_block(block, size, p, elem_size, elem_align, &count)) return;
-  move_to_type(t, block, owner, type_tag, count);
+  if (g_recording.load(std::memory_order_relaxed))
+    track_unseen(t, p, static_cast<uint64_t>(elem_size) * count, type_tag, count, call_site, frame);
 }
 
-void on_tag_block(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t count,
-                  uintptr_t call_site) {
-  if (!ptr || !runtime_active()) return;
-  ThreadScope scope(true);
+void on_untag(const void* ptr) {
+  if (!ptr || !headers_on()) return;
+  Busy scope;
   ThreadState* t = scope.get();
   if (!t) return;
-  uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-  PendingAlloc& a = t->pending;
-  if (a.valid && a.address == p) {
-    a.type_tag = type_tag;
-    a.count = count;
-    commit_pending(t);
+  uintptr_t p = address_of(ptr);
+  uint64_t owner = external_remove(p);
+  if (owner_current(owner)) {
+    emit_free(t, owner, p, owner_thread(owner) == t->number ? now_tick() : meeting_tick());
     return;
   }
-  commit_pending(t);
-  if (uint64_t owner = registry_lookup(p)) {
-    move_to_type(t, p, owner, type_tag, count);
-    return;
+  BlockHeader* h = tracked_block(p);
+  if (!h) return;
+  owner = load_owner(h);
+  if ((owner & kOwnerProbation) && owner_thread(owner) != t->number) return;  // see on_tag_block
+  int index = find_probation(t, p);
+  if (index >= 0) end_probation_untyped(t, static_cast<uint32_t>(index));
+  if (record_free(t, p, h)) {  // the memory stays: an untracked block now, its header too
+    store_owner(h, 0);
+    bump(t->other_header_bytes, other_header_bytes(h->seal & kMaxOffsetCode, false) -
+                                    other_header_bytes(h->seal & kMaxOffsetCode, true));
   }
-  // Memory HeapType never saw (malloc before start(), a pool): it becomes a
-  // tracked block, until heaptype::untag() releases it.
-  if (!g_recording.load(std::memory_order_relaxed)) return;
-  register_block(t, p, static_cast<uint64_t>(elem_size) * count, call_site,
-                 reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), type_tag, count);
-  commit_pending(t);
 }
 
-void on_untag(const void* p) { on_free(const_cast<void*>(p)); }
+// Thread exit: every block on probation leaves it (see the top).
+void end_all_probation(ThreadState* t) {
+  t->busy = true;
+  while (t->probation_count) end_probation_untyped(t, t->probation_count - 1);
+  t->busy = false;
+  end_event(t);
+}
 
 }  // namespace runtime
 }  // namespace heaptype

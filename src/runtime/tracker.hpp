@@ -6,13 +6,15 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "block_header.hpp"
+
 namespace heaptype {
 namespace runtime {
 
 enum State : int {
   kUninitialized = 0,
   kStarting = 1,   // one thread is opening the profile
-  kActive = 2,
+  kActive = 2,     // blocks get headers from now on, for the rest of the process
   kDisabled = 3,   // HEAPTYPE_DISABLE=1, or the profile could not be created
 };
 
@@ -23,7 +25,8 @@ extern std::atomic<bool> g_recording;  // start()/stop(): new allocations are re
 // included); returns the resulting state.
 int ensure_initialized();
 // True once the profile has been finished at exit: later events go out at once.
-bool finished();
+extern bool g_finished;
+inline bool finished() { return __builtin_expect(g_finished, 0); }
 // False in a vfork() child, which shares the parent's runtime state.
 bool owns_this_process();
 void finish();
@@ -35,22 +38,48 @@ inline bool runtime_active() {
   return state == kUninitialized || state == kStarting ? ensure_initialized() == kActive : false;
 }
 
-// `caller_sp`: the allocating code's stack pointer (calling contexts use it to
-// drop frames that a longjmp or an exception left behind).
-void on_alloc(void* p, size_t size, uintptr_t call_site, uintptr_t caller_sp);
-void on_free(void* p);
-// realloc: detach the old block before glibc may hand its address to another
-// thread, then record the outcome (a failed realloc re-attaches it).
-uint64_t detach_block(void* p);
-void on_realloc_done(uint64_t old_owner, void* old, void* p, size_t size, uintptr_t call_site,
-                     uintptr_t caller_sp);
-// From the new-expression macro and the allocator shim: `p` is what the expression
-// (or allocate()) returned, possibly past an array cookie.
+// Whether blocks may carry headers: only once the runtime is active (never before,
+// never when it is disabled), and then until the process ends.
+inline bool headers_on() { return g_state.load(std::memory_order_acquire) == kActive; }
+
+// glibc's malloc_usable_size (ours reports the program's share of a block).
+size_t libc_usable_size(void* p);
+
+// The slow paths of hot_path.hpp's on_new_block and on_free_block.
+//
+// A block was allocated for the program at `p`, with room for its header before
+// it (offset_code: see block_header.hpp). Writes the header and records the
+// allocation. `frame`: the frame address of the allocation function the program
+// called (its return address is `call_site`).
+void on_block(void* p, size_t size, unsigned offset_code, uintptr_t call_site, uintptr_t frame);
+struct ThreadState;
+// The owner word and records of a block whose (call site, context, size) the
+// memo does not know.
+uint64_t record_new_call_site(ThreadState* t, uintptr_t p, size_t size, uintptr_t call_site, uint32_t node);
+// The program frees the sealed block at `p`. Records the free; false when the
+// memory must stay allocated for now (another thread's block on probation: its
+// owner releases it).
+bool on_release(void* p, BlockHeader* header);
+// glibc moved (or resized) the block at `old` to `p` for realloc, header and all
+// (`saved`): the old block's free, then the new block.
+void on_reallocated(void* old, void* p, const BlockHeader& saved, size_t size, uintptr_t call_site,
+                    uintptr_t frame);
+// A free (or realloc) of memory the runtime did not allocate.
+void on_foreign_release(void* p);
+
+// From the new-expression macro: `p` is what the expression returned, possibly
+// past an array cookie. The inline check in new.hpp calls it only when operator
+// new could not name the type itself.
 void on_tag_new(const void* p, uintptr_t type_tag, size_t elem_size, size_t elem_align);
-// From heaptype::tag<T>(p, n): names the block at p; registers it if untracked.
-void on_tag_block(const void* p, uintptr_t type_tag, size_t elem_size, size_t count,
-                  uintptr_t call_site);
+// From the typed std::allocator: the block `p` allocate() just got holds `count`.
+void on_tag_allocation(const void* p, uintptr_t type_tag, size_t elem_size, size_t count);
+// From heaptype::tag<T>(p, n): names the block at p; tracks it if untracked.
+void on_tag_block(const void* p, uintptr_t type_tag, size_t elem_size, size_t count, uintptr_t call_site,
+                  uintptr_t frame);
 void on_untag(const void* p);
+
+// The thread exits: its blocks on probation leave it.
+void end_all_probation(ThreadState* t);
 
 }  // namespace runtime
 }  // namespace heaptype

@@ -3,12 +3,15 @@
 test_callpaths.py, test_exports.py and test_functions.py share them through the
 ``callpath_programs`` fixture (import it into the test module). Programs:
 
-* ``known``: tests/cpp/callpaths_known.cpp, with -finstrument-functions and frame
-  pointers (so that the walked-stack modes can run it too);
+* ``known``: tests/cpp/callpaths_known.cpp, built the default way (calling contexts
+  from frame pointers);
+* ``known-instrument``: the same with -finstrument-functions (and frame pointers, so
+  that the walked-stack modes can run it too);
 * ``infer``: tests/cpp/callpaths_infer.cpp, with the flags of
   ``compile_flags(stl_types=False)``: no typed allocator shim;
-* ``alloc_bench``: the shared benchmark (../shared/bench/alloc_bench.cpp) with
-  instrumentation, run with small counts (ALLOC_BENCH_ARGS).
+* ``alloc_bench``, ``alloc_bench-instrument``: the shared benchmark
+  (../shared/bench/alloc_bench.cpp) built both ways, run with small counts
+  (ALLOC_BENCH_ARGS).
 
 All three compile in parallel at the first request. Under pytest-xdist the
 workers share one directory and build and run each program once between them
@@ -17,7 +20,6 @@ workers share one directory and build and run each program once between them
 
 from __future__ import annotations
 
-import inspect
 import os
 import subprocess
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,24 +35,26 @@ ALLOC_BENCH = REPO.parent / "shared" / "bench" / "alloc_bench.cpp"
 # objects, map nodes, vector rounds (each pushes 1,000,000), strings: small, so that
 # a run takes ~0.1 s and phase 1's objects make most of the bytes
 ALLOC_BENCH_ARGS = ("30000", "2000", "0", "1000")
-INSTRUMENT_FLAGS = ["-finstrument-functions", "-finstrument-functions-exclude-file-list=/usr/include,/usr/lib/gcc"]
+DEFAULT = None  # the calling-context mode of compile_flags()' defaults
 
 
-def _compile_flags(*, stl_types: bool = True) -> list[str]:
+def _compile_flags(*, stl_types: bool, callstack: str | None) -> list[str]:
     from heaptype import flags
 
-    if "callstack" in inspect.signature(flags.compile_flags).parameters:
-        return flags.compile_flags(stl_types=stl_types, callstack="instrument")
-    return flags.compile_flags(stl_types=stl_types) + INSTRUMENT_FLAGS
+    if callstack is None:
+        return flags.compile_flags(stl_types=stl_types)
+    return flags.compile_flags(stl_types=stl_types, callstack=callstack)
 
 
 PROGRAMS = {
-    # name: (source, extra compile flags, stl_types)
-    "known": (CPP_DIR / "callpaths_known.cpp", ["-fno-omit-frame-pointer"], True),
-    "infer": (CPP_DIR / "callpaths_infer.cpp", [], False),
-    "alloc_bench": (ALLOC_BENCH, [], True),
-    "lifetimes": (CPP_DIR / "lifetimes.cpp", ["-fno-omit-frame-pointer"], True),
-    "deep": (CPP_DIR / "deep_recursion.cpp", ["-fno-omit-frame-pointer"], True),
+    # name: (source, extra compile flags, stl_types, calling-context mode)
+    "known": (CPP_DIR / "callpaths_known.cpp", [], True, DEFAULT),
+    "known-instrument": (CPP_DIR / "callpaths_known.cpp", ["-fno-omit-frame-pointer"], True, "instrument"),
+    "infer": (CPP_DIR / "callpaths_infer.cpp", [], False, DEFAULT),
+    "alloc_bench": (ALLOC_BENCH, [], True, DEFAULT),
+    "alloc_bench-instrument": (ALLOC_BENCH, [], True, "instrument"),
+    "lifetimes": (CPP_DIR / "lifetimes.cpp", ["-fno-omit-frame-pointer"], True, "instrument"),
+    "deep": (CPP_DIR / "deep_recursion.cpp", ["-fno-omit-frame-pointer"], True, "instrument"),
 }
 
 
@@ -71,7 +75,7 @@ class CallpathPrograms:
         return self._builds[name].result()
 
     def _build(self, name: str) -> Path:
-        source, extra, stl_types = PROGRAMS[name]
+        source, extra, stl_types, callstack = PROGRAMS[name]
         if not source.exists():
             raise FileNotFoundError(f"{source} is missing (the shared benchmark lives beside the repository)")
         exe = self.workdir / name
@@ -79,7 +83,7 @@ class CallpathPrograms:
         def make() -> None:
             from heaptype import flags
 
-            command = [self.cxx, "-std=c++17", "-O2", "-g", *_compile_flags(stl_types=stl_types), *extra,
+            command = [self.cxx, "-std=c++17", "-O2", "-g", *_compile_flags(stl_types=stl_types, callstack=callstack), *extra,
                        str(source), *flags.link_flags(), "-o", str(exe)]
             done = subprocess.run(command, capture_output=True, text=True, timeout=300)
             if done.returncode != 0:
@@ -92,9 +96,9 @@ class CallpathPrograms:
         """Runs the program once (per mode) with HEAPTYPE_CALLSTACK=mode (and
         HEAPTYPE_ADDRESSES=1 with ``addresses``); the profile path."""
         program = self.program(name)
-        if name == "alloc_bench" and not args:
+        if name.startswith("alloc_bench") and not args:
             args = ALLOC_BENCH_ARGS
-        output = self.workdir / (f"{name}.{mode}" + "".join(f".{a}" for a in args if name != "alloc_bench")
+        output = self.workdir / (f"{name}.{mode}" + "".join(f".{a}" for a in args if not name.startswith("alloc_bench"))
                                  + (".addresses" if addresses else "") + ".htp")
 
         def make() -> None:

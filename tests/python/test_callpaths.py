@@ -3,7 +3,15 @@
 * tests/cpp/callpaths_known.cpp: direct and recursive calls, an exception thrown
   through three instrumented frames, a longjmp over three, a function inlined into
   its caller, four threads with different paths; every allocation must be on its
-  path, with exact counts (the table in the program's header comment);
+  path, with exact counts (the table in the program's header comment), built both
+  ways: the default (frame pointers walked at each allocation) and with
+  -finstrument-functions. The truth is the same; one difference in how it shows:
+  GCC inlines make_and_free<T> and inline_helper(). The hooks still run for them
+  (GCC instruments inlined functions), so the instrumented build has them as
+  frames named by their symbol; a walked stack has only real frames, and the
+  symbolizer recovers the inlined ones from DWARF at the return address
+  (``inlined=True``), named as DWARF names them (``make_and_free<Direct>``, without
+  return type and parameters). Paths are compared with names reduced to that;
 * alloc_bench (../shared/bench): make_deep<T> (9 recursive frames) and make_obj<T>
   (called directly) are distinct paths, with the counts the program's own PRNG
   implies, replayed here;
@@ -69,27 +77,65 @@ def paths_by_type(profile, **options) -> dict[str, dict[tuple, int]]:
     return out
 
 
+# The builds of callpaths_known.cpp, and the options under which their paths show
+# the frames of KNOWN (see the top).
+BUILDS = {"known": {"inlined": True}, "known-instrument": {}}
+MAKE_FRAME = {"known": "make_and_free<{}>", "known-instrument": MAKE}
+
+
+def canonical(paths: dict[tuple, int]) -> dict[tuple, int]:
+    """Paths with every frame's name reduced to DWARF's form of inlined functions."""
+    return {tuple(_core.strip_parameters(f) for f in path): n for path, n in paths.items()}
+
+
+@pytest.fixture(scope="module", params=list(BUILDS), ids=["frame-pointer", "instrument"])
+def known_build(request, callpath_programs):
+    return request.param, callpath_programs.load(request.param)
+
+
 @pytest.fixture(scope="module")
-def known(callpath_programs):
-    return callpath_programs.load("known")
+def known(known_build):
+    return known_build[1]
+
+
+@pytest.fixture(scope="module")
+def known_options(known_build):
+    return BUILDS[known_build[0]]
+
+
+@pytest.fixture(scope="module")
+def make_frame(known_build):
+    """The name of make_and_free<T>'s frame in this build's trees."""
+    return MAKE_FRAME[known_build[0]]
 
 
 # --- 1. exactly known call paths -----------------------------------------------------
 
-def test_every_allocation_is_on_its_path(known):
-    paths = paths_by_type(known)
-    assert {t: paths.get(t) for t in KNOWN} == KNOWN
+def test_every_allocation_is_on_its_path(known, known_options):
+    paths = paths_by_type(known, **known_options)
+    assert {t: canonical(paths.get(t, {})) for t in KNOWN} == {t: canonical(p) for t, p in KNOWN.items()}
     for row in known.call_paths(types=list(KNOWN)):
         assert row.bytes == row.allocations * SIZES[row.type], row
         assert row.objects == row.allocations and row.live_bytes == 0
 
 
-def test_exception_object_is_allocated_below_the_throwing_frames(known):
-    # __cxa_allocate_exception (libstdc++.so, not instrumented) is the frame that
-    # calls malloc: the call site adds it below the hooks' frames.
-    paths = paths_by_type(known)["(untyped)"]
+def test_exception_object_is_allocated_below_the_throwing_frames(known, known_options):
+    # __cxa_allocate_exception (libstdc++.so, built without frame pointers and not
+    # instrumented) is the frame that calls malloc: the call site adds it below the
+    # hooks' frames, and a walk steps over it by its unwind rule to find thrower3().
+    paths = paths_by_type(known, **known_options)["(untyped)"]
     path = ("main", "catcher()", "thrower1()", "thrower2()", "thrower3()", "__cxa_allocate_exception")
     assert paths.get(path) == 2, paths
+
+
+@pytest.mark.xfail(strict=True, reason="the analysis (src/core/call_paths.cpp) drops the leading frames of a "
+                   "walked stack that lie in runtime libraries, the allocation's own call site included")
+def test_start_up_allocation_keeps_its_call_site(callpath_programs):
+    # libstdc++ allocates its emergency exception pool from ld.so's _dl_init, before
+    # main and before any hook: a walked stack wholly in ld.so and libstdc++.so. Its
+    # path may start at the call site, but it must have one.
+    profile = callpath_programs.load("known")
+    assert all(row.path and row.path != ("(no call site)",) for row in profile.call_paths())
 
 
 def test_threads_are_merged_by_frame_not_by_thread(known):
@@ -102,32 +148,32 @@ def test_threads_are_merged_by_frame_not_by_thread(known):
     assert sorted(threads.values()) == [10, 20, 30, 40]
 
 
-def test_top_down_tree_totals_and_types(known):
-    main = known.call_tree(types=["Direct", "Recursed"]).child("main")
+def test_top_down_tree_totals_and_types(known, known_options, make_frame):
+    main = known.call_tree(types=["Direct", "Recursed"], **known_options).child("main")
     assert main.total.allocations == 8 + 10
-    outer = main.find("direct_outer()", "direct_inner()", MAKE.format("Direct"))
+    outer = main.find("direct_outer()", "direct_inner()", make_frame.format("Direct"))
     assert outer.self.allocations == 5
     assert [(c.kind, c.name, c.total.allocations) for c in outer.children] == [("type", "Direct", 5)]
     chain = main
     for depth in range(1, 6):
         chain = chain.child("recurse(int)")
         assert chain.total.allocations == 2 * (6 - depth)  # this level and every deeper one
-        assert chain.child(MAKE.format("Recursed")).self.allocations == 2
+        assert chain.child(make_frame.format("Recursed")).self.allocations == 2
 
 
-def test_bottom_up_tree(known):
-    root = known.call_tree(types="Direct", bottom_up=True)
-    assert [c.name for c in root.children] == [MAKE.format("Direct")]
-    leaf = root.child(MAKE.format("Direct"))
+def test_bottom_up_tree(known, known_options, make_frame):
+    root = known.call_tree(types="Direct", bottom_up=True, **known_options)
+    assert [c.name for c in root.children] == [make_frame.format("Direct")]
+    leaf = root.child(make_frame.format("Direct"))
     inner = leaf.child("direct_inner()")
     assert leaf.total.allocations == inner.total.allocations == 8
     assert {c.name: c.total.allocations for c in inner.children} == {"direct_outer()": 5, "main": 3}
     assert inner.find("direct_outer()", "main").total.allocations == 5
 
 
-def test_by_function_self_and_total(known):
+def test_by_function_self_and_total(known, make_frame):
     rows = {r.function: r for r in known.by_function(types=["Direct", "Recursed"])}
-    assert rows[MAKE.format("Direct")].self.allocations == 8
+    assert rows[make_frame.format("Direct")].self.allocations == 8
     assert rows["direct_inner()"].self.allocations == 0 and rows["direct_inner()"].total.allocations == 8
     assert rows["direct_outer()"].total.allocations == 5
     # Recursion: each allocation counts once in the function's total however deep it is.
@@ -146,9 +192,9 @@ def test_type_patterns(known):
 
 
 def test_walked_stacks_give_the_same_paths(callpath_programs):
-    """HEAPTYPE_CALLSTACK=frame-pointer: the same program, paths from the frame
-    pointer chain instead of the hooks (shown from main on)."""
-    profile = callpath_programs.load("known", "frame-pointer")
+    """HEAPTYPE_CALLSTACK=frame-pointer: the instrumented program, paths from the
+    frame pointer chain instead of the hooks (shown from main on)."""
+    profile = callpath_programs.load("known-instrument", "frame-pointer")
 
     def without_helper(paths):
         # make_and_free<T> is inlined or not as the compiler sees fit (without the
@@ -183,10 +229,18 @@ def alloc_bench_truth(n: int) -> Counter:
     return counts
 
 
-def test_alloc_bench_deep_and_direct_paths(callpath_programs):
-    profile = callpath_programs.load("alloc_bench")
+# make_deep<T>(8, i) recurses down to make_deep<T>(0, i), which tail-calls
+# make_obj<T>: the default build jumps, so its stack holds eight make_deep frames;
+# -finstrument-functions keeps the call (the exit hook runs after it): nine.
+DEEP_FRAMES = {"alloc_bench": 8, "alloc_bench-instrument": 9}
+ALLOC_BENCH_BUILDS = pytest.mark.parametrize("build", list(DEEP_FRAMES), ids=["frame-pointer", "instrument"])
+
+
+@ALLOC_BENCH_BUILDS
+def test_alloc_bench_deep_and_direct_paths(callpath_programs, build):
+    profile = callpath_programs.load(build)
     truth = alloc_bench_truth(int(ALLOC_BENCH_ARGS[0]))
-    stderr = callpath_programs.stderr("alloc_bench")
+    stderr = callpath_programs.stderr(build)
     for name in ("Small", "Medium", "Large"):  # the program's own counts agree with the replay
         assert f"{name}={truth[(name, True)] + truth[(name, False)]}" in stderr
     paths = paths_by_type(profile)
@@ -195,14 +249,14 @@ def test_alloc_bench_deep_and_direct_paths(callpath_programs):
         deep = f"{name}* make_deep<{name}>(int, unsigned long)"
         expected = {
             ("main", "phase_objects(unsigned long)", obj): truth[(name, False)],
-            ("main", "phase_objects(unsigned long)", *[deep] * 9, obj): truth[(name, True)],
+            ("main", "phase_objects(unsigned long)", *[deep] * DEEP_FRAMES[build], obj): truth[(name, True)],
         }
         assert paths[name] == expected
-        assert len(next(p for p in expected if deep in p)) == 12  # the depth the runtime recorded
 
 
-def test_alloc_bench_report_json(callpath_programs):
-    path = str(callpath_programs.profile_path("alloc_bench"))
+@ALLOC_BENCH_BUILDS
+def test_alloc_bench_report_json(callpath_programs, build):
+    path = str(callpath_programs.profile_path(build))
     truth = alloc_bench_truth(int(ALLOC_BENCH_ARGS[0]))
     report = json.loads(run_cli("report", path, "--by", "callpath", "--type", "Small", "--format", "json").stdout)
     assert report["direction"] == "top-down"
@@ -217,13 +271,15 @@ def test_alloc_bench_report_json(callpath_programs):
         if "type" in node:
             leaves.append((depth, node["type"], node["allocations"], node["peak_bytes"] <= node["bytes"]))
         stack += [(child, depth + 1) for child in node["children"]]
-    assert sorted(leaves) == [(1, "Small", truth[("Small", False)], True), (10, "Small", truth[("Small", True)], True)]
+    deep = DEEP_FRAMES[build] + 1
+    assert sorted(leaves) == [(1, "Small", truth[("Small", False)], True), (deep, "Small", truth[("Small", True)], True)]
 
 
-def test_report_text_views(callpath_programs):
-    path = str(callpath_programs.profile_path("alloc_bench"))
+@ALLOC_BENCH_BUILDS
+def test_report_text_views(callpath_programs, build):
+    path = str(callpath_programs.profile_path(build))
     tree = run_cli("report", path, "--by", "callpath", "--type", "Medium").stdout
-    assert "Medium* make_deep<Medium>(int, unsigned long) (x9, recursive)" in tree
+    assert f"Medium* make_deep<Medium>(int, unsigned long) (x{DEEP_FRAMES[build]}, recursive)" in tree
     assert "[Medium]" in tree and "[Small]" not in tree
     bottom = run_cli("report", path, "--by", "callpath", "--bottom-up", "--type", "Large", "--top", "1").stdout
     lines = [line for line in bottom.splitlines() if "make_obj<Large>" in line]

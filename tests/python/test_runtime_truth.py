@@ -234,6 +234,14 @@ def test_addresses_mode_counts_the_same(cpp_programs, tmp_path, objects):
     assert output.stat().st_size > os.path.getsize(objects.path)
 
 
+def test_registry_is_a_16_byte_header_per_live_block(objects):
+    # The registry is a header in front of each block: 16 bytes per live block
+    # whatever its size, plus the alignment padding of over-aligned blocks (the one
+    # live Wide[3], alignas(64): its header sits 64 bytes in, 48 more).
+    end = objects.runtime_summary
+    assert end["registry_bytes"] == 16 * objects.totals.live_blocks + (64 - 16)
+
+
 # --- 5. frees of blocks HeapType never saw ----------------------------------------------
 
 def test_delete_of_block_allocated_while_stopped(objects):

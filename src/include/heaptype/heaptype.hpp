@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <new>
 
+#include "hint.hpp"
 #include "type_id.hpp"
 
 extern "C" {
@@ -25,7 +26,6 @@ void heaptype_stop(void);
 int heaptype_dump(const char* path);
 int heaptype_is_recording(void);
 const char* heaptype_output_path(void);
-void heaptype_tag_new(const void* p, const void* type_tag, std::size_t elem_size, std::size_t elem_align);
 void heaptype_tag_block(const void* p, const void* type_tag, std::size_t elem_size, std::size_t count);
 void heaptype_untag(const void* p);
 }
@@ -52,14 +52,14 @@ inline void untag(const void* p) { heaptype_untag(p); }
 template <class T>
 inline T* New_(std::size_t n) {
   T* p = new T[n];
-  heaptype_tag_new(p, tag_of<T>(), sizeof(T), alignof(T));
+  detail::report_new(p, tag_of<T>(), sizeof(T), alignof(T));
   return p;
 }
 
 template <class T, class Label>
 inline T* New_(std::size_t n) {
   T* p = new T[n];
-  heaptype_tag_new(p, tag_of<labeled<T, Label> >(), sizeof(T), alignof(T));
+  detail::report_new(p, tag_of<labeled<T, Label> >(), sizeof(T), alignof(T));
   return p;
 }
 

@@ -29,7 +29,7 @@ struct heaptype_deref_new_trick {};
 
 template <class T>
 inline T* operator*(heaptype_new_trick, T* p) noexcept {
-  heaptype_tag_new(p, ::heaptype::tag_of<T>(), sizeof(T), alignof(T));
+  ::heaptype::detail::report_new(p, ::heaptype::tag_of<T>(), sizeof(T), alignof(T));
   return p;
 }
 
@@ -40,7 +40,7 @@ inline heaptype_deref_new_trick operator*(heaptype_new_trick) noexcept { return 
 
 template <class T>
 inline T& operator*(heaptype_deref_new_trick, T* p) noexcept {
-  heaptype_tag_new(p, ::heaptype::tag_of<T>(), sizeof(T), alignof(T));
+  ::heaptype::detail::report_new(p, ::heaptype::tag_of<T>(), sizeof(T), alignof(T));
   return *p;
 }
 
@@ -54,6 +54,15 @@ __attribute__((used)) static const char* const link_check =
     &heaptype_link_error__program_compiled_with_heaptype_new_hpp_must_link_libheaptype;
 }  // namespace detail
 }  // namespace heaptype
+
+// Built without calling contexts (`heaptype --cflags --callstack none`): the
+// runtime records none unless HEAPTYPE_CALLSTACK says otherwise. A weak definition
+// in every translation unit of the build, merged by the linker.
+#ifdef HEAPTYPE_NO_CALLSTACK
+extern "C" {
+__attribute__((weak)) char heaptype_built_without_callstack = 1;
+}
+#endif
 
 #include "define_new.h"
 

@@ -17,10 +17,8 @@
 #define HEAPTYPE_STD_NEW_ALLOCATOR __gnu_cxx::new_allocator
 #endif
 
+#include <heaptype/hint.hpp>
 #include <heaptype/type_id.hpp>
-
-extern "C" void heaptype_tag_block(const void* p, const void* type_tag, std::size_t elem_size,
-                                   std::size_t count);
 
 namespace std _GLIBCXX_VISIBILITY(default) {
 _GLIBCXX_BEGIN_NAMESPACE_VERSION
@@ -46,8 +44,9 @@ class __heaptype_allocator_base : public HEAPTYPE_STD_NEW_ALLOCATOR<_Tp> {
 
   _GLIBCXX_NODISCARD _Tp* allocate(size_t __n, const void* __hint = 0) {
     _Tp* __p = _Base::allocate(__n, __hint);
-    // Exactly the block operator new just returned: the runtime names it T[n].
-    heaptype_tag_block(__p, ::heaptype::tag_of<_Tp>(), sizeof(_Tp), __n);
+    // Exactly the block operator new just returned: it holds T[n].
+    const void* __type = ::heaptype::tag_of<_Tp>();
+    if (!::heaptype::detail::named_already(__p, __type)) heaptype_tag_allocation(__p, __type, sizeof(_Tp), __n);
     return __p;
   }
 };

@@ -1,0 +1,88 @@
+// call_site_types.hpp: what each allocation call site allocates, learned per thread.
+//
+// A new-expression calls operator new from one place and then reports its type
+// (the `new` macro's operator*), and the typed allocator reports right after its
+// own call. The type at such a call site never changes: once a thread has seen
+// the type arrive for a block of a call site, the runtime names the type of every
+// later block of that call site in operator new itself, and the new-expression's
+// report finds it done (an inline check, no call into the runtime). One runtime
+// entry per allocation.
+//
+// A call site starts unknown. Its first block goes on probation (the type may still
+// come); when a type arrives for it the call site is typed, when the block leaves
+// probation without one (freed, or pushed out by newer blocks) it is untyped. A
+// typed call site that gets another type, or an untyped one that gets a type after
+// all (e.g. a class's own operator new shared by several classes), is ambiguous:
+// each of its blocks goes on probation and takes whatever type arrives.
+//
+// A memo in front of it maps (call site, calling context, size) to the thread's site
+// number, so that a repeated allocation costs one probe.
+#ifndef HEAPTYPE_RUNTIME_CALL_SITE_TYPES_HPP
+#define HEAPTYPE_RUNTIME_CALL_SITE_TYPES_HPP
+
+#include <cstddef>
+#include <cstdint>
+
+namespace heaptype {
+namespace runtime {
+
+enum class CallSiteState : uint8_t { kUnknown, kUntyped, kTyped, kAmbiguous };
+
+struct CallSiteType {
+  uintptr_t call_site;  // 0: an empty slot
+  uintptr_t type_tag;
+  uint64_t elem_size;
+  uint32_t offset;      // of the objects in the block: the array cookie, or 0
+  CallSiteState state;
+};
+
+struct SiteMemo {
+  uintptr_t call_site;  // 0: empty
+  uint64_t size;
+  uintptr_t type_tag;   // 0: untyped
+  uint32_t node;
+  uint32_t site;
+  uint32_t offset;      // of the objects in the block (typed only)
+};
+
+constexpr unsigned kMemoBits = 9;
+
+struct CallSiteTypes {
+  CallSiteType* slots;
+  uint32_t capacity;
+  uint32_t used;
+  SiteMemo* memo;       // 1 << kMemoBits entries
+};
+
+// Maps the memo; false when out of memory.
+bool init_call_site_types(CallSiteTypes& types);
+
+// The entry of `call_site`, created unknown; nullptr when out of memory.
+CallSiteType* call_site_type(CallSiteTypes& types, uintptr_t call_site);
+
+// The objects in a block of `size` bytes of a typed call site; false when the size
+// does not fit its type (another class's block through a shared operator new).
+inline bool typed_count(const CallSiteType& c, uint64_t size, uint64_t* count) {
+  if (size < c.offset || (size - c.offset) % c.elem_size != 0) return false;
+  *count = (size - c.offset) / c.elem_size;
+  return true;
+}
+
+// A type arrived for a block of the call site (objects at `offset` in the block).
+void learn_type(CallSiteTypes& types, CallSiteType& c, uintptr_t type_tag, uint64_t elem_size, uint64_t offset);
+// A block of the call site left probation without a type.
+void learn_untyped(CallSiteType& c);
+// A type arrived for a block committed untyped.
+void learn_late_type(CallSiteTypes& types, CallSiteType& c);
+
+inline SiteMemo& memo_slot(CallSiteTypes& types, uintptr_t call_site, uint32_t node, uint64_t size) {
+  uint64_t h = (call_site ^ (uint64_t{node} << 32) ^ (size * 0x9E3779B97F4A7C15ull)) * 0xC2B2AE3D27D4EB4Full;
+  return types.memo[h >> (64 - kMemoBits)];
+}
+
+void reset_call_site_types(CallSiteTypes& types);
+
+}  // namespace runtime
+}  // namespace heaptype
+
+#endif

@@ -1,0 +1,124 @@
+#include "frame_rules.hpp"
+
+#include <unwind.h>
+
+#include <cstring>
+
+#include "internal_memory.hpp"
+
+namespace heaptype {
+namespace runtime {
+namespace {
+
+constexpr uint32_t kSlots = 1u << kFrameRuleBits;
+constexpr int kMaxFrames = 64;
+constexpr int kRbpRegister = 6;  // DWARF register number of rbp on x86-64
+
+// What the unwinder says about one frame. In the context _Unwind_Backtrace hands
+// over, the canonical frame address is still the callee's: the stack pointer in
+// this frame at its call. This frame's own is the next frame's `sp`.
+struct UnwoundFrame {
+  uintptr_t ip;   // its call site or return address
+  uintptr_t sp;   // its stack pointer at that call
+  uintptr_t rbp;  // the frame pointer register while it runs
+};
+
+struct Backtrace {
+  UnwoundFrame frames[kMaxFrames];
+  int count;
+};
+
+_Unwind_Reason_Code record_frame(_Unwind_Context* context, void* arg) {
+  Backtrace* b = static_cast<Backtrace*>(arg);
+  if (b->count == kMaxFrames) return _URC_END_OF_STACK;
+  UnwoundFrame& f = b->frames[b->count++];
+  f.ip = _Unwind_GetIP(context);
+  f.sp = _Unwind_GetCFA(context);
+  f.rbp = _Unwind_GetGR(context, kRbpRegister);
+  return f.ip ? _URC_NO_REASON : _URC_END_OF_STACK;
+}
+
+inline size_t slot_of(uintptr_t pc) { return static_cast<size_t>((pc * 0x9E3779B97F4A7C15ull) >> (64 - kFrameRuleBits)); }
+
+FrameRule* find(FrameRules& rules, uintptr_t pc) {
+  for (size_t i = slot_of(pc), n = 0; n < kSlots; i = (i + 1) & (kSlots - 1), ++n) {
+    FrameRule& r = rules.slots[i];
+    if (r.pc == pc || r.kind == FrameKind::kEmpty) return &r;
+  }
+  return nullptr;
+}
+
+void store(FrameRules& rules, const FrameRule& rule) {
+  if ((rules.used + 1) * 4 > kSlots * 3) return;  // full: the rule is learned again next time
+  FrameRule* slot = find(rules, rule.pc);
+  if (!slot) return;
+  if (slot->kind == FrameKind::kEmpty) ++rules.used;
+  *slot = rule;
+}
+
+// The rule of frame `i` of the backtrace (its caller is frame i + 1).
+FrameRule rule_of(const Backtrace& b, int i) {
+  const UnwoundFrame& f = b.frames[i];
+  FrameRule rule = {f.ip, 0, kRbpKept, FrameKind::kFramePointer};
+  if (i + 1 >= b.count) return rule;
+  const UnwoundFrame& caller = b.frames[i + 1];
+  uintptr_t cfa = caller.sp;
+  if (f.rbp + 2 * sizeof(uintptr_t) == cfa) return rule;  // it keeps a frame pointer
+  if (cfa < f.sp || cfa - f.sp > (uintptr_t{1} << 20)) {
+    rule.kind = FrameKind::kOpaque;
+    return rule;
+  }
+  rule.kind = FrameKind::kStackOffset;
+  rule.cfa_offset = static_cast<int32_t>(cfa - f.sp);
+  if (caller.rbp == f.rbp) return rule;
+  // The function used the register: the caller's value is saved in its frame.
+  for (uintptr_t at = f.sp; at + sizeof(uintptr_t) <= cfa; at += sizeof(uintptr_t)) {
+    if (*reinterpret_cast<const uintptr_t*>(at) == caller.rbp) {
+      rule.saved_rbp = static_cast<int32_t>(static_cast<intptr_t>(at - cfa));
+      return rule;
+    }
+  }
+  rule.kind = FrameKind::kOpaque;
+  return rule;
+}
+
+// Asks the unwinder about the current stack and learns the rules of the frame at
+// `pc` and of its callers up to the first one with a frame pointer.
+FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
+  Backtrace b;
+  b.count = 0;
+  _Unwind_Backtrace(record_frame, &b);
+  int i = 1;
+  while (i < b.count && b.frames[i].ip != pc) ++i;
+  FrameRule first = {pc, 0, kRbpKept, FrameKind::kFramePointer};  // unknown to the unwinder: walk on
+  if (i >= b.count) return first;
+  first = rule_of(b, i);
+  store(rules, first);
+  for (FrameRule r = first; r.kind == FrameKind::kStackOffset && ++i < b.count;) {
+    r = rule_of(b, i);
+    store(rules, r);
+  }
+  return first;
+}
+
+}  // namespace
+
+FrameRule frame_rule(FrameRules& rules, uintptr_t pc) {
+  if (__builtin_expect(!rules.slots, 0)) {
+    rules.slots = static_cast<FrameRule*>(map_pages(sizeof(FrameRule) * kSlots));
+    if (!rules.slots) return {pc, 0, kRbpKept, FrameKind::kFramePointer};
+  }
+  const FrameRule& slot = rules.slots[slot_of(pc)];
+  if (__builtin_expect(slot.pc == pc, 1)) return slot;
+  if (FrameRule* found = find(rules, pc))
+    if (found->pc == pc) return *found;
+  return calibrate(rules, pc);
+}
+
+void reset_frame_rules(FrameRules& rules) {
+  if (rules.slots) std::memset(rules.slots, 0, sizeof(FrameRule) * kSlots);
+  rules.used = 0;
+}
+
+}  // namespace runtime
+}  // namespace heaptype

@@ -1,0 +1,54 @@
+// frame_rules.hpp: how to step over a frame of code built without frame pointers.
+//
+// A frame-pointer walk that starts in such code (an allocation made inside
+// libstdc++.so or libc, which Debian builds without frame pointers: std::string's
+// buffer, __cxa_allocate_exception) skips that function's caller: the frame
+// pointer register still holds the caller's frame, whose saved return address is
+// one level further out. The compiler's call frame information (DWARF CFI) says
+// where such a frame keeps its return address: at a fixed distance from the stack
+// pointer at each instruction, since a function without a frame pointer has no
+// variable-size frame. The runtime asks the unwinder (_Unwind_Backtrace) once per
+// call site and thread, learns that distance (and where the function saved the
+// caller's frame pointer, if it used the register), and from then on steps over
+// the frame with two loads.
+#ifndef HEAPTYPE_RUNTIME_FRAME_RULES_HPP
+#define HEAPTYPE_RUNTIME_FRAME_RULES_HPP
+
+#include <cstdint>
+
+namespace heaptype {
+namespace runtime {
+
+enum class FrameKind : uint8_t {
+  kEmpty = 0,
+  kFramePointer,  // the function keeps a frame pointer here (or the unwinder knows nothing)
+  kStackOffset,   // its canonical frame address is the stack pointer plus cfa_offset
+  kOpaque,        // no way to step over it: the walk ends
+};
+
+constexpr int32_t kRbpKept = INT32_MIN;  // the function left the caller's frame pointer in its register
+
+struct FrameRule {
+  uintptr_t pc;         // an address in the function: a call site or a return address
+  int32_t cfa_offset;   // kStackOffset: CFA = stack pointer at pc + cfa_offset; return address at CFA - 8
+  int32_t saved_rbp;    // kStackOffset: the caller's frame pointer at CFA + saved_rbp, or kRbpKept
+  FrameKind kind;
+};
+
+constexpr unsigned kFrameRuleBits = 12;
+
+struct FrameRules {
+  FrameRule* slots;     // 1 << kFrameRuleBits, open addressing
+  uint32_t used;
+};
+
+// The rule of the function executing at `pc`, which must be a frame of the calling
+// thread's current stack (the unwinder learns it from there on first sight).
+FrameRule frame_rule(FrameRules& rules, uintptr_t pc);
+
+void reset_frame_rules(FrameRules& rules);
+
+}  // namespace runtime
+}  // namespace heaptype
+
+#endif

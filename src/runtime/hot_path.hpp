@@ -1,0 +1,82 @@
+// hot_path.hpp: an allocation and a free, as the replaced allocation functions see
+// them. The common cases are inline here, in the functions the program calls: a
+// block of a call site seen before (the memo names its site and type), a free of
+// one of the thread's own blocks. Everything else is in tracker.cpp.
+#ifndef HEAPTYPE_RUNTIME_HOT_PATH_HPP
+#define HEAPTYPE_RUNTIME_HOT_PATH_HPP
+
+#include "block_header.hpp"
+#include "call_context.hpp"
+#include "call_site_types.hpp"
+#include "clock.hpp"
+#include "heaptype/hint.hpp"
+#include "thread_state.hpp"
+#include "tracker.hpp"
+
+namespace heaptype {
+namespace runtime {
+
+inline void set_hint(ThreadState* t, uintptr_t block, uintptr_t object, uintptr_t type_tag) {
+  t->hint_block = block;
+  heaptype_hint = {reinterpret_cast<const void*>(object), reinterpret_cast<const void*>(type_tag)};
+}
+
+inline void clear_hint(ThreadState* t) {
+  t->hint_block = 0;
+  heaptype_hint.object = nullptr;
+}
+
+// The allocation's records for a call site the memo knows; false when it does not.
+__attribute__((always_inline)) inline bool record_known_allocation(ThreadState* t, uintptr_t p, size_t size, uintptr_t call_site, uint32_t node,
+                                    uint64_t* owner) {
+  const SiteMemo& memo = memo_slot(t->call_sites, call_site, node, size);
+  if (__builtin_expect(memo.call_site != call_site || memo.node != node || memo.size != size, 0)) return false;
+  if (memo.type_tag)
+    set_hint(t, p, p + memo.offset, memo.type_tag);
+  else if (t->hint_block)
+    clear_hint(t);
+  emit_alloc(t, memo.site, p, now_tick());
+  *owner = t->owner_base | memo.site | (memo.type_tag ? kOwnerTyped : 0);
+  return true;
+}
+
+// A block was allocated for the program at `p`, with room for its header before it
+// (offset code 0: the plain 16 bytes). Writes the header and records it.
+__attribute__((always_inline)) inline void on_new_block(void* p, size_t size, uintptr_t call_site, uintptr_t frame) {
+  ThreadState* t = tls_thread_state;
+  if (__builtin_expect(!t || t->busy || !g_recording.load(std::memory_order_relaxed), 0))
+    return on_block(p, size, 0, call_site, frame);
+  t->busy = true;
+  uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
+  uint64_t owner;
+  if (!record_known_allocation(t, address, size, call_site, node, &owner))
+    owner = record_new_call_site(t, address, size, call_site, node);
+  t->busy = false;
+  write_header(p, size, 0, owner);
+  end_event(t);
+}
+
+// The program frees the sealed block at `p`. False when the memory must stay
+// allocated for now (another thread's block on probation: its owner releases it).
+__attribute__((always_inline)) inline bool on_free_block(void* p, BlockHeader* h) {
+  ThreadState* t = tls_thread_state;
+  uint64_t owner = load_owner(h);
+  // This thread's, of this process, not on probation, not over-aligned.
+  bool own_plain_block = t && !t->busy &&
+                         (owner & (kOwnerThreadAndEpoch | kOwnerProbation | kOwnerFreed)) == t->owner_base &&
+                         !(h->seal & kMaxOffsetCode);
+  if (__builtin_expect(!own_plain_block, 0)) return on_release(p, h);
+  t->busy = true;
+  uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  if (t->hint_block == address) clear_hint(t);
+  emit_local_free(t, owner_site(owner), address, now_tick());
+  t->busy = false;
+  end_event(t);
+  return true;
+}
+
+}  // namespace runtime
+}  // namespace heaptype
+
+#endif

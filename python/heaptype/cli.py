@@ -19,6 +19,7 @@ typical use:
 """
 
 VIEWS = ("type", "function", "callpath", "thread")
+TIMELINE_VIEWS = ("type", "function", "callpath", "thread")
 SORTS = ("peak", "bytes", "allocations", "objects", "live", "temporary")
 
 
@@ -55,11 +56,34 @@ def positive_int(text: str) -> int:
     return value
 
 
-def thread_number(text: str) -> int:
+def span(parse):
+    """A "LOW:HIGH" argument, either end may be empty."""
+
+    def read(text: str) -> tuple:
+        low, sep, high = text.partition(":")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"expected LOW:HIGH (either may be empty), not {text!r}")
+        try:
+            return (parse(low) if low.strip() else None, parse(high) if high.strip() else None)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+
+    return read
+
+
+def size_value(text: str) -> int:
+    from .budget.values import parse_size
+
+    return parse_size(text)
+
+
+def when(text: str) -> str | float:
+    if text == "peak":
+        return text
     try:
-        return int(text)
+        return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a thread number: {text}") from None
+        raise argparse.ArgumentTypeError(f"expected 'peak' or a time in seconds, not {text!r}") from None
 
 
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
@@ -68,8 +92,18 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
                         help="only types matching this glob, e.g. 'std::vector<*>' (repeatable)")
     parser.add_argument("--function", action="append", dest="functions", metavar="GLOB",
                         help="only allocations with this function anywhere on their call path (repeatable)")
-    parser.add_argument("--thread", action="append", dest="threads", type=thread_number, metavar="N",
-                        help="only allocations made by this thread (HeapType's number; repeatable)")
+    parser.add_argument("--thread", action="append", dest="threads", metavar="N|NAME",
+                        help="only allocations made by this thread: HeapType's number, or its name as a glob "
+                             "(repeatable)")
+    parser.add_argument("--size", type=span(size_value), metavar="MIN:MAX",
+                        help="only blocks of this size, e.g. 64:1KiB or 4096: (either end may be empty)")
+    parser.add_argument("--time", type=span(float), metavar="A:B",
+                        help="only what happened between A and B seconds: allocations made then, peaks reached "
+                             "then, live figures at B")
+    parser.add_argument("--at", type=when, metavar="peak|SECONDS",
+                        help="the heap as it stood at the peak, or at that time: live_bytes and live_blocks are "
+                             "what was live then")
+    parser.add_argument("--live", action="store_true", help="only groups with blocks live at the end, by live bytes")
     parser.add_argument("--map", action="append", default=[], metavar="[MODULE=]FILE",
                         help="linker map file for a stripped binary (repeatable)")
 
@@ -145,6 +179,47 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--no-inlined", dest="inlined", action="store_false", help=argparse.SUPPRESS)
     export.set_defaults(handler=cmd_export)
 
+    timeline = sub.add_parser("timeline", help="live bytes over time, stacked by type, function, call path or thread")
+    timeline.add_argument("profile", help="a .htp file")
+    timeline.add_argument("--by", choices=TIMELINE_VIEWS, default="type",
+                          help="stack by type (default), by function (what each allocated itself), by call path "
+                               "(path and type) or by thread")
+    timeline.add_argument("--top", type=positive_int, default=10, help="groups shown, the rest is 'other' (10)")
+    timeline.add_argument("--format", choices=["text", "json"], default="text")
+    timeline.add_argument("--no-infer", dest="infer", action="store_false", help="do not infer types")
+    add_filter_options(timeline)
+    timeline.set_defaults(handler=cmd_timeline)
+
+    leaks = sub.add_parser("leaks", help="the blocks live at exit, by type and full call stack")
+    leaks.add_argument("profile", help="a .htp file")
+    leaks.add_argument("--top", type=positive_int, help="show only the N largest")
+    leaks.add_argument("--format", choices=["text", "json"], default="text")
+    leaks.add_argument("--no-infer", dest="infer", action="store_false", help="do not infer types")
+    add_filter_options(leaks)
+    leaks.set_defaults(handler=cmd_leaks)
+
+    memory = sub.add_parser("memory", help="the address space: live blocks by address and type (needs a profile "
+                                           "recorded with HEAPTYPE_ADDRESSES=1)")
+    memory.add_argument("profile", help="a .htp file")
+    memory.add_argument("--format", choices=["text", "json"], default="text")
+    memory.add_argument("--no-infer", dest="infer", action="store_false", help="do not infer types")
+    add_filter_options(memory)
+    memory.set_defaults(handler=cmd_memory)
+
+    diff = sub.add_parser("diff", help="compare two profiles group by group (matched by name)",
+                          description="Compare profile B against profile A. Exit status 1 when --threshold is "
+                                      "given and a group's peak grew by more than it (new groups count), else 0.")
+    diff.add_argument("a", help="the profile before (a .htp file)")
+    diff.add_argument("b", help="the profile after")
+    diff.add_argument("--by", choices=VIEWS, default="type")
+    diff.add_argument("--threshold", type=float, metavar="PCT",
+                      help="exit status 1 when a peak grew by more than PCT percent")
+    diff.add_argument("--top", type=positive_int, help="show only the N largest changes")
+    diff.add_argument("--format", choices=["text", "json"], default="text")
+    diff.add_argument("--no-infer", dest="infer", action="store_false", help="do not infer types")
+    add_filter_options(diff)
+    diff.set_defaults(handler=cmd_diff)
+
     demo = sub.add_parser("demo", help="build and profile a small example program, print its report")
     demo.add_argument("--workdir", help="build here instead of a temporary directory (kept afterwards)")
     demo.add_argument("--cxx", help="C++ compiler (default: $CXX, then g++, clang++, c++)")
@@ -214,10 +289,18 @@ def parse_map_options(options: list[str]) -> dict[str, str]:
     return maps
 
 
-def filtered_profile(args):
-    profile = load_profile(args.profile, parse_map_options(args.map) or None)
-    if args.types or args.functions or args.threads:
-        profile = profile.filter(types=args.types, functions=args.functions, threads=args.threads)
+def filtered_profile(args, path: str | None = None):
+    """The profile named on the command line with the one filter model applied."""
+    from .profile import ProfileError
+
+    profile = load_profile(path or args.profile, parse_map_options(args.map) or None)
+    try:
+        profile = profile.filter(types=args.types, functions=args.functions, threads=args.threads, sizes=args.size,
+                                 time=args.time)
+        if args.at is not None:
+            profile = profile.at(args.at)
+    except ProfileError as e:
+        raise CommandError(str(e)) from None
     return profile
 
 
@@ -229,19 +312,21 @@ def cmd_report(args) -> int:
         raise CommandError("report: --bottom-up goes with --by callpath")
     profile = filtered_profile(args)
     json_out = args.format == "json"
-    sort = args.sort or ("peak" if args.by in ("type", "thread") else "bytes")
+    sort = args.sort or ("live" if args.live or args.at is not None else
+                         "peak" if args.by in ("type", "thread") else "bytes")
     try:
         profile.analysis(call_tree=args.by in ("function", "callpath"), functions=args.by == "function",
                          bottom_up=args.bottom_up, inlined=_inlined(args), infer=args.infer,
                          progress=args.progress or sys.stderr.isatty())
         if args.by == "type":
             render = report.types_json if json_out else report.render_types_text
-            output = render(profile, sort, args.top, infer=args.infer)
+            output = render(profile, sort, args.top, infer=args.infer, live=args.live)
         elif args.by == "thread":
-            output = (report.threads_json if json_out else report.render_threads_text)(profile, sort, args.top)
+            render = report.threads_json if json_out else report.render_threads_text
+            output = render(profile, sort, args.top, live=args.live)
         elif args.by == "function":
             render = report.functions_json if json_out else report.render_functions_text
-            output = render(profile, sort, args.top, inlined=_inlined(args), infer=args.infer)
+            output = render(profile, sort, args.top, inlined=_inlined(args), infer=args.infer, live=args.live)
         else:
             render = report.callpaths.callpaths_json_text if json_out else report.render_callpaths_text
             output = render(profile, sort, args.top, bottom_up=args.bottom_up, inlined=_inlined(args),
@@ -254,6 +339,76 @@ def cmd_report(args) -> int:
         output = json.dumps(output, indent=2)
     print(output)
     return 0
+
+
+def cmd_timeline(args) -> int:
+    from .profile import ProfileError
+    from .report import render_timeline_text, timeline_json
+
+    profile = filtered_profile(args)
+    try:
+        if args.format == "json":
+            import json
+
+            print(json.dumps(timeline_json(profile, args.by, args.top, infer=args.infer), indent=2))
+        else:
+            print(render_timeline_text(profile, args.by, args.top, infer=args.infer))
+    except ProfileError as e:
+        raise CommandError(str(e)) from None
+    return 0
+
+
+def cmd_leaks(args) -> int:
+    from .profile import ProfileError
+    from .report import leaks_json, render_leaks_text
+
+    profile = filtered_profile(args)
+    try:
+        if args.format == "json":
+            import json
+
+            print(json.dumps(leaks_json(profile, args.top, infer=args.infer), indent=2))
+        else:
+            print(render_leaks_text(profile, args.top, infer=args.infer))
+    except ProfileError as e:
+        raise CommandError(str(e)) from None
+    return 0
+
+
+def cmd_memory(args) -> int:
+    from .profile import ProfileError
+    from .report import memory_json, render_memory_text
+
+    profile = filtered_profile(args)
+    try:
+        if args.format == "json":
+            import json
+
+            print(json.dumps(memory_json(profile, infer=args.infer), indent=2))
+        else:
+            print(render_memory_text(profile, infer=args.infer))
+    except ProfileError as e:
+        raise CommandError(str(e)) from None
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from .profile import ProfileError
+    from .report import diff_json, diff_rows, over_threshold, render_diff_text
+
+    a, b = filtered_profile(args, args.a), filtered_profile(args, args.b)
+    try:
+        if args.format == "json":
+            import json
+
+            print(json.dumps(diff_json(a, b, args.by, threshold=args.threshold, infer=args.infer, top=args.top),
+                             indent=2))
+        else:
+            print(render_diff_text(a, b, args.by, threshold=args.threshold, infer=args.infer, top=args.top))
+        grown = over_threshold(diff_rows(a, b, args.by, infer=args.infer), args.threshold)
+    except ProfileError as e:
+        raise CommandError(str(e)) from None
+    return 1 if grown else 0
 
 
 def _inlined(args) -> bool:

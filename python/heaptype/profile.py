@@ -23,6 +23,7 @@ from typing import Sequence
 from . import _core
 from .labels import type_label
 from .naming import NamingError, code_names, rebuilt_modules
+from .symbols import parse_proc_maps
 from .patterns import as_list
 
 
@@ -47,18 +48,41 @@ def sort_attribute(sort: str) -> str:
 class Filters:
     """What a profile's views keep: allocations whose type matches one of ``types``
     (by name or label), with a frame matching one of ``functions`` on their call
-    path, made by one of ``threads``. Empty means everything."""
+    path, made by one of ``threads``, of a block size within ``sizes`` (bytes, either
+    end None for open), and what happened within ``time`` (microseconds): allocations
+    made then, peaks reached then, live figures at its end. ``stop_after_events``
+    stops the reading there (a snapshot, e.g. at the peak). Empty means everything."""
 
     types: tuple[str, ...] = ()
     functions: tuple[str, ...] = ()
     threads: tuple[int, ...] = ()
+    sizes: tuple[int | None, int | None] = (None, None)
+    time: tuple[int | None, int | None] = (None, None)
+    stop_after_events: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.types or self.functions or self.threads)
+        return bool(self.types or self.functions or self.threads or self.sizes != (None, None)
+                    or self.time != (None, None) or self.stop_after_events)
 
-    def and_(self, types=None, functions=None, threads=None) -> "Filters":
+    def and_(self, types=None, functions=None, threads=None, sizes=None, time=None,
+             stop_after_events: int = 0) -> "Filters":
+        def narrower(old, new):
+            if new is None:
+                return old
+            low = max(x for x in (old[0], new[0]) if x is not None) if old[0] is not None or new[0] is not None \
+                else None
+            high = min(x for x in (old[1], new[1]) if x is not None) if old[1] is not None or new[1] is not None \
+                else None
+            return (low, high)
+
         return Filters(self.types + tuple(as_list(types)), self.functions + tuple(as_list(functions)),
-                       self.threads + tuple(int(t) for t in (threads or ())))
+                       self.threads + tuple(int(t) for t in (threads or ())), narrower(self.sizes, sizes),
+                       narrower(self.time, time), stop_after_events or self.stop_after_events)
+
+    def core_options(self) -> dict:
+        return dict(types=list(self.types), functions_on_path=list(self.functions), threads=list(self.threads),
+                    min_size=self.sizes[0] or 0, max_size=self.sizes[1] if self.sizes[1] is not None else 2**64 - 1,
+                    begin_us=self.time[0], end_us=self.time[1], stop_after_events=self.stop_after_events)
 
 
 @dataclass(frozen=True)
@@ -162,12 +186,43 @@ class Profile:
     # --- views --------------------------------------------------------------------------
 
     def filter(self, types: str | Sequence[str] | None = None, functions: str | Sequence[str] | None = None,
-               threads: Sequence[int] | None = None) -> "Profile":
-        """This profile with more filters: every view of the result keeps only the
-        allocations of a matching type (glob on the name or label), with a matching
-        function anywhere on their call path, made by one of the threads."""
-        return Profile(self.path, self._raw, self._names, self._warnings,
-                       self.filters.and_(types, functions, threads), self._cache, self.symbolizer)
+               threads: Sequence[int | str] | None = None, sizes: tuple[int | None, int | None] | None = None,
+               time: tuple[float | None, float | None] | None = None) -> "Profile":
+        """This profile with more filters (see Filters): every view of the result keeps
+        only the allocations of a matching type (glob on the name or label), with a
+        matching function anywhere on their call path, made by one of the threads
+        (numbers, or names globbed), of a block size within ``sizes``; ``time`` (in
+        seconds) keeps what happened in that span."""
+        micro = None if time is None else tuple(None if t is None else int(round(t * 1e6)) for t in time)
+        return self._with(self.filters.and_(types, functions, self._thread_numbers(threads), sizes, micro))
+
+    def at(self, when: str | float) -> "Profile":
+        """This profile as it stood at one moment: ``"peak"`` (the moment the kept
+        allocations peaked) or a time in seconds. Live figures are what was live then."""
+        if when == "peak":
+            event = self.analysis(infer=False).totals.peak_event
+            return self._with(self.filters.and_(stop_after_events=max(event, 1)))
+        return self._with(self.filters.and_(time=(None, int(round(float(when) * 1e6)))))
+
+    def _with(self, filters: Filters) -> "Profile":
+        return Profile(self.path, self._raw, self._names, self._warnings, filters, self._cache, self.symbolizer)
+
+    def _thread_numbers(self, threads) -> list[int] | None:
+        if not threads:
+            return None
+        from .patterns import matches
+
+        numbers = []
+        for thread in threads:
+            if isinstance(thread, int) or str(thread).isdigit():
+                numbers.append(int(thread))
+                continue
+            named = [t["number"] for t in self.threads if matches(str(thread), t["name"])]
+            if not named:
+                raise ProfileError(f"{self.path}: no thread named {thread!r} "
+                                   f"(threads: {', '.join(t['name'] or str(t['number']) for t in self.threads)})")
+            numbers += named
+        return numbers
 
     def analysis(self, *, call_tree: bool = False, bottom_up: bool = False, functions: bool = False,
                  inlined: bool = False, infer: bool = True, types: str | Sequence[str] | None = None,
@@ -176,23 +231,108 @@ class Profile:
         computed more (a call tree, the bottom-up tree) serves requests for less."""
         f = self.filters.and_(types)
         tree = call_tree or functions
-        for (has_tree, has_bottom_up, has_inlined, has_infer, has_filters), analysis in self._cache.items():
-            if (has_inlined, has_infer, has_filters) == (inlined, infer, f) and (has_tree or not tree) \
-                    and (has_bottom_up or not bottom_up):
+        for (has_tree, has_bottom_up, has_inlined, has_infer, has_filters, timeline), analysis in self._cache.items():
+            if (has_inlined, has_infer, has_filters, timeline) == (inlined, infer, f, None) and \
+                    (has_tree or not tree) and (has_bottom_up or not bottom_up):
                 return analysis
-        try:
-            analysis = _core.Analysis(self._raw, self._names, call_tree=tree, bottom_up=bottom_up, functions=tree,
-                                      inlined=inlined, infer=infer, types=list(f.types),
-                                      functions_on_path=list(f.functions), threads=list(f.threads),
-                                      progress=progress)
-        except NamingError as e:
-            raise ProfileError(str(e)) from None
-        self._cache[(tree, bottom_up, inlined, infer, f)] = analysis
+        analysis = self._run(f, tree=tree, bottom_up=bottom_up, inlined=inlined, infer=infer, progress=progress)
+        self._cache[(tree, bottom_up, inlined, infer, f, None)] = analysis
         return analysis
 
+    def _run(self, f: Filters, **options) -> "_core.Analysis":
+        tree = options.pop("tree")
+        try:
+            return _core.Analysis(self._raw, self._names, call_tree=tree, functions=tree, **options,
+                                  **f.core_options())
+        except NamingError as e:
+            raise ProfileError(str(e)) from None
+
+    def memory_view(self, *, infer: bool = True, gap: int = 1 << 20) -> dict:
+        """The blocks live when this profile's view ends (at exit, or at the moment of
+        ``at()``) by address: ``regions`` of the address space (blocks closer than
+        ``gap`` bytes share one), each with ``runs`` of adjacent blocks of one type.
+        Needs a profile recorded with addresses (HEAPTYPE_ADDRESSES=1)."""
+        if not self.has_addresses:
+            raise ProfileError(f"{self.path}: recorded without addresses: run the program with "
+                               "HEAPTYPE_ADDRESSES=1 for a memory view")
+        analysis = self._address_analysis(infer)
+        regions: list[dict] = []
+        for address, size, group in analysis.live_blocks():
+            if not regions or address - regions[-1]["end"] > gap:
+                regions.append({"start": address, "end": address + size, "bytes": 0, "blocks": 0, "runs": []})
+            region = regions[-1]
+            runs = region["runs"]
+            if runs and runs[-1]["type"] == group.label and address - runs[-1]["end"] <= 32:
+                runs[-1]["end"] = address + size
+                runs[-1]["blocks"] += 1
+                runs[-1]["bytes"] += size
+            else:
+                runs.append({"start": address, "end": address + size, "type": group.label, "blocks": 1,
+                             "bytes": size})
+            region["end"] = max(region["end"], address + size)
+            region["bytes"] += size
+            region["blocks"] += 1
+        return {"time_s": self._view_time_us(analysis) / 1e6, "regions": regions,
+                "mappings": [{"start": m.start, "end": m.end, "path": m.path} for m in parse_proc_maps(self.modules)]}
+
+    def _address_analysis(self, infer: bool) -> "_core.Analysis":
+        key = (False, False, False, infer, self.filters, "addresses")
+        analysis = self._cache.get(key)
+        if analysis is None:
+            analysis = self._cache[key] = self._run(self.filters, tree=False, bottom_up=False, inlined=False,
+                                                    infer=infer, addresses=True)
+        return analysis
+
+    def lifetimes(self, *, infer: bool = True) -> dict[str, dict[str, int]] | None:
+        """Per type label, how many blocks lived how long (under 1 us ... at least 1 s,
+        never freed); None for a profile recorded without addresses (each free must
+        say which block it frees). Times are as fine as the clock (HEAPTYPE_CLOCK_US)."""
+        if not self.has_addresses:
+            return None
+        return {g.label: g.lifetime_histogram for g in self._address_analysis(infer).types if g.allocations}
+
+    def _view_time_us(self, analysis: "_core.Analysis") -> int:
+        """When this view's live figures stand: its time filter's end, the peak, or the end."""
+        if self.filters.time[1] is not None:
+            return self.filters.time[1]
+        if self.filters.stop_after_events:
+            return analysis.selected.peak_time_us
+        return analysis.totals.duration_us
+
+    def timeline(self, by: str = "type", top: int = 10, *, points: int = 2000, infer: bool = True,
+                 inlined: bool = False) -> "Timeline":
+        """Live bytes over time, stacked: the ``top`` groups (by peak) of a grouping
+        (type, thread, function: what each allocated itself, callpath: path and type),
+        then "other". At most ``points`` points; each keeps the moment its total was
+        highest, so the stacked maximum is the exact peak."""
+        if by not in TIMELINE_GROUPINGS:
+            raise ValueError(f"unknown timeline grouping {by!r}: use one of {', '.join(TIMELINE_GROUPINGS)}")
+        tree = by in ("function", "callpath")
+        first = self.analysis(call_tree=tree, inlined=inlined, infer=infer)
+        groups = _timeline_groups(first, by)
+        groups.sort(key=lambda g: (-g[2], g[1]))
+        chosen = groups[:top]
+        key = (tree, False, inlined, infer, self.filters, (by, top, points))
+        analysis = self._cache.get(key)
+        if analysis is None:
+            analysis = self._run(self.filters, tree=tree, bottom_up=False, inlined=inlined, infer=infer,
+                                 timeline=by, timeline_groups=[g[0] for g in chosen], timeline_points=points)
+            self._cache[key] = analysis
+        raw = analysis.timeline()
+        series = [TimelineSeries(name, values) for (_, name, _), values in zip(chosen, raw["series"])]
+        if len(groups) > len(chosen) or any(raw["other"]):
+            series.append(TimelineSeries("other", raw["other"]))
+        return Timeline(by, [t / 1e6 for t in raw["times_us"]], series, raw["totals"],
+                        analysis.selected.peak_bytes, analysis.selected.peak_time_us / 1e6)
+
     def _any_analysis(self) -> "_core.Analysis":
-        """A pass already made, for what every pass knows alike (totals, threads)."""
-        return next(iter(self._cache.values())) if self._cache else self.analysis(infer=False)
+        """A pass over the whole file already made, for what every such pass knows
+        alike (totals); else a new one."""
+        for key, analysis in self._cache.items():
+            filters = key[4]
+            if filters.time == (None, None) and not filters.stop_after_events:
+                return analysis
+        return self._with(Filters()).analysis(infer=False)
 
     @property
     def totals(self) -> "_core.Totals":
@@ -249,6 +389,46 @@ class Profile:
         rows = [CallPathRow(tuple(frames), group.type, group.inferred, figures)
                 for frames, group, figures in analysis.type_paths()]
         return sorted(rows, key=lambda r: (-getattr(r.figures, attribute), r.path, r.type_label))
+
+
+TIMELINE_GROUPINGS = ("type", "thread", "function", "callpath")
+
+
+@dataclass
+class TimelineSeries:
+    name: str
+    bytes: list[int]
+
+
+@dataclass
+class Timeline:
+    """Live bytes over time: ``times_s`` (each point's moment), one series per group
+    (and "other"), the ``totals`` they stack up to, and the exact peak."""
+
+    by: str
+    times_s: list[float]
+    series: list[TimelineSeries]
+    totals: list[int]
+    peak_bytes: int
+    peak_time_s: float
+
+    def as_dict(self) -> dict:
+        return {"by": self.by, "times_s": self.times_s, "series": [{"name": s.name, "bytes": s.bytes}
+                                                                  for s in self.series],
+                "totals": self.totals, "peak_bytes": self.peak_bytes, "peak_time_s": self.peak_time_s}
+
+
+def _timeline_groups(analysis: "_core.Analysis", by: str) -> list[tuple[int, str, int]]:
+    """(id, name, peak) of every group of a grouping in one analysis."""
+    if by == "type":
+        return [(g.id, g.label, g.peak_bytes) for g in analysis.types if g.allocations]
+    if by == "thread":
+        return [(g.id, str(g.thread), g.peak_bytes) for g in analysis.threads if g.allocations]
+    if by == "function":
+        return [(g.id, g.function, g.self.peak_bytes) for g in analysis.functions if g.self.allocations]
+    return [(node_id, " > ".join(frames) + f" [{group.label}]", figures.peak_bytes)
+            for node_id, (frames, group, figures) in zip(analysis.type_path_ids(), analysis.type_paths())
+            if figures.allocations]
 
 
 def load(path: str | os.PathLike, map_files: dict[str, str] | None = None) -> Profile:

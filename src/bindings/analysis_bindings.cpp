@@ -166,6 +166,36 @@ py::object node_child(const NodeOut& n, const std::string& name) {
   return py::none();
 }
 
+AnalysisOptions::Series series_kind(const std::string& name) {
+  using Series = AnalysisOptions::Series;
+  if (name.empty()) return Series::kNone;
+  if (name == "type") return Series::kType;
+  if (name == "thread") return Series::kThread;
+  if (name == "function") return Series::kFunction;
+  if (name == "callpath") return Series::kCallPath;
+  throw py::value_error("unknown timeline grouping " + name + ": use type, thread, function or callpath");
+}
+
+py::object timeline_dict(const Session& s) {
+  const core::Timeline* t = s.analysis->timeline();
+  if (!t) return py::none();
+  std::vector<uint64_t> times;
+  std::vector<int64_t> totals, other;
+  std::vector<std::vector<int64_t>> series(t->series());
+  for (size_t k = 0; k < t->points(); ++k) {
+    times.push_back(s.us(t->time(k)));
+    totals.push_back(t->total(k));
+    for (size_t i = 0; i < t->series(); ++i) series[i].push_back(t->value(k, i));
+    other.push_back(t->value(k, t->series()));
+  }
+  py::dict d;
+  d["times_us"] = times;
+  d["totals"] = totals;
+  d["series"] = series;
+  d["other"] = other;
+  return std::move(d);
+}
+
 SessionPtr run_analysis(std::shared_ptr<format::ProfileFile> file, std::shared_ptr<core::CodeNames> names,
                         AnalysisOptions options, bool progress) {
   auto s = std::make_shared<Session>();
@@ -205,6 +235,9 @@ their thread before it allocated anything else).)doc");
                              "Frees of blocks whose allocation the profile does not hold.")
       .def_property_readonly("peak_live_blocks", [](const TotalsOut& o) { return o.t.peak_live_blocks; })
       .def_property_readonly("duration_us", [](const TotalsOut& o) { return o.duration_us; })
+      .def_property_readonly("events", [](const TotalsOut& o) { return o.t.events; }, "Events applied.")
+      .def_property_readonly("peak_event", [](const TotalsOut& o) { return o.t.peak_event; },
+                             "The event (counted from 1) at which the kept allocations peaked.")
       .def("as_dict", [](const TotalsOut& o) {
         py::dict d = figures_dict(FiguresOut{o.t, o.peak_time_us});
         d["frees"] = o.t.frees;
@@ -231,6 +264,24 @@ their thread before it allocated anything else).)doc");
       .def_property_readonly("inferred", [](const TypeGroupOut& o) { return o.g().inferred; },
                              "The type was read from the allocator frames at the call site.")
       .def_property_readonly("type_tag", [](const TypeGroupOut& o) { return o.g().type_tag; })
+      .def_property_readonly("id", [](const TypeGroupOut& o) { return o.index; }, "Its number in this analysis.")
+      .def_property_readonly("size_histogram",
+                             [](const TypeGroupOut& o) {
+                               std::vector<std::pair<uint64_t, uint64_t>> out;
+                               for (size_t k = 0; k < core::kSizeBuckets; ++k)
+                                 if (o.g().sizes[k]) out.push_back({k ? uint64_t{1} << k : 1, o.g().sizes[k]});
+                               return out;
+                             },
+                             "[(largest size of the bucket, allocations)]: block sizes in powers of two.")
+      .def_property_readonly("lifetime_histogram",
+                             [](const TypeGroupOut& o) {
+                               static const char* const kLabels[] = {"<1us", "<10us", "<100us", "<1ms", "<10ms",
+                                                                     "<100ms", "<1s", ">=1s", "never freed"};
+                               py::dict d;
+                               for (size_t k = 0; k < core::kLifetimeBuckets; ++k) d[kLabels[k]] = o.g().lifetimes[k];
+                               return d;
+                             },
+                             "Blocks by lifetime (profiles recorded with addresses, and addresses=True).")
       .def("__eq__",
            [](const TypeGroupOut& a, const TypeGroupOut& b) {
              return a.s->analysis->strings().get(a.g().label) == b.s->analysis->strings().get(b.g().label) &&
@@ -252,11 +303,13 @@ their thread before it allocated anything else).)doc");
                                return name_text(o.s->analysis->strings().get(o.g().name));
                              })
       .def_property_readonly("self", [](const FunctionGroupOut& o) { return out(*o.s, o.g().self); })
+      .def_property_readonly("id", [](const FunctionGroupOut& o) { return o.index; })
       .def_property_readonly("total", [](const FunctionGroupOut& o) { return out(*o.s, o.g().total); });
 
   auto thread_group = py::class_<ThreadGroupOut>(m, "ThreadGroup", "The figures of one thread's allocations.");
   figure_attributes(thread_group, [](const ThreadGroupOut& o) { return out(*o.s, o.g().figures); });
   thread_group.def_property_readonly("thread", [](const ThreadGroupOut& o) { return o.g().thread; })
+      .def_property_readonly("id", [](const ThreadGroupOut& o) { return o.index; })
       .def_property_readonly("figures", [](const ThreadGroupOut& o) { return out(*o.s, o.g().figures); });
 
   py::class_<NodeOut>(m, "Node", "A node of a merged call tree: a frame, a type (the leaves), or the root.")
@@ -300,7 +353,10 @@ their thread before it allocated anything else).)doc");
       .def(py::init([](std::shared_ptr<format::ProfileFile> file, std::shared_ptr<core::CodeNames> names,
                        bool call_tree, bool bottom_up, bool functions, bool inlined, bool infer,
                        std::vector<std::string> types, std::vector<std::string> functions_on_path,
-                       std::vector<uint32_t> threads, bool progress) {
+                       std::vector<uint32_t> threads, uint64_t min_size, uint64_t max_size, py::object begin_us,
+                       py::object end_us, uint64_t stop_after_events, const std::string& timeline,
+                       std::vector<uint32_t> timeline_groups, size_t timeline_points, bool addresses,
+                       bool progress) {
              AnalysisOptions options;
              options.call_tree = call_tree;
              options.bottom_up = bottom_up;
@@ -310,13 +366,37 @@ their thread before it allocated anything else).)doc");
              options.types = std::move(types);
              options.functions_on_path = std::move(functions_on_path);
              options.threads = std::move(threads);
+             options.min_size = min_size;
+             options.max_size = max_size;
+             uint64_t tick_ns = file->header().clock_tick_ns ? file->header().clock_tick_ns : 1000;
+             if (!begin_us.is_none()) options.window_begin = begin_us.cast<uint64_t>() * 1000 / tick_ns;
+             if (!end_us.is_none()) options.window_end = end_us.cast<uint64_t>() * 1000 / tick_ns;
+             options.stop_after_events = stop_after_events;
+             options.timeline = series_kind(timeline);
+             options.timeline_groups = std::move(timeline_groups);
+             options.timeline_points = timeline_points;
+             options.addresses = addresses;
              return run_analysis(std::move(file), std::move(names), std::move(options), progress);
            }),
            py::arg("file"), py::arg("names"), py::kw_only(), py::arg("call_tree") = false,
            py::arg("bottom_up") = false, py::arg("functions") = false, py::arg("inlined") = false,
            py::arg("infer") = true, py::arg("types") = std::vector<std::string>{},
            py::arg("functions_on_path") = std::vector<std::string>{}, py::arg("threads") = std::vector<uint32_t>{},
-           py::arg("progress") = false)
+           py::arg("min_size") = 0, py::arg("max_size") = UINT64_MAX, py::arg("begin_us") = py::none(),
+           py::arg("end_us") = py::none(), py::arg("stop_after_events") = 0, py::arg("timeline") = "",
+           py::arg("timeline_groups") = std::vector<uint32_t>{}, py::arg("timeline_points") = 2000,
+           py::arg("addresses") = false, py::arg("progress") = false)
+      .def("live_blocks",
+           [](const SessionPtr& s) {
+             std::vector<core::LiveBlock> blocks = s->analysis->live_blocks();
+             py::list out;
+             for (const core::LiveBlock& b : blocks)
+               out.append(py::make_tuple(b.address, b.size, TypeGroupOut{s, b.type_group}));
+             return out;
+           },
+           "(address, size, TypeGroup) of the blocks live when the pass stopped, by address (addresses=True).")
+      .def("timeline", &timeline_dict,
+           "{times_us, totals, series: [[bytes...] per followed group], other}: the timeline asked for.")
       .def_property_readonly("totals",
                              [](const Session& s) {
                                const core::Totals& t = s.analysis->totals();
@@ -361,6 +441,15 @@ their thread before it allocated anything else).)doc");
              return py::make_tuple(functions, call_sites);
            },
            "(function entries, return addresses): the code addresses the profile holds, sorted.")
+      .def("type_path_ids",
+           [](const Session& s) {
+             std::vector<uint32_t> ids;
+             const MergedTree& tree = s.analysis->tree();
+             for (uint32_t id = 1; id < tree.size(); ++id)
+               if (tree.node(id).kind == MergedTree::kType) ids.push_back(id);
+             return ids;
+           },
+           "The tree node numbers of type_paths(), in the same order.")
       .def("type_paths", &type_paths,
            "The merged tree's leaves: (frames root first, TypeGroup, Figures) for each call path and type.")
       .def("tree_json",

@@ -35,7 +35,15 @@ Analysis::Analysis(const format::ProfileFile& file, CodeNames* names, AnalysisOp
       merge_(file, this),
       paths_(names, &strings_, options_.inlined) {
   if (options_.call_tree || options_.bottom_up) options_.functions = options_.functions || options_.call_tree;
+  if (options_.timeline == AnalysisOptions::Series::kFunction || options_.timeline == AnalysisOptions::Series::kCallPath)
+    options_.call_tree = options_.functions = true;
   untyped_label_ = strings_.intern("(untyped)");
+  if (options_.addresses && !file.has_addresses())
+    warnings_.push_back(file.path() + " was recorded without addresses (HEAPTYPE_ADDRESSES=1 records them): "
+                        "no memory view");
+  if (options_.timeline != AnalysisOptions::Series::kNone)
+    timeline_.reset(new Timeline(options_.timeline_groups.size(), options_.timeline_points));
+  counting_ = options_.window_begin == 0;
 }
 
 // --- groups ------------------------------------------------------------------------------
@@ -209,7 +217,7 @@ bool Analysis::resolve(uint32_t thread, uint32_t site, Placement* p) {
                  (g.name && any_match(options_.types, strings_.get(g.name)))) &&
                 (options_.threads.empty() ||
                  std::find(options_.threads.begin(), options_.threads.end(), thread) != options_.threads.end()) &&
-                keeps_context(p->context);
+                p->size >= options_.min_size && p->size <= options_.max_size && keeps_context(p->context);
   if (p->selected) place_in_trees(p);
   return true;
 }
@@ -296,17 +304,89 @@ void Analysis::change_groups(Placement& p, Change&& change) {
 
 void Analysis::allocate(Placement& p, uint64_t time) {
   uint64_t size = p.size, objects = p.objects;
-  change_groups(p, [&](Figures& f) { f.allocate(size, objects, time); });
+  if (counting_ && p.selected) {
+    size_t bucket = size <= 1 ? 0 : static_cast<size_t>(64 - __builtin_clzll(size - 1));
+    ++types_[p.type_group].sizes[bucket < kSizeBuckets ? bucket : kSizeBuckets - 1];
+  }
+  if (counting_) {
+    change_groups(p, [&](Figures& f) { f.allocate(size, objects, time); });
+  } else {
+    change_groups(p, [&](Figures& f) { f.restore_live(size); });
+  }
 }
 
 void Analysis::release(Placement& p, bool temporary) {
   uint64_t size = p.size;
-  change_groups(p, [&](Figures& f) { f.release(size, temporary); });
+  bool counted = temporary && counting_;
+  change_groups(p, [&](Figures& f) { f.release(size, counted); });
 }
 
+// A block leaving its group for a typed one. Before or inside a time window its
+// allocation may not have been counted: only its live bytes move then.
 void Analysis::unallocate(Placement& p) {
   uint64_t size = p.size, objects = p.objects;
-  change_groups(p, [&](Figures& f) { f.unallocate(size, objects); });
+  if (counting_ && options_.window_begin == 0) {
+    change_groups(p, [&](Figures& f) { f.unallocate(size, objects); });
+  } else {
+    change_groups(p, [&](Figures& f) { f.release(size, false); });
+  }
+}
+
+// The window opens: what is live then counts as each group's peak so far.
+void Analysis::open_window(uint64_t time) {
+  counting_ = true;
+  auto reset = [time](Figures& f) {
+    f.peak_bytes = f.live_bytes > 0 ? static_cast<uint64_t>(f.live_bytes) : 0;
+    f.peak_time = time;
+  };
+  reset(totals_);
+  reset(selected_);
+  for (TypeGroup& g : types_) reset(g.figures);
+  for (ThreadGroup& g : threads_) reset(g.figures);
+  for (FunctionGroup& g : functions_) {
+    reset(g.self);
+    reset(g.total);
+  }
+  for (MergedTree* tree : {&tree_, &bottom_up_}) {
+    for (uint32_t id = 0; id < tree->size(); ++id) {
+      reset(tree->node(id).total);
+      reset(tree->node(id).self);
+    }
+  }
+  for (auto& entry : placements_)
+    for (Placement& p : entry.second) reset(p.figures);
+}
+
+// The timeline's series now: the followed groups' live bytes, then the rest; returns
+// the total.
+int64_t Analysis::read_series(int64_t* values) const {
+  using Series = AnalysisOptions::Series;
+  int64_t followed = 0;
+  const std::vector<uint32_t>& ids = options_.timeline_groups;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    uint32_t id = ids[i];
+    int64_t v = 0;
+    switch (options_.timeline) {
+      case Series::kType:
+        v = id < types_.size() ? types_[id].figures.live_bytes : 0;
+        break;
+      case Series::kThread:
+        v = id < threads_.size() ? threads_[id].figures.live_bytes : 0;
+        break;
+      case Series::kFunction:
+        v = id < functions_.size() ? functions_[id].self.live_bytes : 0;
+        break;
+      case Series::kCallPath:
+        v = id < tree_.size() ? tree_.node(id).total.live_bytes : 0;
+        break;
+      case Series::kNone:
+        break;
+    }
+    values[i] = v;
+    followed += v;
+  }
+  values[ids.size()] = selected_.live_bytes - followed;
+  return selected_.live_bytes;
 }
 
 // A placement left with fewer than zero live blocks was freed more often than the
@@ -326,8 +406,59 @@ void Analysis::take_back_unmatched_frees() {
   }
 }
 
+void Analysis::track_address(const Event& e) {
+  switch (e.kind) {
+    case Event::kAlloc:
+      live_addresses_[e.address] = LiveAddress{(static_cast<uint64_t>(e.stream) << 32) | e.site, e.time};
+      break;
+    case Event::kFree: {
+      auto it = live_addresses_.find(e.address);
+      if (it == live_addresses_.end()) break;
+      count_lifetime(it->second.placement, e.time - it->second.time);
+      live_addresses_.erase(it);
+      break;
+    }
+    case Event::kMove: {
+      LiveAddress& live = live_addresses_[e.address];
+      live.placement = (static_cast<uint64_t>(e.stream) << 32) | e.new_site;
+      break;
+    }
+  }
+}
+
+// ticks == UINT64_MAX: never freed.
+void Analysis::count_lifetime(uint64_t key, uint64_t ticks) {
+  auto thread = placements_.find(static_cast<uint32_t>(key >> 32));
+  uint32_t site = static_cast<uint32_t>(key);
+  if (thread == placements_.end() || site >= thread->second.size()) return;
+  const Placement& p = thread->second[site];
+  if (!p.known || !p.selected || !counting_) return;
+  size_t bucket = kLifetimeBuckets - 1;
+  if (ticks != UINT64_MAX) {
+    double ns = static_cast<double>(ticks) * static_cast<double>(tick_ns_);
+    bucket = 0;
+    for (double limit = 1000; bucket < kLifetimeBuckets - 2 && ns >= limit; limit *= 10) ++bucket;
+  }
+  ++types_[p.type_group].lifetimes[bucket];
+}
+
+std::vector<LiveBlock> Analysis::live_blocks() const {
+  std::vector<LiveBlock> out;
+  out.reserve(live_addresses_.size());
+  for (const auto& entry : live_addresses_) {
+    auto thread = placements_.find(static_cast<uint32_t>(entry.second.placement >> 32));
+    uint32_t site = static_cast<uint32_t>(entry.second.placement);
+    if (thread == placements_.end() || site >= thread->second.size() || !thread->second[site].known) continue;
+    const Placement& p = thread->second[site];
+    if (p.selected) out.push_back(LiveBlock{entry.first, p.size, p.type_group});
+  }
+  std::sort(out.begin(), out.end(), [](const LiveBlock& a, const LiveBlock& b) { return a.address < b.address; });
+  return out;
+}
+
 void Analysis::apply(const Event& e) {
   if (e.time > totals_.duration) totals_.duration = e.time;
+  if (options_.addresses) track_address(e);
   switch (e.kind) {
     case Event::kAlloc: {
       Placement* p = placement(e.stream, e.site);
@@ -359,7 +490,12 @@ void Analysis::apply(const Event& e) {
         return;
       }
       unallocate(*from);
-      allocate(*to, e.time);
+      if (counting_ && options_.window_begin == 0) {
+        allocate(*to, e.time);
+      } else {
+        uint64_t size = to->size;
+        change_groups(*to, [&](Figures& f) { f.add_live(size, e.time); });
+      }
       merge_.on_live_block(e.stream, e.new_site);
       return;
     }
@@ -371,12 +507,22 @@ void Analysis::run(const ProgressFn& progress) {
   uint64_t total_bytes = file_.event_bytes() ? file_.event_bytes() : 1;
   Event e;
   uint64_t count = 0;
+  auto read = [this](int64_t* values) { return read_series(values); };
   while (merge_.next(&e)) {
+    if (e.time > options_.window_end) break;  // the state at the window's end
+    if (!counting_ && e.time >= options_.window_begin) open_window(e.time);
+    if (timeline_) timeline_->before(e.time, read);
+    uint64_t peak = selected_.peak_bytes;
     apply(e);
+    ++totals_.events;
+    if (selected_.peak_bytes != peak) totals_.peak_event = totals_.events;
+    if (timeline_) timeline_->after(e.time, selected_.live_bytes, read);
     if ((++count & 0xffff) == 0) ticker.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
+    if (options_.stop_after_events && totals_.events >= options_.stop_after_events) break;
   }
   ticker.done();
   take_back_unmatched_frees();
+  for (const auto& entry : live_addresses_) count_lifetime(entry.second.placement, UINT64_MAX);
   for (const format::ThreadEvents* stream : merge_.streams())
     if (!stream->error().empty()) warnings_.push_back("damaged events: " + stream->error());
   if (totals_.unmatched_frees)

@@ -26,6 +26,7 @@
 #include "merged_tree.hpp"
 #include "progress.hpp"
 #include "string_table.hpp"
+#include "timeline.hpp"
 #include "type_inference.hpp"
 
 namespace heaptype {
@@ -41,14 +42,44 @@ struct AnalysisOptions {
   std::vector<std::string> types;      // its type's name or label matches one
   std::vector<std::string> functions_on_path;  // a frame of its path matches one
   std::vector<uint32_t> threads;       // it was allocated by one of these threads
+  uint64_t min_size = 0;               // its block has at least / at most this many bytes
+  uint64_t max_size = UINT64_MAX;
+  // What happened between two times (clock ticks): allocations made then, peaks
+  // reached then; the pass stops at `window_end`, so live figures are those at it.
+  // Before `window_begin` blocks come and go without being counted.
+  uint64_t window_begin = 0;
+  uint64_t window_end = UINT64_MAX;
+  uint64_t stop_after_events = 0;      // stop after this many events (0: never), e.g. at a peak
+  // The timeline: live bytes over time of these groups (and of the rest).
+  enum class Series { kNone, kType, kThread, kFunction, kCallPath } timeline = Series::kNone;
+  std::vector<uint32_t> timeline_groups;  // type / thread / function groups, or type-leaf tree nodes
+  size_t timeline_points = 2000;
+  // Keep the address of every live block (profiles recorded with addresses): the
+  // memory view of the moment the pass stops.
+  bool addresses = false;
+};
+
+// A live block of the memory view.
+struct LiveBlock {
+  uint64_t address;
+  uint64_t size;
+  uint32_t type_group;
 };
 
 struct Totals : Figures {
+  uint64_t events = 0;            // applied
+  uint64_t peak_event = 0;        // the event (1-based) at which the kept allocations peaked
   uint64_t frees = 0;
   uint64_t unmatched_frees = 0;   // frees and moves of blocks the profile does not hold
   uint64_t peak_live_blocks = 0;  // the most blocks live at once
   uint64_t duration = 0;          // time of the last event
 };
+
+// Lifetimes of blocks, from their allocation to their free: under 1 us, 10 us,
+// 100 us, 1 ms, 10 ms, 100 ms, 1 s, longer, never freed.
+constexpr size_t kLifetimeBuckets = 9;
+// Block sizes: bucket k holds sizes in (2^(k-1), 2^k], bucket 0 size 0 and 1.
+constexpr size_t kSizeBuckets = 64;
 
 struct TypeGroup {
   uint32_t name = 0;        // interned type name; 0: untyped
@@ -56,6 +87,8 @@ struct TypeGroup {
   uint32_t label = 0;       // interned: "T", "T (inferred)", "(untyped)"
   uint64_t type_tag = 0;    // one of the tags that name this type (0 untyped)
   Figures figures;
+  uint64_t sizes[kSizeBuckets] = {};          // allocations by block size
+  uint64_t lifetimes[kLifetimeBuckets] = {};  // blocks by lifetime (profiles with addresses)
 };
 
 struct FunctionGroup {
@@ -119,6 +152,9 @@ class Analysis : public BlockLedger {
         if (p.known) visit(p);
   }
   const std::vector<std::string>& warnings() const { return warnings_; }
+  const Timeline* timeline() const { return timeline_.get(); }
+  // The blocks live when the pass stopped, by address (options.addresses).
+  std::vector<LiveBlock> live_blocks() const;
   uint64_t clock_tick_ns() const { return tick_ns_; }
   // True when some thread recorded calling-context nodes.
   bool has_call_paths() const;
@@ -148,6 +184,10 @@ class Analysis : public BlockLedger {
   void release(Placement& p, bool temporary);
   void unallocate(Placement& p);
   void take_back_unmatched_frees();
+  int64_t read_series(int64_t* values) const;
+  void open_window(uint64_t time);
+  void track_address(const format::Event& e);
+  void count_lifetime(uint64_t placement, uint64_t ticks);
   template <class Change>
   void change_groups(Placement& p, Change&& change);
 
@@ -175,6 +215,13 @@ class Analysis : public BlockLedger {
   std::unordered_map<uint64_t, uint32_t> function_matches_;  // name -> 0/1, cached
   std::vector<std::string> warnings_;
   uint32_t untyped_label_;
+  std::unique_ptr<Timeline> timeline_;
+  struct LiveAddress {
+    uint64_t placement;  // thread << 32 | site
+    uint64_t time;       // of its allocation
+  };
+  std::unordered_map<uint64_t, LiveAddress> live_addresses_;
+  bool counting_ = true;  // inside the window
   // Hot path: the placements of the thread of the last event.
   uint32_t cached_thread_ = 0;
   std::vector<Placement>* cached_placements_ = nullptr;

@@ -88,16 +88,18 @@ class CallpathPrograms:
         run_once(exe.with_suffix(".built"), make)
         return exe
 
-    def profile_path(self, name: str, mode: str = "auto", args: tuple[str, ...] = ()) -> Path:
-        """Runs the program once (per mode) with HEAPTYPE_CALLSTACK=mode; the profile path."""
+    def profile_path(self, name: str, mode: str = "auto", args: tuple[str, ...] = (), addresses: bool = False) -> Path:
+        """Runs the program once (per mode) with HEAPTYPE_CALLSTACK=mode (and
+        HEAPTYPE_ADDRESSES=1 with ``addresses``); the profile path."""
         program = self.program(name)
         if name == "alloc_bench" and not args:
             args = ALLOC_BENCH_ARGS
-        output = self.workdir / (f"{name}.{mode}" + "".join(f".{a}" for a in args if name != "alloc_bench") + ".htp")
+        output = self.workdir / (f"{name}.{mode}" + "".join(f".{a}" for a in args if name != "alloc_bench")
+                                 + (".addresses" if addresses else "") + ".htp")
 
         def make() -> None:
             env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
-            env.update(HEAPTYPE_OUTPUT=str(output), HEAPTYPE_CALLSTACK=mode)
+            env.update(HEAPTYPE_OUTPUT=str(output), HEAPTYPE_CALLSTACK=mode, HEAPTYPE_ADDRESSES="1" if addresses else "0")
             done = subprocess.run([str(program), *args], capture_output=True, text=True, env=env, timeout=120)
             if done.returncode != 0:
                 pytest.fail(f"{program} {' '.join(args)} (HEAPTYPE_CALLSTACK={mode}) exited "

@@ -151,3 +151,91 @@ def test_every_view_of_a_compiled_deep_recursion(callpath_programs):
     check_every_view(path, 1_000, "Bottom")
     functions = json.loads(cli("report", path, "--by", "function", "--type", "Level", "--format", "json"))
     assert {f["function"]: f["total"]["allocations"] for f in functions["functions"]}["ping(int)"] == 4
+
+
+# --- time and questions (lifetimes.cpp) ------------------------------------------------------------
+
+def test_timeline_reaches_the_exact_peaks(lifetimes):
+    timeline = json.loads(cli("timeline", lifetimes, "--format", "json"))
+    kilo = next(s for s in timeline["series"] if s["name"] == "Kilo")
+    assert max(kilo["bytes"]) == 10240
+    stacked = [sum(s["bytes"][i] for s in timeline["series"]) for i in range(len(timeline["times_s"]))]
+    assert max(stacked) == timeline["peak_bytes"] == max(timeline["totals"])
+    assert len(timeline["times_s"]) <= 2000 and timeline["times_s"] == sorted(timeline["times_s"])
+    assert timeline["times_s"][stacked.index(max(stacked))] == pytest.approx(timeline["peak_time_s"])
+    text = cli("timeline", lifetimes, "--top", "3")
+    assert "Kilo" in text and "peak 10 KiB" in text
+
+
+def test_snapshot_at_the_peak(lifetimes):
+    rows = {r["label"]: r for r in json.loads(cli("report", lifetimes, "--type", "Kilo", "--at", "peak",
+                                                  "--format", "json"))["rows"]}
+    assert (rows["Kilo"]["live_bytes"], rows["Kilo"]["live_blocks"]) == (10240, 10)
+    assert "live at peak" in cli("report", lifetimes, "--type", "Kilo", "--at", "peak")
+
+
+def test_leaks_show_the_leaking_function(lifetimes):
+    report = json.loads(cli("leaks", lifetimes, "--type", "Leaked", "--format", "json"))
+    (leak,) = report["leaks"]
+    assert (leak["type"], leak["blocks"], leak["bytes"]) == ("Leaked", 3, 144)
+    assert leak["stack"][:2] == ["main", "leak()"]
+    assert "leak()" in cli("leaks", lifetimes)
+
+
+def test_diff_of_runs_holding_10_and_20(callpath_programs):
+    ten = str(callpath_programs.profile_path("lifetimes", "auto", ("10",)))
+    twenty = str(callpath_programs.profile_path("lifetimes", "auto", ("20",)))
+    report = json.loads(cli("diff", ten, twenty, "--format", "json"))
+    kilo = next(r for r in report["rows"] if r["type"] == "Kilo")
+    assert (kilo["a"]["peak_bytes"], kilo["b"]["peak_bytes"], kilo["delta"]["peak_bytes"]) == (10240, 20480, 10240)
+    assert kilo["growth_percent"] == 100.0
+    over = subprocess.run([*heaptype_command(), "diff", ten, twenty, "--threshold", "50"], capture_output=True)
+    assert over.returncode == 1
+    within = subprocess.run([*heaptype_command(), "diff", ten, twenty, "--threshold", "150", "--type", "Kilo"],
+                            capture_output=True)
+    assert within.returncode == 0, within.stdout
+    by_function = json.loads(cli("diff", ten, twenty, "--by", "function", "--format", "json"))
+    assert next(r for r in by_function["rows"] if r["name"] == "g(int)")["delta"]["allocations"] == 10
+
+
+def test_one_filter_model_everywhere(lifetimes):
+    sized = {r["label"] for r in json.loads(cli("report", lifetimes, "--size", "200:300", "--format", "json"))["rows"]}
+    assert sized == {"Quarter"}
+    live = {r["label"] for r in json.loads(cli("report", lifetimes, "--live", "--format", "json"))["rows"]}
+    assert "Leaked" in live and "Kilo" not in live
+    threads = json.loads(cli("report", lifetimes, "--by", "thread", "--format", "json"))["threads"]
+    name = threads[0]["name"]
+    by_name = json.loads(cli("report", lifetimes, "--thread", name, "--by", "thread", "--format", "json"))
+    assert [t["thread"] for t in by_name["threads"] if t["allocations"]] == [threads[0]["thread"]]
+    functions = json.loads(cli("timeline", lifetimes, "--function", "h()", "--format", "json"))
+    assert {s["name"] for s in functions["series"]} == {"Quarter"}
+    assert cli("export", lifetimes, "--format", "folded", "--function", "f()").strip().endswith("Kilo 102400")
+
+
+def test_memory_view_at_the_peak(callpath_programs):
+    path = str(callpath_programs.profile_path("lifetimes", addresses=True))
+    view = json.loads(cli("memory", path, "--type", "Kilo", "--at", "peak", "--format", "json"))
+    runs = [run for region in view["regions"] for run in region["runs"]]
+    assert {run["type"] for run in runs} == {"Kilo"}
+    assert sum(run["blocks"] for run in runs) == 10 and sum(run["bytes"] for run in runs) == 10240
+    blocks = sorted(run["start"] for run in runs)
+    assert all(a < b for a, b in zip(blocks, blocks[1:]))
+    at_exit = json.loads(cli("memory", path, "--format", "json"))
+    leaked = [run for region in at_exit["regions"] for run in region["runs"] if run["type"] == "Leaked"]
+    assert sum(run["blocks"] for run in leaked) == 3
+    plain = subprocess.run([*heaptype_command(), "memory", str(callpath_programs.profile_path("lifetimes"))],
+                           capture_output=True, text=True)
+    assert plain.returncode == 2 and "HEAPTYPE_ADDRESSES=1" in plain.stderr
+
+
+def test_size_and_lifetime_histograms(callpath_programs):
+    path = str(callpath_programs.profile_path("lifetimes", addresses=True))
+    rows = {r["label"]: r for r in json.loads(cli("report", path, "--format", "json"))["rows"]}
+    assert rows["Kilo"]["sizes"] == [{"up_to": 1024, "allocations": 110}]
+    assert rows["Quarter"]["sizes"] == [{"up_to": 256, "allocations": 50}]
+    assert rows["Leaked"]["sizes"] == [{"up_to": 64, "allocations": 3}]
+    lifetimes = rows["Leaked"]["lifetimes"]
+    assert lifetimes["never freed"] == 3 and sum(lifetimes.values()) == 3
+    assert sum(rows["Kilo"]["lifetimes"].values()) == 110 and rows["Kilo"]["lifetimes"]["never freed"] == 0
+    plain = json.loads(cli("report", str(callpath_programs.profile_path("lifetimes")), "--format", "json"))
+    assert all(r["lifetimes"] is None for r in plain["rows"])

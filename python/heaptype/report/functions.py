@@ -13,9 +13,14 @@ NO_CONTEXT_NOTE = ("no calling contexts in this profile (run with HEAPTYPE_CALLS
                    "--callstack none): paths start at the function that called the allocator")
 
 
-def functions_json(profile: Profile, sort: str = "bytes", top: int | None = None, *, inlined: bool = True,
-                   infer: bool = True) -> dict:
+def _groups(profile: Profile, sort: str, inlined: bool, infer: bool, live: bool) -> list:
     groups = profile.by_function(sort, inlined=inlined, infer=infer)
+    return [g for g in groups if g.total.live_blocks] if live else groups
+
+
+def functions_json(profile: Profile, sort: str = "bytes", top: int | None = None, *, inlined: bool = True,
+                   infer: bool = True, live: bool = False) -> dict:
+    groups = _groups(profile, sort, inlined, infer, live)
     types = self_type_figures(profile, inlined=inlined, infer=infer)
     out = report_json_head(profile, "function")
     out["functions"] = [{"function": g.function, "self": g.self.as_dict(), "total": g.total.as_dict(),
@@ -52,8 +57,8 @@ def self_types(profile: Profile, *, inlined: bool, infer: bool, sort: str) -> di
 
 
 def render_functions_text(profile: Profile, sort: str = "bytes", top: int | None = None, *, inlined: bool = True,
-                          infer: bool = True) -> str:
-    groups = profile.by_function(sort, inlined=inlined, infer=infer)
+                          infer: bool = True, live: bool = False) -> str:
+    groups = _groups(profile, sort, inlined, infer, live)
     shown = groups[:top] if top else groups
     types = self_types(profile, inlined=inlined, infer=infer, sort=sort)
     everything = profile.selected.bytes

@@ -34,11 +34,29 @@ def filter_lines(profile: Profile) -> list[str]:
         lines.append(f"  functions  with {describe(f.functions)} on the call path")
     if f.threads:
         lines.append(f"  threads    {', '.join(str(t) for t in f.threads)}")
+    if f.sizes != (None, None):
+        low, high = f.sizes
+        lines.append(f"  sizes      {low or 0} to {'any' if high is None else high} bytes a block")
+    if f.time != (None, None):
+        low, high = f.time
+        lines.append(f"  time       {(low or 0) / 1e6:g} s to {'the end' if high is None else f'{high / 1e6:g} s'}")
+    if f.stop_after_events:
+        lines.append(f"  snapshot   at the peak (event {f.stop_after_events:,})")
     if f:
         s = profile.selected
         lines.append(f"  selected   {format_count(s.allocations)} blocks, {format_bytes(s.bytes)} in all, "
                      f"peak {format_bytes(s.peak_bytes)}")
     return lines
+
+
+def live_column(profile: Profile) -> str:
+    """What the live figures mean: at exit, or at the moment a snapshot stops."""
+    f = profile.filters
+    if f.stop_after_events:
+        return "live at peak"
+    if f.time[1] is not None:
+        return f"live at {f.time[1] / 1e6:g} s"
+    return "live at exit"
 
 
 def describe(patterns) -> str:

@@ -5,16 +5,21 @@ from __future__ import annotations
 from ..profile import Profile
 from ..tables import render_table
 from ..units import format_bytes, format_count
-from .header import header_lines, report_json_head
+from .header import header_lines, live_column, report_json_head
 
 
 def _names(profile: Profile) -> dict[int, str]:
     return {t["number"]: t["name"] for t in profile.threads}
 
 
-def threads_json(profile: Profile, sort: str = "peak", top: int | None = None) -> dict:
-    names = _names(profile)
+def _groups(profile: Profile, sort: str, live: bool) -> list:
     groups = profile.by_thread(sort)
+    return [g for g in groups if g.live_blocks] if live else groups
+
+
+def threads_json(profile: Profile, sort: str = "peak", top: int | None = None, *, live: bool = False) -> dict:
+    names = _names(profile)
+    groups = _groups(profile, sort, live)
     out = report_json_head(profile, "thread")
     out["threads"] = [{"thread": g.thread, "name": names.get(g.thread, ""), **g.figures.as_dict()}
                       for g in (groups[:top] if top else groups)]
@@ -22,12 +27,12 @@ def threads_json(profile: Profile, sort: str = "peak", top: int | None = None) -
     return out
 
 
-def render_threads_text(profile: Profile, sort: str = "peak", top: int | None = None) -> str:
+def render_threads_text(profile: Profile, sort: str = "peak", top: int | None = None, *, live: bool = False) -> str:
     names = _names(profile)
-    groups = profile.by_thread(sort)
+    groups = _groups(profile, sort, live)
     shown = groups[:top] if top else groups
     lines = header_lines(profile) + [""]
-    header = ("thread", "allocations", "bytes", "peak", "live at exit", "name")
+    header = ("thread", "allocations", "bytes", "peak", live_column(profile), "name")
     body = [(str(g.thread), format_count(g.allocations), format_bytes(g.bytes), format_bytes(g.peak_bytes),
              format_bytes(g.live_bytes), names.get(g.thread, "")) for g in shown]
     lines += render_table(header, body, numeric=range(0, 5))

@@ -6,25 +6,35 @@ from ..labels import INFERRED_NOTE
 from ..profile import Profile
 from ..tables import render_table
 from ..units import format_bytes, format_count
-from .header import header_lines, report_json_head
+from .header import header_lines, live_column, report_json_head
 
 TYPE_COLUMN_WIDTH = 70
 
 
-def types_json(profile: Profile, sort: str = "peak", top: int | None = None, *, infer: bool = True) -> dict:
+def _groups(profile: Profile, sort: str, infer: bool, live: bool) -> list:
     groups = profile.by_type(sort, infer=infer)
+    return [g for g in groups if g.live_blocks] if live else groups
+
+
+def types_json(profile: Profile, sort: str = "peak", top: int | None = None, *, infer: bool = True,
+               live: bool = False) -> dict:
+    groups = _groups(profile, sort, infer, live)
+    lifetimes = profile.lifetimes(infer=infer) or {}
     out = report_json_head(profile, "type")
-    out["rows"] = [{"type": g.type, "inferred": g.inferred, "label": g.label, **g.figures.as_dict()}
+    out["rows"] = [{"type": g.type, "inferred": g.inferred, "label": g.label, **g.figures.as_dict(),
+                    "sizes": [{"up_to": size, "allocations": n} for size, n in g.size_histogram],
+                    "lifetimes": lifetimes.get(g.label)}
                    for g in (groups[:top] if top else groups)]
     out["warnings"] = profile.warnings
     return out
 
 
-def render_types_text(profile: Profile, sort: str = "peak", top: int | None = None, *, infer: bool = True) -> str:
-    groups = profile.by_type(sort, infer=infer)
+def render_types_text(profile: Profile, sort: str = "peak", top: int | None = None, *, infer: bool = True,
+                      live: bool = False) -> str:
+    groups = _groups(profile, sort, infer, live)
     shown = groups[:top] if top else groups
     lines = header_lines(profile) + [""]
-    header = ("type", "allocations", "objects", "bytes", "peak", "live at exit")
+    header = ("type", "allocations", "objects", "bytes", "peak", live_column(profile))
     body = [(g.label, format_count(g.allocations), format_count(g.objects), format_bytes(g.bytes),
              format_bytes(g.peak_bytes), format_bytes(g.live_bytes)) for g in shown]
     lines += render_table(header, body, numeric=range(1, 6), widths={0: TYPE_COLUMN_WIDTH})

@@ -63,7 +63,7 @@ class ProtoBuilder {
     const Figures& f = sample.figures;
     std::string body;
     packed_field(&body, 1, location_ids);
-    packed_field(&body, 2, {f.allocations, f.bytes, f.live_blocks, f.live_bytes});
+    packed_field(&body, 2, {f.allocations, f.bytes, static_cast<uint64_t>(f.live_blocks), static_cast<uint64_t>(f.live_bytes)});
     const TypeGroup& type = a_.types()[sample.type_group];
     label(&body, "type", a_.strings().get(type.name ? type.name : type.label));
     if (type.inferred) label(&body, "inferred", "true");

@@ -124,13 +124,13 @@ allocations = 4000
     lines_in_order(
         result,
         "heap budget exceeded: heap-budget.toml::small_big",
-        "  Small: peak 78.1 KiB (80,000 B) > limit 64 KiB (65,536 B), over by 14.1 KiB (14,464 B) (+22.1%)",
+        "  Small: peak live 78.1 KiB (80,000 B) > limit 64 KiB (65,536 B), over by 14.1 KiB (14,464 B) (+22.1%)",
         "      limit set at heap-budget.toml:6 [tests.types.Small] peak",
         "  Small: allocations 5,000 > limit 4,000, over by 1,000 (+25.0%)",
         "      limit set at heap-budget.toml:7 [tests.types.Small] allocations",
     )
     result.stdout.re_match_lines([r"      top call paths of Small:$",
-                                  r"        1\. 78\.1 KiB peak: main > .*live_then_free<Small>",
+                                  r"        1\. 78\.1 KiB peak live: main > .*live_then_free<Small>",
                                   r"  profile kept: /.*\.htp$", r"  measured:$",
                                   r"    Small\s+78\.1 KiB\s+78\.1 KiB\s+5,000\s+0 B\s+peak<=64 KiB, "
                                   r"allocations<=4,000\s+OVER$",
@@ -189,7 +189,7 @@ allocations = 1100
 """)
     result = run(project, "--heap-budget", "--junitxml=junit.xml")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.re_match_lines([r"  \(untyped\): peak 1\.\d+ MiB \(1,0\d\d,\d{3} B\) > limit 1 MiB \(1,048,576 B\), "
+    result.stdout.re_match_lines([r"  \(untyped\): peak live 1\.\d+ MiB \(1,0\d\d,\d{3} B\) > limit 1 MiB \(1,048,576 B\), "
                                   r"over by [\d.]+ KiB"])
     peak = int(junit_properties(project.path / "junit.xml")["within"]["heaptype.peak[(untyped)]"])
     assert 1000 * 1000 <= peak < 1000 * 1000 + (256 << 10)  # the blocks, plus the runtime's own
@@ -210,10 +210,13 @@ peak = "1 MiB"
     result = run(project, "--heap-budget")
     result.assert_outcomes(failed=1)
     lines_in_order(result,
-                   "  Elem: peak 1.56 KiB (1,600 B) > limit 1 KiB (1,024 B), over by 576 B (+56.2%)",
+                   "  Elem: peak live 1.56 KiB (1,600 B) > limit 1 KiB (1,024 B), over by 576 B (+56.2%)",
                    '      limit set at heap-budget.toml:7 [tests.types."*"] peak',
-                   "  std::_Rb_tree_node<std::pair<int const, int>>: allocations 10 > limit 5, over by 5 (+100.0%)")
+                   "  std::_Rb_tree_node<…>: allocations 10 > limit 5, over by 5 (+100.0%)")
     result.stdout.no_fnmatch_line("  Small: *")
+    whole = run(project, "--heap-budget", "--heap-full-names")
+    lines_in_order(whole, "  std::_Rb_tree_node<std::pair<int const, int>>: allocations 10 > limit 5, over by 5 "
+                          "(+100.0%)")
 
 
 def test_a_crash_fails_with_what_the_cut_short_profile_shows(project):
@@ -299,7 +302,7 @@ name = "smal_ok"
     result.assert_outcomes(passed=4, failed=3, skipped=1, warnings=1)
     lines_in_order(result,
                    "heap budget exceeded: heap-budget.toml::small_big",
-                   "  Small: peak 78.1 KiB (80,000 B) > limit 64 KiB (65,536 B), over by 14.1 KiB (14,464 B) (+22.1%)",
+                   "  Small: peak live 78.1 KiB (80,000 B) > limit 64 KiB (65,536 B), over by 14.1 KiB (14,464 B) (+22.1%)",
                    "heap budget exceeded: heap-budget.toml::leaky",
                    "  Leaky: leaked 72 B > limit 0 B, over by 72 B",
                    "heap budget exceeded: heap-budget.toml::gtest_cases[Alloc.Leak]",
@@ -381,7 +384,7 @@ def test_heap_profile_fixture_and_heap_budget_marker(project):
     lines_in_order(
         result,
         "heap budget exceeded: test_native.py::test_over",
-        "  Small: peak 15.6 KiB (16,000 B) > limit 8 KiB (8,192 B), over by 7.62 KiB (7,808 B) (+95.3%)",
+        "  Small: peak live 15.6 KiB (16,000 B) > limit 8 KiB (8,192 B), over by 7.62 KiB (7,808 B) (+95.3%)",
         "      limit set at test_native.py::test_over: heap_budget marker types.Small.peak",
         "heap budget exceeded: test_native.py::test_leak[workload]",
         "  Leaky: leaked 48 B > limit 0 B, over by 48 B",
@@ -443,28 +446,48 @@ def test_a_binary_not_built_with_heaptype(project):
                                   r"call heaptype_instrument\(<target>\) after find_package\(HeapType\) in CMake$"])
 
 
-def test_a_budget_for_a_type_that_never_appears_warns_with_close_names(project):
+def test_a_type_budget_warns_once_and_only_when_no_test_has_the_type(project):
     write_budget(project, """
+[defaults.types."Smal"]
+peak = "1 MiB"
+[defaults.types."Medium"]
+peak = "1 MiB"
+
+[[tests]]
+name = "one"
+command = ["build/workload", "small=10", "medium=10"]
+[[tests]]
+name = "two"
+command = ["build/workload", "small=10"]
+[[tests]]
+name = "three"
+command = ["build/workload", "small=10"]
 [[tests]]
 name = "typo"
-command = ["build/workload", "small=10", "medium=10"]
-[tests.types."Smal"]
+command = ["build/workload", "small=10"]
+[tests.types."Larg"]
 peak = "1 MiB"
 """)
-    result = run(project, "--heap-budget")
-    result.assert_outcomes(passed=1, warnings=1)
-    result.stdout.re_match_lines([r".*HeapBudgetWarning: heap-budget\.toml::typo: budget for type 'Smal' "
-                                  r"\(heap-budget\.toml:5 \[tests\.types\.Smal\] peak\): the type never appears in "
-                                  r"the profile; close type names: Small$"])
+    result = run(project, "--heap-budget", "-n", "2")
+    result.assert_outcomes(passed=4, warnings=2)
+    text = result.stdout.str()
+    assert text.count("HeapBudgetWarning") == 2 and "'Medium'" not in text  # Medium is in test "one"
+    assert ("  heap-budget.toml:2: HeapBudgetWarning: budget for type 'Smal' (heap-budget.toml:2 "
+            "[defaults.types.Smal] peak): the type never appears in any of the 4 tests it applies to; close type "
+            "names: Small") in result.outlines
+    assert ("  heap-budget.toml:19: HeapBudgetWarning: budget for type 'Larg' (heap-budget.toml:19 "
+            "[tests.types.Larg] peak): the type never appears in the profile of the one test it applies to; the "
+            "profile has 1 typed rows (heaptype report shows them)") in result.outlines
 
 
 def test_budget_warnings_can_be_made_errors(project):
     write_budget(project, '[[tests]]\nname = "typo"\ncommand = ["build/workload", "small=10"]\n'
                           '[tests.types."Smal"]\npeak = "1 MiB"\n')
     result = run(project, "--heap-budget", "-W", "error::heaptype.budget.HeapBudgetWarning")
-    result.assert_outcomes(failed=1)
-    lines_in_order(result, "heap-budget.toml::typo: budget for type 'Smal' (heap-budget.toml:5 [tests.types.Smal] "
-                           "peak): the type never appears in the profile; close type names: Small (a "
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    lines_in_order(result, "ERROR: budget for type 'Smal' (heap-budget.toml:5 [tests.types.Smal] peak): the type "
+                           "never appears in the profile of the one test it applies to; close type names: Small (a "
                            "HeapBudgetWarning, made an error by -W / filterwarnings)")
     assert "Traceback" not in result.stdout.str() and "runner.py" not in result.stdout.str()
 
@@ -563,7 +586,7 @@ def test_github_step_summary_gets_a_markdown_table(project, monkeypatch):
     run(project, "--heap-budget").assert_outcomes(failed=1)
     text = summary.read_text()
     assert text.startswith("earlier step\n## Heap budgets\n\n1 of 1 failed.\n\n"
-                           "| test | type | peak | bytes | allocations | leaked | limit | verdict |\n"
+                           "| test | type | peak live | allocated | allocations | leaked | limit | verdict |\n"
                            "|---|---|---:|---:|---:|---:|---|---|\n")
     assert "| heap-budget.toml::small | Small | 15.6 KiB | 15.6 KiB | 1,000 | 0 B | peak&lt;=8 KiB | OVER |\n" in text
 
@@ -590,11 +613,11 @@ def test_baseline_round_trip_fails_growth_and_reports_improvement(project):
     path = project.path / "heap-baseline.json"
     lines_in_order(saved, f"heaptype: saved the figures of 3 runs to the baseline {path}")
     data = json.loads(path.read_text())
-    assert path.read_text() == json.dumps(data, indent=2, sort_keys=True) + "\n"
+    assert data["version"] == 2 and data["fields"] == ["peak", "bytes", "allocations", "leaked"]
     assert sorted(data["tests"]) == ["heap-budget.toml::grows", "heap-budget.toml::same", "heap-budget.toml::shrinks"]
-    assert data["tests"]["heap-budget.toml::grows"]["Small"] == {"allocations": 1000, "bytes": 16000, "leaked": 0,
-                                                                 "peak": 16000}
-    assert data["tests"]["heap-budget.toml::shrinks"]["Large"]["peak"] == 64000
+    assert data["tests"]["heap-budget.toml::grows"]["Small"] == [16000, 16000, 1000, 0]
+    assert '      "Small": [16000, 16000, 1000, 0],' in path.read_text().splitlines()  # one line per type
+    assert data["tests"]["heap-budget.toml::shrinks"]["Large"][0] == 64000
 
     write_budget(project, BASELINE_BUDGETS.format(small=1100, large=500))
     result = run(project, "--heap-budget", "--heap-baseline=heap-baseline.json", "--heap-compare-fail=peak:5%")
@@ -602,12 +625,12 @@ def test_baseline_round_trip_fails_growth_and_reports_improvement(project):
     lines_in_order(
         result,
         f"heap regression against the baseline {path}: heap-budget.toml::grows",
-        "  Small: peak 17.2 KiB (17,600 B) vs baseline 15.6 KiB (16,000 B): +1.56 KiB (+10.0%), > threshold 5% "
+        "  Small: peak live 17.2 KiB (17,600 B) vs baseline 15.6 KiB (16,000 B): +1.56 KiB (+10.0%), > threshold 5% "
         "(--heap-compare-fail=peak:5%)",
     )
     out = result.stdout.str()
-    assert "REGRESSED heap-budget.toml::grows: Small: peak 17.2 KiB (17,600 B) vs baseline 15.6 KiB (16,000 B)" in out
-    assert ("IMPROVED  heap-budget.toml::shrinks: Large: peak 31.2 KiB (32,000 B) vs baseline 62.5 KiB (64,000 B): "
+    assert "REGRESSED heap-budget.toml::grows: Small: peak live 17.2 KiB (17,600 B) vs baseline 15.6 KiB (16,000 B)" in out
+    assert ("IMPROVED  heap-budget.toml::shrinks: Large: peak live 31.2 KiB (32,000 B) vs baseline 62.5 KiB (64,000 B): "
             "-31.2 KiB (-50.0%), beyond threshold 5% (--heap-compare-fail=peak:5%)") in out
     assert "IMPROVED  heap-budget.toml::shrinks: Large: allocations 500 vs baseline 1,000: -500 (-50.0%)" in out
     assert not re.search(r"heap-budget\.toml::same: Medium", out)
@@ -628,7 +651,7 @@ def test_per_test_regression_thresholds_beat_the_command_line(project):
                                                       'regression = { peak = "20%" }'))
     result = run(project, "--heap-budget", "--heap-baseline=b.json", "--heap-compare-fail=peak:5%")
     result.assert_outcomes(passed=3)
-    assert ("GREW      heap-budget.toml::grows: Small: peak 17.2 KiB (17,600 B) vs baseline 15.6 KiB (16,000 B): "
+    assert ("GREW      heap-budget.toml::grows: Small: peak live 17.2 KiB (17,600 B) vs baseline 15.6 KiB (16,000 B): "
             "+1.56 KiB (+10.0%), <= threshold 20% (heap-budget.toml:4 [tests.regression] peak)") in result.stdout.str()
 
 

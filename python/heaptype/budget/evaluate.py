@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from ..labels import TOTAL, UNTYPED
 from ..patterns import is_glob
 from .matching import close_names
 from .model import Budget, Limit
-from .values import FIELDS, format_exact
+from .values import FIELD_LABEL, FIELDS, format_exact
 
 # --- measuring a profile --------------------------------------------------------------------
 
@@ -70,35 +70,37 @@ class Violation:
     def headline(self) -> str:
         f = self.field
         ratio = f" (+{self.over / self.limit.value:.1%})" if self.limit.value else ""
-        return (f"{self.type}: {f} {format_exact(f, self.measured)} > limit {format_exact(f, self.limit.value)}, "
+        return (f"{FIELD_LABEL[f]} {format_exact(f, self.measured)} > limit {format_exact(f, self.limit.value)}, "
                 f"over by {format_exact(f, self.over)}{ratio}")
 
 
 @dataclass
 class Evaluation:
-    """A test's verdict: the figures, the limits that applied, what is over."""
+    """A test's verdict: the figures, the limits that applied, what is over, and which
+    named patterns of the budget matched rows of the profile."""
 
     test: str
     figures: dict[str, Figures]
     limits: dict[str, dict[str, Limit]]
     violations: list[Violation]
-    warnings: list[str]
+    unmatched: list["UnmatchedPattern"] = field(default_factory=list)
     profile_path: str | None = None
     complete: bool = True
+    named: set[str] = field(default_factory=set)            # rows a named pattern covers
+    matched_patterns: set[str] = field(default_factory=set)  # UnmatchedPattern.key of those that matched
 
     @property
     def passed(self) -> bool:
         return not self.violations
 
+    @property
+    def warnings(self) -> list[str]:
+        return [f"{self.test}: {u.message()}" for u in self.unmatched]
+
     def shown_labels(self, budget: Budget | None = None) -> list[str]:
         """Rows worth a line in a summary: the total, every row a named rule covers, and
         every row over its limit (not all rows that only [defaults] cover)."""
-        labels = {TOTAL} | {v.type for v in self.violations}
-        if budget is not None:
-            labels |= {label for label in self.figures
-                       if any(r.covers(label) for r in budget.named_patterns())}
-        else:
-            labels |= set(self.limits)
+        labels = {TOTAL} | {v.type for v in self.violations} | (self.named if budget is not None else set(self.limits))
         return sort_labels(label for label in labels if label in self.figures)
 
 
@@ -109,8 +111,11 @@ def evaluate(budget: Budget, figures: Mapping[str, Figures], *, profile_path: st
     limits are not checked on it."""
     limits: dict[str, dict[str, Limit]] = {}
     violations = []
+    named = set()
     for label in sort_labels(figures):
-        row_limits = budget.limits_for(label)
+        row_limits, covered_by_name = budget.limits_and_naming(label)
+        if covered_by_name:
+            named.add(label)
         if not complete:
             row_limits.pop("leaked", None)
         if not row_limits:
@@ -120,27 +125,57 @@ def evaluate(budget: Budget, figures: Mapping[str, Figures], *, profile_path: st
             measured = figures[label].get(name)
             if measured > limit.value:
                 violations.append(Violation(budget.test, label, name, limit, measured))
-    return Evaluation(budget.test, dict(figures), limits, violations, unmatched_warnings(budget, figures),
-                      profile_path, complete)
+    matched, unmatched = pattern_matches(budget, figures, named)
+    return Evaluation(budget.test, dict(figures), limits, violations, unmatched, profile_path, complete, named,
+                      matched)
+
+
+@dataclass(frozen=True)
+class UnmatchedPattern:
+    """A named type (or glob) that no row of a profile matches: a budget for a misspelt
+    type would pass forever. A suite warns once per pattern, and only when it matches
+    in none of the tests it applies to."""
+
+    pattern: str
+    origin: str
+    close: tuple[str, ...]
+    typed_rows: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.pattern}\0{self.origin}"
+
+    def message(self, where: str = "the profile") -> str:
+        kind = "matches no type" if is_glob(self.pattern) else "never appears"
+        hint = f"; close type names: {', '.join(self.close)}" if self.close else \
+            f"; the profile has {self.typed_rows} typed rows (heaptype report shows them)"
+        return f"budget for type '{self.pattern}' ({self.origin}): the type {kind} in {where}{hint}"
+
+
+def pattern_matches(budget: Budget, figures: Mapping[str, Figures],
+                    named: set[str] | None = None) -> tuple[set[str], list[UnmatchedPattern]]:
+    """The keys of the named patterns some row matches, and those no row matches.
+    ``named``: the rows some named pattern covers, when known (only they can match)."""
+    typed = [label for label in (figures if named is None else named) if label not in (UNTYPED, TOTAL)]
+    matched: set[str] = set()
+    unmatched: dict[str, UnmatchedPattern] = {}
+    for rule in sorted(budget.named_patterns(), key=lambda r: r.order):
+        pattern = rule.pattern
+        if pattern in (UNTYPED, TOTAL, "*"):
+            continue
+        origin = next(iter(rule.limits.values())).origin if rule.limits else budget.source
+        key = f"{pattern}\0{origin}"
+        if key in matched or key in unmatched:
+            continue
+        if any(rule.covers(label) for label in typed):
+            matched.add(key)
+            continue
+        all_typed = [label for label in figures if label not in (UNTYPED, TOTAL)]
+        close = close_names(pattern.replace("*", "") if is_glob(pattern) else pattern, all_typed)
+        unmatched[key] = UnmatchedPattern(pattern, origin, tuple(close), len(all_typed))
+    return matched, list(unmatched.values())
 
 
 def unmatched_warnings(budget: Budget, figures: Mapping[str, Figures]) -> list[str]:
-    """A warning for each named type (or glob) that no row of the profile matches,
-    with the closest type names: a budget for a misspelt type would pass forever."""
-    typed = [label for label in figures if label not in (UNTYPED, TOTAL)]
-    warnings = []
-    seen = set()
-    for rule in sorted(budget.named_patterns(), key=lambda r: r.order):
-        pattern = rule.pattern
-        if pattern in (UNTYPED, TOTAL, "*") or pattern in seen or any(rule.covers(label) for label in typed):
-            continue
-        seen.add(pattern)
-        origin = next(iter(rule.limits.values())).origin if rule.limits else budget.source
-        kind = "matches no type" if is_glob(pattern) else "never appears"
-        close = close_names(pattern.replace("*", ""), typed) if is_glob(pattern) else close_names(pattern, typed)
-        hint = f"; close type names: {', '.join(close)}" if close else \
-            f"; the profile has {len(typed)} typed rows (heaptype report shows them)"
-        warnings.append(f"{budget.test}: budget for type '{pattern}' ({origin}): the type {kind} in the profile{hint}")
-    return warnings
-
-
+    """A warning for each named type (or glob) that no row of one profile matches."""
+    return [f"{budget.test}: {u.message()}" for u in pattern_matches(budget, figures)[1]]

@@ -38,6 +38,7 @@ import pytest
 from . import budget as hb
 from . import budget_outputs as outputs
 from .budget.session import SessionNames
+from .inprocess import InProcessRuntime, TestWindow
 from .runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_profiled
 
 GTEST_MARKER = b"gtest_list_tests"
@@ -119,6 +120,11 @@ class HeapState:
         self.records: list[dict] = []
         self.saved_baseline: Path | None = None
         self.names = SessionNames()  # per-binary tables, for every profile this process loads
+        self.pattern_hints: dict = {}  # close type names of each unmatched budget pattern, found once
+        self.leaks = option.heap_leaks
+        self._runtime: InProcessRuntime | None | bool = False  # looked for when first needed
+        if "heaptype" in os.environ.get("LD_PRELOAD", ""):
+            self.runtime()  # preloaded: stop recording pytest itself until a test asks
 
     def _path(self, option: str | None, ini: str | None) -> Path | None:
         """A path from the command line (relative to where pytest was started) or from
@@ -157,6 +163,15 @@ class HeapState:
             return hb.Baseline.load(self.baseline_path)
         except hb.BudgetError as e:
             raise pytest.UsageError(f"--heap-baseline: {e}") from None
+
+    def runtime(self) -> InProcessRuntime | None:
+        """The HeapType runtime loaded in this process (LD_PRELOAD, or a ctypes library
+        that links it), found once; it records only while a test asks for it."""
+        if self._runtime is False:
+            self._runtime = InProcessRuntime.find()
+            if self._runtime is not None:
+                self._runtime.stop()
+        return self._runtime
 
     def _baseline_top(self, option: int | None) -> int:
         value = option if option is not None else (self.config.getini("heap_baseline_top") or hb.BASELINE_TOP)
@@ -421,13 +436,15 @@ def safe_name(nodeid: str) -> str:
 
 # --- verdicts and records ---------------------------------------------------------------------
 
-def judge(state: HeapState, test: str, budget: hb.Budget, run: HeapRun) -> tuple[dict, str | None]:
+def judge(state: HeapState, test: str, budget: hb.Budget, run: HeapRun,
+          figures: dict[str, hb.Figures] | None = None) -> tuple[dict, str | None]:
     """Evaluate one run: its record for summaries, and its failure text (None: passed).
-    Warnings about budget patterns wait for the end of the session: a pattern that
-    matches in some other test is no mistake."""
+    ``figures``: the rows when they are not the whole profile's (a test in this
+    process). Warnings about budget patterns wait for the end of the session: a
+    pattern that matches in some other test is no mistake."""
     profile = run.profile
-    evaluation = hb.evaluate(budget, hb.measure(profile), profile_path=str(run.profile_path),
-                             complete=profile.complete)
+    evaluation = hb.evaluate(budget, hb.measure(profile) if figures is None else figures,
+                             profile_path=str(run.profile_path), complete=profile.complete, hints=state.pattern_hints)
     shown = set(evaluation.shown_labels(budget))
     kept = hb.kept_labels(evaluation.figures, shown, state.baseline_top)
     comparison = None
@@ -470,6 +487,8 @@ def process_problem(run: HeapRun, test: str) -> tuple[str, str] | None:
 
 
 def command_text(run: HeapRun) -> list[str]:
+    if run.profile_path is not None and run.command[0].startswith("(this process"):
+        return [f"  ran in {run.command[0][1:-1]}"]
     return [f"  command: {shlex.join(run.command)}"]
 
 
@@ -821,15 +840,27 @@ def marker_budget(item: pytest.Item) -> dict | None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    result = yield
-    profiler = item.stash.get(PROFILER, None)
+    state: HeapState = item.config.stash[STATE]
     try:
         spec = marker_budget(item)
     except hb.BudgetError as e:
+        spec = None
         pytest.fail(str(e), pytrace=False)
+    window = _in_process_window(item, state, spec)
+    try:
+        result = yield
+    finally:
+        outcome = _end_window(item, state, spec, window) if window is not None else None
+    profiler = item.stash.get(PROFILER, None)
+    if window is not None:
+        if outcome:
+            pytest.fail(outcome, pytrace=False)
+        return result
     if spec is not None and profiler is None:
-        pytest.fail(f"{item.nodeid}: @pytest.mark.heap_budget needs the heap_profile fixture: run the native "
-                    "program with heap_profile.run([...]) so that there is a profile to check", pytrace=False)
+        pytest.fail(f"{item.nodeid}: @pytest.mark.heap_budget needs a profile: run the native program with the "
+                    "heap_profile fixture (heap_profile.run([...])), or load the HeapType runtime into this Python "
+                    "process to budget native code it calls through ctypes or pybind11 (LD_PRELOAD="
+                    "$(heaptype --lib-dir)/libheaptype.so python -m pytest ...)", pytrace=False)
     if profiler is not None and profiler.runs:
         try:
             failures = profiler.finish(spec)
@@ -843,6 +874,37 @@ def pytest_runtest_call(item: pytest.Item):
         pytest.fail(f"{item.nodeid}: @pytest.mark.heap_budget: the test ran no program with heap_profile.run",
                     pytrace=False)
     return result
+
+
+def _in_process_window(item: pytest.Item, state: HeapState, spec: dict | None) -> TestWindow | None:
+    """Record this test in this process when it has heap_budget markers but no
+    heap_profile fixture (it calls native code itself), or when --heap-leaks asks for
+    every test, and the HeapType runtime is loaded here."""
+    if isinstance(item, BudgetItem) or "heap_profile" in getattr(item, "fixturenames", ()):
+        return None
+    if spec is None and not state.leaks:
+        return None
+    runtime = state.runtime()
+    if runtime is None:
+        return None
+    window = TestWindow(runtime, state.profile_dir() / safe_name(item.nodeid))
+    window.begin(state.names)
+    return window
+
+
+def _end_window(item: pytest.Item, state: HeapState, spec: dict | None, window: TestWindow) -> str | None:
+    """Stop recording the test and judge what it allocated: its failure text, if any."""
+    profile, figures = window.end(state.names)
+    try:
+        budget = hb.budget_from_mapping(item.nodeid, spec or {}, f"{item.nodeid}: heap_budget marker")
+    except hb.BudgetError as e:
+        return str(e)
+    run = HeapRun([f"(this process, runtime from {window.runtime.where})"], 0, "", "", Path(profile.path), 0.0,
+                  expect=None, names=state.names)
+    run._profile = profile
+    record, failure = judge(state, item.nodeid, state.thresholds_for(budget), run, figures=figures)
+    remember(item, record)
+    return failure
 
 
 @pytest.hookimpl(wrapper=True)

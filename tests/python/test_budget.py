@@ -386,9 +386,11 @@ def test_ctest_entries_without_command_budget_tests_by_name_glob(tmp_path):
 
 def profile_stub(rows, totals):
     """What hb.measure reads of a heaptype.Profile."""
+    groups = [SimpleNamespace(type=t, peak_bytes=p, bytes=b, allocations=a, live_bytes=l, live_blocks=int(l > 0))
+              for t, (p, b, a, l) in rows.items()]
     return SimpleNamespace(
-        by_type=lambda: [SimpleNamespace(type=t, peak_bytes=p, bytes=b, allocations=a, live_bytes=l)
-                         for t, (p, b, a, l) in rows.items()],
+        analysis=lambda infer: SimpleNamespace(types=groups + [SimpleNamespace(
+            type="Unused", peak_bytes=0, bytes=0, allocations=0, live_bytes=0, live_blocks=0)]),
         totals=SimpleNamespace(peak_bytes=totals[0], bytes=totals[1], allocations=totals[2], live_bytes=totals[3]))
 
 

@@ -388,8 +388,10 @@ def test_heap_profile_fixture_and_heap_budget_marker(project):
         "      limit set at test_native.py::test_over: heap_budget marker types.Small.peak",
         "heap budget exceeded: test_native.py::test_leak[workload]",
         "  Leaky: leaked 48 B > limit 0 B, over by 48 B",
-        "test_native.py::test_without_fixture: @pytest.mark.heap_budget needs the heap_profile fixture: run the "
-        "native program with heap_profile.run([...]) so that there is a profile to check",
+        "test_native.py::test_without_fixture: @pytest.mark.heap_budget needs a profile: run the native program "
+        "with the heap_profile fixture (heap_profile.run([...])), or load the HeapType runtime into this Python "
+        "process to budget native code it calls through ctypes or pybind11 (LD_PRELOAD="
+        "$(heaptype --lib-dir)/libheaptype.so python -m pytest ...)",
         "test_native.py::test_bad_marker: heap_budget marker: unknown key 'peek' in types.Small: did you mean 'peak'?",
     )
     result.stdout.re_match_lines([r"heap_profile\.run: \S+/workload_plain wrote no profile: it is not built with "
@@ -691,6 +693,154 @@ def test_xdist_gives_the_same_verdicts_summary_and_baseline(project):
                                  "--heap-compare-fail=peak:0%")
     compared.assert_outcomes(passed=4, failed=4)
     lines_in_order(compared, "no change")
+
+
+# --- issue 16: output that scales, pytest-memray's asks, native code in this process ----------------------
+
+MANY_BUDGETS = "".join(f"""
+[[tests]]
+name = "t{i:02d}"
+command = ["build/workload", "small={10 * (i + 1)}"{', "leak=1"' if i == 7 else ''}]
+[tests.types."Small"]
+peak = "1 KiB"
+""" for i in range(12)) + "[defaults]\nleaked = 0\n"
+
+
+def test_the_summary_shows_failures_and_the_closest_rows_and_the_report_files_everything(project):
+    write_budget(project, MANY_BUDGETS.replace("[defaults]\nleaked = 0\n", "").replace(
+        "[[tests]]", "[defaults]\nleaked = 0\n\n[[tests]]", 1))
+    result = run(project, "--heap-budget", "--heap-summary-rows=4", "--heap-report=out/report.md",
+                 "--heap-json=out/results.json")
+    result.assert_outcomes(passed=6, failed=6)  # Small above 1 KiB from t06 (1,120 B) on; t07 leaks too
+    table = summary_section(result)
+    rows = [line.split()[:2] for line in table[3:-1]]
+    # the 4 rows: failing rows first (t06 ... in test order, cut at 4)
+    assert rows == [["heap-budget.toml::t06", "Small"], ["heap-budget.toml::t07", "Leaky"],
+                    ["heap-budget.toml::t07", "Small"], ["heap-budget.toml::t08", "Small"]]
+    assert table[-1].startswith("12 measured, 6 failed: heap-budget.toml::t06, heap-budget.toml::t07")
+    report = project.path / "out" / "report.md"
+    lines_in_order(result, f"(4 of 25 rows shown: the failing rows, then those closest to their limits; every row: "
+                           f"{report}, {project.path / 'out' / 'results.json'})")
+    markdown = report.read_text()
+    assert markdown.startswith("## Heap budgets\n\n6 of 12 failed.\n\n| test | type | peak live | allocated |")
+    assert markdown.count("| heap-budget.toml::t") == 25  # every row: 12 totals, 12 Small, t07's Leaky
+    assert "#### `heap-budget.toml::t07`" in markdown and "  Leaky: leaked 24 B > limit 0 B, over by 24 B" in markdown
+    data = json.loads((project.path / "out" / "results.json").read_text())
+    assert data["format"] == "heaptype-budget-results" and len(data["tests"]) == 12
+    t00 = next(t for t in data["tests"] if t["test"] == "heap-budget.toml::t00")
+    assert t00["passed"] and t00["figures"]["Small"] == {"peak": 160, "bytes": 160, "allocations": 10, "leaked": 0}
+    assert t00["failure"] is None and "Leaky: leaked 24 B" in next(
+        t["failure"] for t in data["tests"] if t["test"] == "heap-budget.toml::t07")
+
+
+def test_when_rows_are_few_the_summary_shows_them_all(project):
+    write_budget(project, MANY_BUDGETS)
+    result = run(project, "--heap-budget", "-k", "t00 or t01")
+    assert [line.split()[:2] for line in summary_section(result)[3:-1]] == [
+        ["heap-budget.toml::t00", "(total)"], ["heap-budget.toml::t00", "Small"],
+        ["heap-budget.toml::t01", "(total)"], ["heap-budget.toml::t01", "Small"]]
+    result.stdout.no_fnmatch_line("*rows shown*")
+
+
+def test_a_default_peak_and_a_leak_check_from_the_command_line(project):
+    write_budget(project, """
+[[tests]]
+name = "big"
+command = ["build/workload", "malloc=300"]
+[[tests]]
+name = "own_limit"
+command = ["build/workload", "malloc=300"]
+[tests.types."(total)"]
+peak = "1 MiB"
+[[tests]]
+name = "leaks"
+command = ["build/workload", "leak=2"]
+[[tests]]
+name = "may_leak"
+command = ["build/workload", "leak=2"]
+[tests.types."Leaky"]
+leaked = "1 KiB"
+""")
+    run(project, "--heap-budget").assert_outcomes(passed=4)
+    result = run(project, "--heap-budget", "--heap-default-peak=256KiB", "--heap-leaks")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.re_match_lines([r"heap budget exceeded: heap-budget\.toml::big$",
+                                  r"  \(total\): peak live \d+ KiB \([\d,]+ B\) > limit 256 KiB \(262,144 B\), over by ",
+                                  r"      limit set at --heap-default-peak=256KiB$",
+                                  r"heap budget exceeded: heap-budget\.toml::leaks$",
+                                  r"  Leaky: leaked 48 B > limit 0 B, over by 48 B$",
+                                  r"      limit set at --heap-leaks$"])
+    assert run(project, "--heap-budget", "--heap-default-peak=lots").ret == pytest.ExitCode.USAGE_ERROR
+
+
+NATIVE_TESTS = """
+import ctypes
+import pytest
+
+lib = ctypes.CDLL({library!r})
+
+
+@pytest.mark.heap_budget("Token", peak="2 KiB", allocations=100)
+def test_within():
+    assert lib.make_tokens(50) == 50
+
+
+@pytest.mark.heap_budget("Token", peak="2 KiB")
+def test_over():
+    lib.make_tokens(100)
+
+
+@pytest.mark.heap_budget(leaked=0)
+def test_leaks():
+    lib.leak(3)
+
+
+def test_unmarked():
+    lib.leak(1)
+"""
+
+
+@pytest.mark.parametrize("how", ["preloaded", "ctypes"])
+def test_markers_budget_native_code_called_in_this_process(pytester, budget_programs, monkeypatch, how):
+    """The runtime in the Python process: LD_PRELOAD of libheaptype.so, or only the
+    ctypes-loaded library that links it. Each marked test is recorded on its own."""
+    from heaptype import flags
+
+    library = budget_programs.native_library()
+    pytester.makepyfile(test_native=NATIVE_TESTS.format(library=str(library)))
+    if how == "preloaded":
+        monkeypatch.setenv("LD_PRELOAD", str(flags.lib_dir() / "libheaptype.so"))
+    monkeypatch.setenv("HEAPTYPE_OUTPUT", str(pytester.path / "pytest.%p.htp"))
+    result = pytester.runpytest_subprocess(*UNRELATED_PLUGINS, "-p", "no:xdist")
+    result.assert_outcomes(passed=2, failed=2)
+    lines_in_order(result,
+                   "heap budget exceeded: test_native.py::test_over",
+                   "  Token: peak live 3.12 KiB (3,200 B) > limit 2 KiB (2,048 B), over by 1.12 KiB (1,152 B) (+56.2%)",
+                   "      limit set at test_native.py::test_over: heap_budget marker types.Token.peak",
+                   "heap budget exceeded: test_native.py::test_leaks",
+                   "  Leaked: leaked 48 B > limit 0 B, over by 48 B")
+    result.stdout.re_match_lines([r"test_native\.py::test_within\s+Token\s+1\.56 KiB\s+1\.56 KiB\s+50\s+0 B\s+"
+                                  r"peak<=2 KiB, allocations<=100\s+ok$"])
+    if how == "preloaded":  # glibc's no-op call hooks come first in the global scope of a ctypes-only load
+        result.stdout.re_match_lines([r"        1\. 48 B leaked: leak$"])
+    # --heap-leaks checks every test, marked or not
+    leaks = pytester.runpytest_subprocess(*UNRELATED_PLUGINS, "-p", "no:xdist", "--heap-leaks", "-k", "unmarked")
+    leaks.assert_outcomes(failed=1)
+    lines_in_order(leaks, "  Leaked: leaked 16 B > limit 0 B, over by 16 B", "      limit set at --heap-leaks")
+
+
+def test_without_the_runtime_a_marker_without_the_fixture_says_how_to_load_it(pytester):
+    pytester.makepyfile(test_native="""
+import pytest
+
+@pytest.mark.heap_budget("Token", peak="2 KiB")
+def test_calls_native_code():
+    pass
+""")
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    assert "or load the HeapType runtime into this Python process to budget native code it calls through ctypes " \
+           "or pybind11 (LD_PRELOAD=$(heaptype --lib-dir)/libheaptype.so python -m pytest ...)" in result.stdout.str()
 
 
 # --- the example project --------------------------------------------------------------------------------------

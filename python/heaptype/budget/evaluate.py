@@ -39,8 +39,9 @@ def type_label(type_name: str | None) -> str:
 
 def measure(profile) -> dict[str, Figures]:
     """Figures per row label of a loaded profile, plus the whole process as "(total)"."""
+    # The pass's groups as they come (by_type() would sort a thousand rows for nothing).
     figures = {type_label(r.type): Figures(r.peak_bytes, r.bytes, r.allocations, r.live_bytes)
-               for r in profile.by_type()}
+               for r in profile.analysis(infer=False).types if r.allocations or r.live_blocks}
     t = profile.totals
     figures[TOTAL] = Figures(t.peak_bytes, t.bytes, t.allocations, t.live_bytes)
     return figures
@@ -105,27 +106,30 @@ class Evaluation:
 
 
 def evaluate(budget: Budget, figures: Mapping[str, Figures], *, profile_path: str | None = None,
-             complete: bool = True) -> Evaluation:
+             complete: bool = True, hints: dict | None = None) -> Evaluation:
     """Check every row of a profile against the limits that cover it. A profile cut
     short (crash, kill) has no exit: what was live then is not a leak, so `leaked`
-    limits are not checked on it."""
+    limits are not checked on it. ``hints``: a cache of close names per unmatched
+    pattern, kept across the tests of a session (one lookup per pattern, not per test)."""
     limits: dict[str, dict[str, Limit]] = {}
     violations = []
     named = set()
-    for label in sort_labels(figures):
+    for label, row in figures.items():
         row_limits, covered_by_name = budget.limits_and_naming(label)
         if covered_by_name:
             named.add(label)
-        if not complete:
-            row_limits.pop("leaked", None)
+        if not complete and "leaked" in row_limits:
+            row_limits = {k: v for k, v in row_limits.items() if k != "leaked"}
         if not row_limits:
             continue
         limits[label] = row_limits
         for name, limit in row_limits.items():
-            measured = figures[label].get(name)
+            measured = row.get(name)
             if measured > limit.value:
                 violations.append(Violation(budget.test, label, name, limit, measured))
-    matched, unmatched = pattern_matches(budget, figures, named)
+    order = {label: i for i, label in enumerate(sort_labels({v.type for v in violations}))}
+    violations.sort(key=lambda v: (order[v.type], FIELDS.index(v.field)))
+    matched, unmatched = pattern_matches(budget, figures, named, hints)
     return Evaluation(budget.test, dict(figures), limits, violations, unmatched, profile_path, complete, named,
                       matched)
 
@@ -152,10 +156,11 @@ class UnmatchedPattern:
         return f"budget for type '{self.pattern}' ({self.origin}): the type {kind} in {where}{hint}"
 
 
-def pattern_matches(budget: Budget, figures: Mapping[str, Figures],
-                    named: set[str] | None = None) -> tuple[set[str], list[UnmatchedPattern]]:
+def pattern_matches(budget: Budget, figures: Mapping[str, Figures], named: set[str] | None = None,
+                    hints: dict | None = None) -> tuple[set[str], list[UnmatchedPattern]]:
     """The keys of the named patterns some row matches, and those no row matches.
-    ``named``: the rows some named pattern covers, when known (only they can match)."""
+    ``named``: the rows some named pattern covers, when known (only they can match);
+    ``hints``: close names already found for a pattern."""
     typed = [label for label in (figures if named is None else named) if label not in (UNTYPED, TOTAL)]
     matched: set[str] = set()
     unmatched: dict[str, UnmatchedPattern] = {}
@@ -170,9 +175,15 @@ def pattern_matches(budget: Budget, figures: Mapping[str, Figures],
         if any(rule.covers(label) for label in typed):
             matched.add(key)
             continue
-        all_typed = [label for label in figures if label not in (UNTYPED, TOTAL)]
-        close = close_names(pattern.replace("*", "") if is_glob(pattern) else pattern, all_typed)
-        unmatched[key] = UnmatchedPattern(pattern, origin, tuple(close), len(all_typed))
+        if hints is None or key not in hints:
+            all_typed = [label for label in figures if label not in (UNTYPED, TOTAL)]
+            close = close_names(pattern.replace("*", "") if is_glob(pattern) else pattern, all_typed)
+            hint = (tuple(close), len(all_typed))
+            if hints is not None:
+                hints[key] = hint
+        else:
+            hint = hints[key]
+        unmatched[key] = UnmatchedPattern(pattern, origin, *hint)
     return matched, list(unmatched.values())
 
 

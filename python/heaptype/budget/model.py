@@ -8,6 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from ..labels import TOTAL, UNTYPED
 from ..patterns import is_glob
 from .matching import did_you_mean, name_matches, pattern_specificity, type_matches
 from .values import FIELDS, parse_limit, format_value
@@ -138,15 +139,38 @@ class Budget:
         return self.limits_and_naming(label)[0]
 
     def limits_and_naming(self, label: str) -> tuple[dict[str, Limit], bool]:
-        """``limits_for(label)``, and whether a named pattern (not [defaults]) covers it."""
+        """``limits_for(label)``, and whether a named pattern (not [defaults]) covers it.
+        Rows no pattern names share one answer: a GoogleTest binary has a thousand
+        types in every test, most of them covered by [defaults] alone."""
+        exact, globs, unnamed, plain = self._rule_index
+        rules = exact.get(label, ())
+        matching_globs = [r for r in globs if r.covers(label)]
+        if not rules and not matching_globs and label not in (UNTYPED, TOTAL):
+            return plain, False
+        named = bool(rules or matching_globs)
+        chosen = set(map(id, rules)) | set(map(id, matching_globs))
         limits: dict[str, Limit] = {}
-        named = False
         for rule in self.rules:
-            if rule.covers(label):
-                named = named or rule.pattern is not None
+            if id(rule) in chosen or (rule.pattern is None and label not in (UNTYPED, TOTAL)):
                 for name, limit in rule.limits.items():
                     limits.setdefault(name, limit)
         return {name: limits[name] for name in FIELDS if name in limits}, named
+
+    @cached_property
+    def _rule_index(self) -> tuple[dict[str, list[Rule]], list[Rule], list[Rule], dict[str, Limit]]:
+        """Exact patterns by name, the globs, the [defaults] rules, and the limits of a
+        typed row that only [defaults] cover."""
+        exact: dict[str, list[Rule]] = {}
+        for rule in self.rules:
+            if rule.pattern is not None and not rule.is_glob:
+                exact.setdefault(rule.pattern, []).append(rule)
+        globs = [r for r in self.rules if r.is_glob]
+        unnamed = [r for r in self.rules if r.pattern is None]
+        plain: dict[str, Limit] = {}
+        for rule in unnamed:
+            for name, limit in rule.limits.items():
+                plain.setdefault(name, limit)
+        return exact, globs, unnamed, {name: plain[name] for name in FIELDS if name in plain}
 
     def named_patterns(self) -> list[Rule]:
         """Rules that name types (not [defaults]); their rows are shown in summaries."""

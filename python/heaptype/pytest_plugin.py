@@ -21,6 +21,7 @@ itself lives in ``heaptype.budget``, shared with ``heaptype check`` and Bazel.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -625,8 +626,15 @@ def discover_ctest(settings: hb.CTestSettings) -> list[CTestCase]:
         raise DiscoveryError(f"build_dir {settings.build_dir} {state}: configure and build the project first "
                              "(with enable_testing() and add_test())")
     command = [ctest, "--show-only=json-v1"] + (["-C", settings.configuration] if settings.configuration else [])
+    # gtest_discover_tests(... DISCOVERY_MODE PRE_TEST) lists a binary's cases when
+    # ctest first needs them: xdist workers must not race to it (they would collect
+    # different tests), and the listing run of an instrumented binary writes no profile.
+    environment = {**os.environ, "HEAPTYPE_DISABLE": "1"}
     try:
-        done = subprocess.run(command, cwd=settings.build_dir, capture_output=True, text=True, timeout=LIST_TIMEOUT)
+        with open(settings.build_dir / ".heaptype-discovery.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            done = subprocess.run(command, cwd=settings.build_dir, capture_output=True, text=True,
+                                  timeout=LIST_TIMEOUT, env=environment)
     except subprocess.TimeoutExpired:
         raise DiscoveryError(f"`{shlex.join(command)}` did not finish in {LIST_TIMEOUT} s") from None
     if done.returncode != 0:

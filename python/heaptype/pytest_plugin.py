@@ -9,14 +9,18 @@ Nothing happens unless asked:
   ``[ctest]`` in that file turns the tests of a CMake build tree into items too.
 - the ``heap_profile`` fixture runs native programs from Python tests, and the
   ``heap_budget(...)`` marker sets budgets for what they allocate.
+- ``heap_budget(...)`` on a test without the fixture budgets the native code the test
+  calls in this process, when the HeapType runtime is loaded here (``inprocess``).
 - ``--heap-baseline FILE`` compares every measured test with stored figures,
   ``--heap-compare-fail peak:5%`` fails the tests that grew past a threshold, and
   ``--heap-save-baseline`` writes the figures of this run.
 
 Measurements travel on the test reports (``report.heaptype``), so the end-of-run
-summary, the baseline and ``$GITHUB_STEP_SUMMARY`` are written once, by the process
-that sees every report: the xdist controller under ``pytest -n``. The budget logic
-itself lives in ``heaptype.budget``, shared with ``heaptype check`` and Bazel.
+summary, the report files, the baseline and the warnings about budget patterns are
+written once, by the process that sees every report: the xdist controller under
+``pytest -n`` (``budget_outputs``). The budget logic itself lives in ``heaptype.budget``,
+shared with ``heaptype check`` and Bazel; per-binary work (a test binary's type names)
+is done once per process (``heaptype.budget.session``).
 """
 
 from __future__ import annotations
@@ -60,8 +64,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--heap-baseline", metavar="FILE", default=None,
                     help="JSON file of stored figures: compare every measured test with it")
     group.addoption("--heap-save-baseline", action="store_true", default=False,
-                    help="write this run's figures to the --heap-baseline file (measured tests replace "
-                         "theirs, others are kept)")
+                    help="rewrite the --heap-baseline file with this run's figures (the totals, the budgeted "
+                         "types and the top types of each test)")
     group.addoption("--heap-compare-fail", metavar="FIELD:AMOUNT", action="append", default=[],
                     help="fail a test whose FIELD (peak, bytes, allocations, leaked) grew over the baseline "
                          "by more than AMOUNT: a percentage (peak:5%%) or an amount (bytes:1MiB); repeatable")

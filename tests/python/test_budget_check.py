@@ -165,3 +165,17 @@ def test_the_command_line_entry_point(tmp_path, profiles):
     done = subprocess.run(["heaptype", "check", str(profiles["big"]), "--budget", str(path), "--test", "small"],
                           capture_output=True, text=True)
     assert done.returncode == 1 and done.stdout.startswith("heap budget exceeded: small\n")
+
+
+def test_session_names_read_a_binary_once_and_name_as_load_does(profiles):
+    """Three profiles of one binary, each loaded at its own address (ASLR): the session
+    reads the binary's symbol table once and names every type as heaptype.load does."""
+    import heaptype
+    from heaptype import budget as hb
+    from heaptype.budget.session import SessionNames
+
+    session = SessionNames()
+    for name in ("small", "leaky", "big"):
+        assert hb.measure(session.load(profiles[name])) == hb.measure(heaptype.load(profiles[name]))
+    assert session.binaries_read == 1 and session.fallbacks == 0
+    assert hb.measure(session.load(profiles["leaky"]))["Leaky"] == hb.Figures(72, 72, 3, 72)

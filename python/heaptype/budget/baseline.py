@@ -3,6 +3,7 @@ regression thresholds (as pytest-benchmark compares against a saved run)."""
 
 from __future__ import annotations
 
+import heapq
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,9 +105,9 @@ def kept_labels(figures: Mapping[str, Figures], budgeted: Iterable[str], top: in
     """The rows a baseline stores for a test: the totals, the budgeted rows, and the
     ``top`` typed rows by peak (a GoogleTest binary has a thousand types in every test:
     storing them all made baselines of hundreds of megabytes)."""
-    typed = sorted((label for label in figures if label not in (TOTAL, UNTYPED)),
-                   key=lambda label: (-figures[label].peak, label))
-    kept = {TOTAL, UNTYPED} | set(budgeted) | set(typed[:top])
+    typed = (label for label in figures if label not in (TOTAL, UNTYPED))
+    largest = heapq.nsmallest(top, typed, key=lambda label: (-figures[label].peak, label))
+    kept = {TOTAL, UNTYPED} | set(budgeted) | set(largest)
     return sort_labels(label for label in kept if label in figures)
 
 

@@ -39,9 +39,14 @@ def type_label(type_name: str | None) -> str:
 
 def measure(profile) -> dict[str, Figures]:
     """Figures per row label of a loaded profile, plus the whole process as "(total)"."""
-    # The pass's groups as they come (by_type() would sort a thousand rows for nothing).
-    figures = {type_label(r.type): Figures(r.peak_bytes, r.bytes, r.allocations, r.live_bytes)
-               for r in profile.analysis(infer=False).types if r.allocations or r.live_blocks}
+    # The pass's groups as they come: by_type() would sort them, and a GoogleTest binary
+    # has a thousand types in every test, measured for every test.
+    figures = {}
+    for r in profile.analysis(infer=False).types:
+        allocations = r.allocations
+        if allocations or r.live_blocks:
+            name = r.type
+            figures[UNTYPED if name is None else name] = Figures(r.peak_bytes, r.bytes, allocations, r.live_bytes)
     t = profile.totals
     figures[TOTAL] = Figures(t.peak_bytes, t.bytes, t.allocations, t.live_bytes)
     return figures
@@ -114,8 +119,10 @@ def evaluate(budget: Budget, figures: Mapping[str, Figures], *, profile_path: st
     limits: dict[str, dict[str, Limit]] = {}
     violations = []
     named = set()
+    checks: dict[int, list[tuple[str, int, Limit]]] = {}  # per distinct limits: (field, index, limit)
+    limits_and_naming = budget.limits_and_naming
     for label, row in figures.items():
-        row_limits, covered_by_name = budget.limits_and_naming(label)
+        row_limits, covered_by_name = limits_and_naming(label)
         if covered_by_name:
             named.add(label)
         if not complete and "leaked" in row_limits:
@@ -123,10 +130,12 @@ def evaluate(budget: Budget, figures: Mapping[str, Figures], *, profile_path: st
         if not row_limits:
             continue
         limits[label] = row_limits
-        for name, limit in row_limits.items():
-            measured = row.get(name)
-            if measured > limit.value:
-                violations.append(Violation(budget.test, label, name, limit, measured))
+        row_checks = checks.get(id(row_limits))
+        if row_checks is None:  # rows only [defaults] cover share one limits dict, and this list
+            row_checks = checks[id(row_limits)] = [(n, FIELDS.index(n), lim) for n, lim in row_limits.items()]
+        for name, index, limit in row_checks:
+            if row[index] > limit.value:
+                violations.append(Violation(budget.test, label, name, limit, row[index]))
     order = {label: i for i, label in enumerate(sort_labels({v.type for v in violations}))}
     violations.sort(key=lambda v: (order[v.type], FIELDS.index(v.field)))
     matched, unmatched = pattern_matches(budget, figures, named, hints)

@@ -144,7 +144,7 @@ class Budget:
         types in every test, most of them covered by [defaults] alone."""
         exact, globs, unnamed, plain = self._rule_index
         rules = exact.get(label, ())
-        matching_globs = [r for r in globs if r.covers(label)]
+        matching_globs = [r for r in globs if r.covers(label)] if globs else ()
         if not rules and not matching_globs and label not in (UNTYPED, TOTAL):
             return plain, False
         named = bool(rules or matching_globs)

@@ -61,7 +61,8 @@ class _BinaryTags:
 class _ProfileTypeNames:
     """``tag -> name`` for one profile: the session's per-binary tables first."""
 
-    def __init__(self, session: "SessionNames", mappings: list[Mapping], map_files: dict[str, str] | None):
+    def __init__(self, session: "SessionNames", mappings: list[Mapping], map_files: dict[str, str] | None,
+                 profile_path: str = ""):
         by_path: dict[str, list[Mapping]] = {}
         for mapping in mappings:
             by_path.setdefault(mapping.path, []).append(mapping)
@@ -72,8 +73,9 @@ class _ProfileTypeNames:
         self._fallback: TypeResolver | None = None
         self._mappings = mappings
         self._map_files = map_files
+        self._profile_path = profile_path
 
-    def __call__(self, tag: int) -> str | None:
+    def __call__(self, tag: int) -> str | None:  # called once per type tag of a profile: kept lean
         index = bisect.bisect_right(self._lows, tag) - 1
         if index >= 0:
             table = self._tables[index]
@@ -83,7 +85,12 @@ class _ProfileTypeNames:
                 name = table[1].get(tag - table[0])
                 if name is not None:
                     return name
-        return self._resolver().resolve([tag]).get(tag)
+        try:
+            return self._resolver().resolve([tag]).get(tag)
+        except SymbolError as e:
+            from ..naming import NamingError
+
+            raise NamingError(f"{self._profile_path}: cannot name the types: {e}") from None
 
     def _table(self, path: str, mappings: list[Mapping]) -> tuple[int, dict[int, str]] | None:
         """(load bias in this run, the binary's tags at link-time addresses)."""
@@ -122,20 +129,12 @@ class SessionNames:
     def code_names(self, raw: "_core.ProfileFile", map_files: dict[str, str] | None = None):
         """The naming hook of ``heaptype.load``: code names and the symbolizer."""
         from ..functions import Symbolizer
-        from ..naming import NamingError
 
         mappings = parse_proc_maps(raw.modules)
-        type_names = _ProfileTypeNames(self, mappings, map_files)
         symbolizer = Symbolizer(mappings)  # its tables are cached per binary already
-
-        def type_name(tag: int) -> str | None:
-            try:
-                return type_names(tag)
-            except SymbolError as e:
-                raise NamingError(f"{raw.path}: cannot name the types: {e}") from None
-
         names = _core.PythonCodeNames(lambda a: symbolizer.functions([a])[a],
-                                      lambda a: symbolizer.call_sites([a])[a], type_name)
+                                      lambda a: symbolizer.call_sites([a])[a],
+                                      _ProfileTypeNames(self, mappings, map_files, raw.path))
         return names, symbolizer
 
     def load(self, path: str | Path):

@@ -28,16 +28,22 @@ from pathlib import Path
 
 
 def dependency_paths(package_dir: Path) -> dict[str, str]:
-    """{top-level import name: file or directory} for heaptype and what it requires."""
+    """{top-level import name: file or directory} for heaptype and what it requires,
+    directly or through another requirement (jinja2 needs markupsafe)."""
     paths = {"heaptype": str(package_dir)}
     try:
-        requirements = importlib.metadata.distribution("heaptype").requires or []
+        pending = list(importlib.metadata.distribution("heaptype").requires or [])
     except importlib.metadata.PackageNotFoundError:  # run from a source tree: no metadata
-        requirements = ["pyelftools"]
-    for requirement in requirements:
+        pending = ["pyelftools"]
+    seen = set()
+    while pending:
+        requirement = pending.pop()
         if re.search(r";.*\bextra\s*==", requirement):
             continue  # an optional extra ([test]): not needed at run time
         name = re.split(r"[\s;<>=!~\[(]", requirement.strip(), maxsplit=1)[0]
+        if name.lower() in seen:
+            continue
+        seen.add(name.lower())
         try:
             dist = importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError:
@@ -48,6 +54,7 @@ def dependency_paths(package_dir: Path) -> dict[str, str]:
             found = locate(dist, top)
             if found is not None:
                 paths[top] = str(found)
+        pending += dist.requires or []
     return paths
 
 

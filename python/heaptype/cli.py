@@ -167,9 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = sub.add_parser("export", help="write a profile's call paths for other tools (pprof, flame graphs)")
     export.add_argument("profile", help="a .htp file")
-    export.add_argument("--format", choices=["pprof-text", "folded", "pprof"], required=True,
+    export.add_argument("--format", choices=["pprof-text", "folded", "pprof", "chrome", "massif"], required=True,
                         help="pprof-text: gperftools heap profile (google-pprof PROGRAM FILE); folded: "
-                             "'frame;...;type value' lines for flamegraph.pl; pprof: gzipped profile.proto")
+                             "'frame;...;type value' lines for flamegraph.pl; pprof: gzipped profile.proto; "
+                             "chrome: trace-event JSON, live bytes per type over time (Perfetto, chrome://tracing); "
+                             "massif: valgrind massif's format (ms_print, massif-visualizer), types as the leaves")
     export.add_argument("-o", "--output", help="output file (default: standard output)")
     add_filter_options(export)
     export.add_argument("--value", choices=["bytes", "allocations", "objects", "peak", "live", "temporary"],
@@ -226,8 +228,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(handler=cmd_demo)
 
     from .check_command import add_check_parser
+    from .html.command import add_html_parser
 
     add_check_parser(sub)
+    add_html_parser(sub, add_filter_options)
     return parser
 
 

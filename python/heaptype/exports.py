@@ -3,7 +3,12 @@ writes them (see src/core/exports/exports.hpp for each format).
 
 * ``pprof``: pprof's profile.proto, gzipped, the type of each sample as label ``type``;
 * ``pprof-text``: gperftools' heap profile, for ``google-pprof PROGRAM FILE``;
-* ``folded``: ``frame;...;type value`` lines for flamegraph.pl.
+* ``folded``: ``frame;...;type value`` lines for flamegraph.pl;
+* ``chrome``: Chrome's trace-event JSON, live bytes per type over time (chrome_trace.py);
+* ``massif``: valgrind massif's format, for ms_print and massif-visualizer (massif.py).
+
+The last two carry aggregated figures only (the timeline, trees at two moments), so
+they are shaped in Python from the core's views.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import os
 from .profile import Profile
 from .symbols import parse_proc_maps
 
-FORMATS = ("pprof-text", "folded", "pprof")
+FORMATS = ("pprof-text", "folded", "pprof", "chrome", "massif")
 FOLDED_VALUES = ("bytes", "allocations", "objects", "peak", "live", "temporary")
 
 
@@ -69,6 +74,14 @@ def export(profile: Profile, fmt: str, *, value: str = "bytes", inlined: bool | 
         return folded(profile, value=value, inlined=bool(inlined)).encode()
     if fmt == "pprof":
         return pprof_proto(profile, inlined=True if inlined is None else inlined)
+    if fmt == "chrome":
+        from .chrome_trace import chrome_trace_text
+
+        return chrome_trace_text(profile).encode()
+    if fmt == "massif":
+        from .massif import massif
+
+        return massif(profile).encode()
     raise ValueError(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
 
 

@@ -283,6 +283,22 @@ class Profile:
                                                     infer=infer, addresses=True)
         return analysis
 
+    def spans(self, ends_us: Sequence[int], *, nodes: Sequence[int] = (), infer: bool = True,
+              inlined: bool = False) -> "_core.Analysis":
+        """One pass that cuts the run into spans ending at ``ends_us`` (inclusive,
+        ascending): its ``buckets()`` give, per span, every type's and function's
+        figures (counts made in the span, the span's peak, live at its end) and those
+        of the call-tree nodes ``nodes`` (ids of ``analysis(call_tree=True)``'s tree with
+        the same infer and inlined). Its other figures have per-span peaks: use it for
+        its buckets only."""
+        key = (True, False, inlined, infer, self.filters, ("spans", tuple(ends_us), tuple(nodes)))
+        analysis = self._cache.get(key)
+        if analysis is None:
+            analysis = self._cache[key] = self._run(self.filters, tree=True, bottom_up=False, inlined=inlined,
+                                                    infer=infer, bucket_ends_us=list(ends_us),
+                                                    bucket_nodes=list(nodes))
+        return analysis
+
     def lifetimes(self, *, infer: bool = True) -> dict[str, dict[str, int]] | None:
         """Per type label, how many blocks lived how long (under 1 us ... at least 1 s,
         never freed); None for a profile recorded without addresses (each free must
@@ -330,7 +346,8 @@ class Profile:
         alike (totals); else a new one."""
         for key, analysis in self._cache.items():
             filters = key[4]
-            if filters.time == (None, None) and not filters.stop_after_events:
+            spans = isinstance(key[5], tuple) and key[5][:1] == ("spans",)
+            if filters.time == (None, None) and not filters.stop_after_events and not spans:
                 return analysis
         return self._with(Filters()).analysis(infer=False)
 

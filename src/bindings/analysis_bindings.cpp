@@ -196,6 +196,52 @@ py::object timeline_dict(const Session& s) {
   return std::move(d);
 }
 
+// One span's figures from two cumulative snapshots: counts are differences, the
+// peak and live figures the span's own.
+py::dict span_figures(const Session& s, const Figures& now, const Figures* before) {
+  py::dict d;
+  // Signed: a block typed late leaves its untyped group, whose count then falls.
+  auto delta = [&](uint64_t Figures::*field) {
+    return static_cast<int64_t>(now.*field) - static_cast<int64_t>(before ? before->*field : 0);
+  };
+  d["allocations"] = delta(&Figures::allocations);
+  d["objects"] = delta(&Figures::objects);
+  d["bytes"] = delta(&Figures::bytes);
+  d["temporary_allocations"] = delta(&Figures::temporary_allocations);
+  d["peak_bytes"] = now.peak_bytes;
+  d["peak_time_us"] = s.us(now.peak_time);
+  d["live_bytes"] = now.live_bytes;
+  d["live_blocks"] = now.live_blocks;
+  return d;
+}
+
+py::dict indexed_spans(const Session& s, const std::vector<Figures>& now, const std::vector<Figures>* before) {
+  py::dict out;
+  for (size_t i = 0; i < now.size(); ++i)
+    out[py::int_(i)] = span_figures(s, now[i], before && i < before->size() ? &(*before)[i] : nullptr);
+  return out;
+}
+
+py::list bucket_list(const Session& s) {
+  py::list out;
+  const auto& buckets = s.analysis->buckets();
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    const core::BucketSnapshot& now = buckets[k];
+    const core::BucketSnapshot* before = k ? &buckets[k - 1] : nullptr;
+    py::dict d;
+    d["selected"] = span_figures(s, now.selected, before ? &before->selected : nullptr);
+    d["types"] = indexed_spans(s, now.types, before ? &before->types : nullptr);
+    d["function_self"] = indexed_spans(s, now.function_self, before ? &before->function_self : nullptr);
+    d["function_total"] = indexed_spans(s, now.function_total, before ? &before->function_total : nullptr);
+    py::list nodes;
+    for (size_t i = 0; i < now.nodes.size(); ++i)
+      nodes.append(span_figures(s, now.nodes[i], before ? &before->nodes[i] : nullptr));
+    d["nodes"] = nodes;
+    out.append(d);
+  }
+  return out;
+}
+
 SessionPtr run_analysis(std::shared_ptr<format::ProfileFile> file, std::shared_ptr<core::CodeNames> names,
                         AnalysisOptions options, bool progress) {
   auto s = std::make_shared<Session>();
@@ -356,7 +402,7 @@ their thread before it allocated anything else).)doc");
                        std::vector<uint32_t> threads, uint64_t min_size, uint64_t max_size, py::object begin_us,
                        py::object end_us, uint64_t stop_after_events, const std::string& timeline,
                        std::vector<uint32_t> timeline_groups, size_t timeline_points, bool addresses,
-                       bool progress) {
+                       std::vector<uint64_t> bucket_ends_us, std::vector<uint32_t> bucket_nodes, bool progress) {
              AnalysisOptions options;
              options.call_tree = call_tree;
              options.bottom_up = bottom_up;
@@ -376,6 +422,8 @@ their thread before it allocated anything else).)doc");
              options.timeline_groups = std::move(timeline_groups);
              options.timeline_points = timeline_points;
              options.addresses = addresses;
+             for (uint64_t end : bucket_ends_us) options.bucket_ends.push_back(end * 1000 / tick_ns);
+             options.bucket_nodes = std::move(bucket_nodes);
              return run_analysis(std::move(file), std::move(names), std::move(options), progress);
            }),
            py::arg("file"), py::arg("names"), py::kw_only(), py::arg("call_tree") = false,
@@ -385,7 +433,11 @@ their thread before it allocated anything else).)doc");
            py::arg("min_size") = 0, py::arg("max_size") = UINT64_MAX, py::arg("begin_us") = py::none(),
            py::arg("end_us") = py::none(), py::arg("stop_after_events") = 0, py::arg("timeline") = "",
            py::arg("timeline_groups") = std::vector<uint32_t>{}, py::arg("timeline_points") = 2000,
-           py::arg("addresses") = false, py::arg("progress") = false)
+           py::arg("addresses") = false, py::arg("bucket_ends_us") = std::vector<uint64_t>{},
+           py::arg("bucket_nodes") = std::vector<uint32_t>{}, py::arg("progress") = false)
+      .def("buckets", &bucket_list,
+           "Per span of bucket_ends_us: {selected, types: {id: figures}, function_self, function_total, nodes: "
+           "[figures]}, each figures a dict of that span: counts made in it, its peak, live at its end.")
       .def("live_blocks",
            [](const SessionPtr& s) {
              std::vector<core::LiveBlock> blocks = s->analysis->live_blocks();

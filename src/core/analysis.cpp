@@ -332,6 +332,37 @@ void Analysis::unallocate(Placement& p) {
   }
 }
 
+// A span ends: the groups' figures are kept, and their peaks start again from what
+// is live now (the next span's first moment).
+void Analysis::close_bucket(uint64_t next_start) {
+  auto restart = [next_start](Figures& f) {
+    f.peak_bytes = f.live_bytes > 0 ? static_cast<uint64_t>(f.live_bytes) : 0;
+    f.peak_time = next_start;
+  };
+  BucketSnapshot snap;
+  snap.selected = selected_;
+  restart(selected_);
+  for (TypeGroup& g : types_) {
+    snap.types.push_back(g.figures);
+    restart(g.figures);
+  }
+  for (FunctionGroup& g : functions_) {
+    snap.function_self.push_back(g.self);
+    snap.function_total.push_back(g.total);
+    restart(g.self);
+    restart(g.total);
+  }
+  for (uint32_t id : options_.bucket_nodes) {
+    if (id < tree_.size()) {
+      snap.nodes.push_back(tree_.node(id).total);
+      restart(tree_.node(id).total);
+    } else {
+      snap.nodes.push_back(Figures());
+    }
+  }
+  buckets_.push_back(std::move(snap));
+}
+
 // The window opens: what is live then counts as each group's peak so far.
 void Analysis::open_window(uint64_t time) {
   counting_ = true;
@@ -508,8 +539,10 @@ void Analysis::run(const ProgressFn& progress) {
   Event e;
   uint64_t count = 0;
   auto read = [this](int64_t* values) { return read_series(values); };
+  const std::vector<uint64_t>& ends = options_.bucket_ends;
   while (merge_.next(&e)) {
     if (e.time > options_.window_end) break;  // the state at the window's end
+    while (buckets_.size() < ends.size() && e.time > ends[buckets_.size()]) close_bucket(ends[buckets_.size()] + 1);
     if (!counting_ && e.time >= options_.window_begin) open_window(e.time);
     if (timeline_) timeline_->before(e.time, read);
     uint64_t peak = selected_.peak_bytes;
@@ -522,6 +555,7 @@ void Analysis::run(const ProgressFn& progress) {
   }
   ticker.done();
   take_back_unmatched_frees();
+  while (buckets_.size() < ends.size()) close_bucket(ends[buckets_.size()] + 1);
   for (const auto& entry : live_addresses_) count_lifetime(entry.second.placement, UINT64_MAX);
   for (const format::ThreadEvents* stream : merge_.streams())
     if (!stream->error().empty()) warnings_.push_back("damaged events: " + stream->error());

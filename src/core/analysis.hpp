@@ -57,6 +57,19 @@ struct AnalysisOptions {
   // Keep the address of every live block (profiles recorded with addresses): the
   // memory view of the moment the pass stops.
   bool addresses = false;
+  // Spans of time, each ending at one of these ticks (inclusive, ascending): the
+  // figures of every type, function and of these call-tree nodes within each span,
+  // in one pass. In such a pass the groups' own peaks are per span.
+  std::vector<uint64_t> bucket_ends;
+  std::vector<uint32_t> bucket_nodes;
+};
+
+// The cumulative figures of the groups at the end of one span; peaks are the span's.
+struct BucketSnapshot {
+  Figures selected;
+  std::vector<Figures> types;
+  std::vector<Figures> function_self, function_total;
+  std::vector<Figures> nodes;  // of AnalysisOptions::bucket_nodes, in that order
 };
 
 // A live block of the memory view.
@@ -155,6 +168,7 @@ class Analysis : public BlockLedger {
   const Timeline* timeline() const { return timeline_.get(); }
   // The blocks live when the pass stopped, by address (options.addresses).
   std::vector<LiveBlock> live_blocks() const;
+  const std::vector<BucketSnapshot>& buckets() const { return buckets_; }
   uint64_t clock_tick_ns() const { return tick_ns_; }
   // True when some thread recorded calling-context nodes.
   bool has_call_paths() const;
@@ -187,6 +201,7 @@ class Analysis : public BlockLedger {
   int64_t read_series(int64_t* values) const;
   void open_window(uint64_t time);
   void track_address(const format::Event& e);
+  void close_bucket(uint64_t time);
   void count_lifetime(uint64_t placement, uint64_t ticks);
   template <class Change>
   void change_groups(Placement& p, Change&& change);
@@ -222,6 +237,7 @@ class Analysis : public BlockLedger {
   };
   std::unordered_map<uint64_t, LiveAddress> live_addresses_;
   bool counting_ = true;  // inside the window
+  std::vector<BucketSnapshot> buckets_;
   // Hot path: the placements of the thread of the last event.
   uint32_t cached_thread_ = 0;
   std::vector<Placement>* cached_placements_ = nullptr;

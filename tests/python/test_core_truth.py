@@ -342,3 +342,27 @@ def test_header_size_past_the_end_is_an_error(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(ValueError, match=r"bad\.htp: damaged header \(header size 1048576 is past the end"):
         _core.ProfileFile(str(path))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_spans_compose_to_the_whole_run(seed, tmp_path):
+    """One pass cut into spans: counts add up to the whole run's, the largest span peak
+    is the run's peak, and the last span's live figures are those at the end."""
+    rng = random.Random(11000 + seed)
+    sc = generate(rng, threads=3, operations=400)
+    data = write(sc, rng)
+    whole = analyse(sc, data, tmp_path, call_tree=True, infer=False)
+    last = sc.ops[-1].time if sc.ops else 1
+    ends = sorted(set(rng.sample(range(last + 1), min(6, last + 1)))) + [last]
+    spans = analyse(sc, data, tmp_path, call_tree=True, infer=False, bucket_ends_us=ends)
+    buckets = spans.buckets()
+    assert len(buckets) == len(ends)
+    for name in ("allocations", "objects", "bytes", "temporary_allocations"):
+        assert sum(b["selected"][name] for b in buckets) == getattr(whole.selected, name)
+    assert max(b["selected"]["peak_bytes"] for b in buckets) == whole.selected.peak_bytes
+    assert buckets[-1]["selected"]["live_bytes"] == whole.selected.live_bytes
+    labels = {g.id: g.label for g in spans.types}
+    for g in whole.types:
+        per_span = [b["types"].get(i) for b in buckets for i, label in labels.items() if label == g.label]
+        assert sum(f["allocations"] for f in per_span if f) == g.allocations
+        assert max((f["peak_bytes"] for f in per_span if f), default=0) == g.peak_bytes

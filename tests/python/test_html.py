@@ -1,0 +1,278 @@
+"""The HTML report (issue 12), driven in headless Chromium: programs with known
+figures (tests/cpp/lifetimes.cpp, tests/cpp/phases.cpp) and synthetic profiles
+whose names are hostile. Screenshots are kept under artifacts/screenshots/.
+
+lifetimes: f() x100 (one Kilo made and freed each time), g(10) holds ten Kilo
+(peak 10,240 B), h() 50 Quarter temporaries, leak() three Leaked never freed. Its
+run is shorter than one clock tick, so its timeline is one point.
+phases: 100 Alpha, then 50 Beta, then 20 Gamma, each held through a 40 ms sleep.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from callpath_programs import callpath_programs  # noqa: F401 (fixture)
+from conftest import run_profiled
+from html_pages import browser, deep_profile, open_page, svg_x, synthetic_profile  # noqa: F401 (fixture)
+
+import heaptype
+from heaptype.report import timeline_json
+
+LIFETIMES_SERIES = {"(untyped)", "Kilo", "Quarter", "Leaked"}
+HOSTILE_TYPES = ["<script>alert('type')</script>", 'Evil"><img src=x onerror=alert("img")>',
+                 "</script><script>alert('end')</script><!--"]
+HOSTILE_FUNCTIONS = ["<script>alert('function')</script>", "f(\"'</script>)", "g<!--x-->()"]
+
+
+def heaptype_html(*args: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "heaptype", "html", *args], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("html")
+
+
+@pytest.fixture(scope="module")
+def lifetimes(callpath_programs):
+    return callpath_programs.profile_path("lifetimes")
+
+
+@pytest.fixture(scope="module")
+def lifetimes_page(lifetimes, pages) -> Path:
+    page = pages / "lifetimes.html"
+    heaptype_html(str(lifetimes), "-o", str(page))
+    return page
+
+
+@pytest.fixture(scope="module")
+def phases(cpp_programs, pages) -> Path:
+    profile = pages / "phases.htp"
+    done = run_profiled(cpp_programs.program("phases"), profile)
+    assert done.returncode == 0, done.stderr
+    return profile
+
+
+@pytest.fixture(scope="module")
+def phases_page(phases, pages) -> Path:
+    page = pages / "phases.html"
+    heaptype_html(str(phases), "-o", str(page))
+    return page
+
+
+# --- the page of one profile ------------------------------------------------------------
+
+def test_page_loads_without_errors_dialogs_or_network(browser, lifetimes_page):
+    opened = open_page(browser, lifetimes_page)
+    opened.screenshot("lifetimes")
+    assert (opened.errors, opened.dialogs, opened.requests) == ([], [], [])
+    assert "<script src" not in lifetimes_page.read_text()
+
+
+def test_timeline_shows_the_series_and_its_hover_the_exact_peak(browser, lifetimes, lifetimes_page):
+    profile = heaptype.load(lifetimes)
+    expected = {s["name"] for s in timeline_json(profile)["series"]}
+    assert expected == LIFETIMES_SERIES
+    opened = open_page(browser, lifetimes_page)
+    assert set(opened.attributes("#legend .legend-item", "data-series")) == expected
+    assert set(opened.attributes("#timeline path.series", "data-series")) == expected
+
+    marker = opened.page.locator("#timeline .peak-marker").bounding_box()
+    chart = opened.page.locator("#timeline svg").bounding_box()
+    opened.page.mouse.move(marker["x"] + marker["width"] / 2, chart["y"] + chart["height"] / 2)
+    tooltip = opened.page.locator("#tooltip")
+    tooltip.wait_for(state="visible")
+    lines = dict(zip(opened.texts("#tooltip .tip-label"), opened.texts("#tooltip .tip-value")))
+    opened.screenshot("lifetimes-hover-peak")
+    assert lines["total live"] == f"{profile.totals.peak_bytes:,} B"
+    assert lines["Kilo"] == "10,240 B"
+    assert "the peak" in lines.values()
+
+
+def test_flame_graph_holds_the_call_paths_and_types(browser, lifetimes_page):
+    opened = open_page(browser, lifetimes_page)
+    drawn = set(opened.attributes("#flame g.frame", "data-name"))
+    assert {"main", "f()", "g(int)", "h()", "Kilo", "Quarter"} <= drawn
+    assert set(opened.attributes("#flame g.frame.type", "data-name")) >= {"Kilo", "Quarter"}
+    opened.page.check("#metric-temporary_allocations")
+    temporaries = set(opened.attributes("#flame g.frame", "data-name"))
+    opened.screenshot("lifetimes-flame-temporaries")
+    assert {"f()", "h()", "Kilo", "Quarter"} <= temporaries and "g(int)" not in temporaries
+    opened.page.check("#metric-peak_bytes")
+    assert "g(int)" in set(opened.attributes("#flame g.frame", "data-name"))
+
+
+def test_tables_show_the_cli_figures(browser, lifetimes, lifetimes_page):
+    opened = open_page(browser, lifetimes_page)
+    types = opened.table("types-table")
+    # type, allocations, objects, bytes, peak, live at exit, temporaries
+    assert types["Kilo"] == ["Kilo", "110", "110", "110 KiB", "10 KiB", "0 B", "100"]
+    assert types["Leaked"][5] == "144 B"
+    opened.page.click("[data-tab=functions]")
+    functions = opened.table("functions-table")
+    assert functions["g(int)"][6] == "10.1 KiB"  # total peak: ten Kilo and the 80 B array holding them
+    opened.page.click("[data-tab=leaks]")
+    assert opened.table("leaks-table")["Leaked main \u2192 leak()"][1:3] == ["3", "144 B"]
+    opened.page.click("[data-tab=temporaries]")
+    temporaries = opened.table("temporaries-table")
+    assert temporaries["Kilo main \u2192 f()"][1] == "100" and temporaries["Quarter main \u2192 h()"][1] == "50"
+    opened.page.click("[data-tab=memory]")
+    assert "recorded without addresses" in opened.page.text_content("#memory-unavailable")
+    opened.page.click("[data-tab=types]")
+    opened.page.fill("#panel-types input[type=search]", "qua")
+    assert list(opened.table("types-table")) == ["Quarter"]
+    assert opened.errors == []
+
+
+def test_brushing_a_time_range_changes_the_type_table(browser, phases, phases_page):
+    profile = heaptype.load(phases)
+    peaks = {g.label: g.peak_time_us / 1e6 for g in profile.by_type()}
+    opened = open_page(browser, phases_page)
+    assert {"Alpha", "Beta", "Gamma"} <= set(opened.table("types-table"))
+    chart = opened.page.locator("#timeline svg").bounding_box()
+    middle = chart["y"] + chart["height"] / 2
+    # From the chart's start to halfway between Alpha's and Beta's allocations.
+    start = float(opened.page.get_attribute("#timeline svg", "data-t0"))
+    opened.page.mouse.move(svg_x(opened, start) + 1, middle)
+    opened.page.mouse.down()
+    opened.page.mouse.move(svg_x(opened, (peaks["Alpha"] + peaks["Beta"]) / 2), middle, steps=8)
+    opened.page.mouse.up()
+    opened.page.wait_for_function("document.querySelector('#selection').textContent.includes(' to ')")
+    opened.screenshot("phases-brushed")
+    brushed = opened.table("types-table")
+    assert "Alpha" in brushed and "Beta" not in brushed and "Gamma" not in brushed
+    assert brushed["Alpha"][1:3] == ["100", "100"]  # all 100 allocated in the range
+    flame = set(opened.attributes("#flame g.frame.type", "data-name"))
+    assert "Alpha" in flame and "Gamma" not in flame
+    opened.page.click("#clear-selection")
+    assert {"Alpha", "Beta", "Gamma"} <= set(opened.table("types-table"))
+    assert opened.errors == []
+
+
+def test_clicking_a_series_filters_by_its_type(browser, phases_page):
+    opened = open_page(browser, phases_page)
+    opened.page.click("#legend [data-series=Beta]")
+    assert list(opened.table("types-table")) == ["Beta"]
+    assert set(opened.attributes("#flame g.frame.type", "data-name")) == {"Beta"}
+    opened.page.click("[data-tab=functions]")
+    assert "phase_beta()" not in opened.table("functions-table")  # it calls hold<Beta, 50>, which allocates
+    assert any("Beta" in name for name in opened.table("functions-table"))
+    opened.screenshot("phases-type-beta")
+    assert opened.errors == []
+
+
+# --- hostile names ----------------------------------------------------------------------------
+
+def test_names_holding_markup_are_text_and_never_run(browser, tmp_path):
+    from heaptype.html import report_html, write_html
+
+    profile = synthetic_profile(tmp_path / "evil<b>name.htp", functions=HOSTILE_FUNCTIONS, types=HOSTILE_TYPES,
+                                program="/bin/<script>alert('program')</script>")
+    page = write_html(report_html(profile), tmp_path / "evil.html")
+    opened = open_page(browser, page)
+    opened.screenshot("hostile-names")
+    assert opened.dialogs == [] and opened.errors == []
+    assert set(opened.table("types-table")) == set(HOSTILE_TYPES)
+    assert {cells[0] for cells in opened.table("types-table").values()} == set(HOSTILE_TYPES)
+    assert set(HOSTILE_FUNCTIONS + HOSTILE_TYPES) <= set(opened.attributes("#flame g.frame", "data-name"))
+    assert "<script>alert('program')</script>" in opened.page.text_content("#head-lines")
+    assert opened.page.text_content("h1") == "HeapType report: evil<b>name.htp"
+    assert opened.page.eval_on_selector_all("img", "n => n.length") == 0
+    # Hovering and brushing render names too.
+    opened.page.hover("#flame g.frame.type")
+    assert opened.dialogs == []
+
+
+# --- the diff page -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def diff_page(callpath_programs, pages) -> Path:
+    ten = callpath_programs.profile_path("lifetimes", "auto", ("10",))
+    twenty = callpath_programs.profile_path("lifetimes", "auto", ("20",))
+    page = pages / "diff.html"
+    heaptype_html("--diff", str(ten), str(twenty), "-o", str(page))
+    return page
+
+
+def test_diff_page_shows_the_delta(browser, diff_page):
+    opened = open_page(browser, diff_page)
+    opened.screenshot("lifetimes-diff")
+    assert opened.errors == []
+    kilo = opened.table("diff-types-table")["Kilo"]
+    # type, peak A, peak B, peak delta, change, allocs A, allocs B, bytes delta
+    assert kilo[1:5] == ["10 KiB", "20 KiB", "+10,240 B", "+100.0%"]
+    assert kilo[5:7] == ["110", "120"]
+    fill = opened.page.eval_on_selector('#flame g.frame[data-name="g(int)"] rect', "r => getComputedStyle(r).fill")
+    red, green, _ = (int(v) for v in re.findall(r"\d+", fill)[:3])
+    assert red > green + 60  # grew: red
+    unchanged = opened.page.eval_on_selector('#flame g.frame[data-name="h()"] rect', "r => getComputedStyle(r).fill")
+    assert unchanged == "rgb(232, 232, 232)"
+    opened.page.click("[data-tab=functions]")
+    assert opened.table("diff-functions-table")["g(int)"][5:7] == ["11", "21"]  # n Kilo and the array of them
+
+
+# --- the page's data, without a browser --------------------------------------------------------
+
+def test_embedded_data_cannot_end_its_script_element():
+    from heaptype.html.render import script_json
+
+    data = {"names": HOSTILE_TYPES + ["\u2028", "a&b"]}
+    text = str(script_json(data))
+    assert "</" not in text and "<!--" not in text and "<" not in text and "\u2028" not in text
+    assert json.loads(text) == data
+
+
+def test_time_buckets_compose_to_the_whole_run(phases):
+    """Counts add up over the buckets, the peak is the largest bucket's, live figures
+    are the last bucket's: the whole run's figures, exactly."""
+    from heaptype.html.data import report_data
+
+    profile = heaptype.load(phases)
+    data = report_data(profile, ranges=12)
+    edges = data["ranges"]["edges_s"]
+    assert len(edges) == 13 and edges == sorted(edges)
+    for row, buckets in zip(data["types"]["rows"], data["ranges"]["types"]):
+        assert sum(buckets["allocations"]) == row["allocations"]
+        assert sum(buckets["bytes"]) == row["bytes"]
+        assert max(buckets["peak_bytes"]) == row["peak_bytes"]
+        assert buckets["live_bytes"][-1] == row["live_bytes"]
+        assert sum(buckets["temporary_allocations"]) == row["temporary_allocations"]
+    flame = data["flame"]
+    for i, buckets in enumerate(data["ranges"]["nodes"]):
+        assert sum(buckets["allocations"]) == flame["figures"]["allocations"][i]
+        assert max(buckets["peak_bytes"]) == flame["figures"]["peak_bytes"][i]
+
+
+def test_no_time_ranges_on_request(phases):
+    from heaptype.html.data import report_data
+
+    data = report_data(heaptype.load(phases), ranges=0)
+    assert data["ranges"] is None and data["ranges_requested"] == 0
+
+
+def test_bucket_edges():
+    from heaptype.html.ranges import bucket_ticks
+
+    assert bucket_ticks(0, 24) == []                      # one tick: nothing to brush
+    assert bucket_ticks(1, 24) == [0, 1, 2]               # two ticks: two buckets
+    assert bucket_ticks(99, 4) == [0, 25, 50, 75, 100]
+    edges = bucket_ticks(1000, 24)
+    assert len(edges) == 25 and edges[0] == 0 and edges[-1] == 1001 and all(b > a for a, b in zip(edges, edges[1:]))
+
+
+def test_a_deep_tree_is_cut_to_what_a_page_carries(tmp_path):
+    from heaptype.html.flame import MAX_NODES, flame_json, keep_nodes
+
+    profile = deep_profile(tmp_path / "deep.htp", 10_000, "Deep")
+    flame = flame_json(keep_nodes(profile.call_tree()))
+    assert len(flame["parent"]) == MAX_NODES and flame["cut"] == 1
+    assert all(p < i for i, p in enumerate(flame["parent"]))

@@ -628,3 +628,25 @@ def test_gtest_listing_is_parsed_like_googletest_prints_it():
           Never
         """)
     assert parse_gtest_list(listing) == ["Math.Add", "Typed/0.Grows", "Param/Sizes.Fits/0", "Param/Sizes.Fits/1"]
+
+
+@pytest.mark.parametrize("name, folded", [
+    ("std::map<std::__cxx11::basic_string<char>, int>", "std::map<…>"),
+    ("std::vector<int>", "std::vector<int>"),                       # short lists stay whole
+    ("std::_Rb_tree_node<std::pair<int const, int>>", "std::_Rb_tree_node<…>"),
+    ("void std::vector<Record, std::allocator<Record>>::reserve(unsigned long)",
+     "void std::vector<…>::reserve(unsigned long)"),
+    ("bool operator<(Key const&, Key const&)", "bool operator<(Key const&, Key const&)"),
+    ("std::ostream& operator<<(std::ostream&, Point const&)", "std::ostream& operator<<(std::ostream&, Point const&)"),
+    ("Small", "Small"),
+])
+def test_long_template_argument_lists_fold(name, folded):
+    assert hb.fold_templates(name) == folded
+
+
+def test_call_paths_fold_across_lines_before_a_frame_that_would_pass_the_width():
+    frames = ["main", "run_all_tests()", "Suite5_Case2_Test::TestBody()", "leak_widget()"]
+    assert hb.fold_path(frames, prefix="    1. 40 B leaked: ", indent=9, width=60) == [
+        "    1. 40 B leaked: main > run_all_tests()",
+        "         > Suite5_Case2_Test::TestBody() > leak_widget()"]
+    assert hb.fold_path(frames, prefix="", indent=0) == [" > ".join(frames)]

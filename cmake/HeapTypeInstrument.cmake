@@ -118,7 +118,9 @@ function(heaptype_instrument target)
                            CALLSTACK ${HT_CALLSTACK} EXCLUDE ${HT_EXCLUDE})
   target_compile_options(${target} PRIVATE ${options})
   if(type STREQUAL "EXECUTABLE")
-    target_link_libraries(${target} PRIVATE HeapType::runtime)
+    # The LINK_LIBRARIES property, not target_link_libraries(): CMake refuses to mix
+    # its plain and keyword signatures on one target, and existing projects use both.
+    set_property(TARGET ${target} APPEND PROPERTY LINK_LIBRARIES HeapType::runtime)
   endif()
   if(HT_MAP_FILE AND type MATCHES "^(EXECUTABLE|SHARED_LIBRARY|MODULE_LIBRARY)$")
     target_link_options(${target} PRIVATE "LINKER:-Map=$<TARGET_FILE:${target}>.map")

@@ -26,6 +26,16 @@ def require_tool(name: str) -> str:
     pytest.skip(message)
 
 
+def require_file(path: str, package: str) -> Path:
+    """Like require_tool, for a file a package installs (a library's header)."""
+    if Path(path).exists():
+        return Path(path)
+    message = f"{path} is missing: install {package}"
+    if os.environ.get("HEAPTYPE_REQUIRE_TOOLS") == "1":
+        pytest.fail(f"{message} (HEAPTYPE_REQUIRE_TOOLS=1)", pytrace=False)
+    pytest.skip(message)
+
+
 def run_once(marker: Path, make: Callable[[], None]) -> None:
     """Runs `make` unless `marker` exists, then creates it: once per test session
     even when pytest-xdist workers share the directory (they wait on an flock of

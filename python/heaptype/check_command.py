@@ -46,6 +46,8 @@ def add_check_parser(subparsers) -> argparse.ArgumentParser:
                        help="whose budgets to apply: a [[tests]] name, matched like CTest names "
                             "(default: the only test of the file, or the one whose program wrote the profile)")
     check.add_argument("-q", "--quiet", action="store_true", help="print nothing when within budget")
+    check.add_argument("--full-names", action="store_true",
+                       help="show template names whole (by default long argument lists fold to <…>)")
     check.set_defaults(handler=cmd_check)
     return check
 
@@ -58,8 +60,7 @@ def cmd_check(args) -> int:
     for message in evaluation.warnings:
         print(f"heaptype: warning: {message}", file=sys.stderr)
     table = ["  " + line for line in hb.render_table(
-        ("type", "peak", "bytes", "allocations", "leaked", "limit", "verdict"),
-        hb.evaluation_rows(evaluation, evaluation.shown_labels(budget)), numeric=(1, 2, 3, 4))]
+        hb.MEASURED_HEADER, hb.evaluation_rows(evaluation, evaluation.shown_labels(budget)), numeric=(1, 2, 3, 4))]
     if evaluation.passed:
         if not args.quiet:
             checked = len(evaluation.limits)
@@ -67,9 +68,9 @@ def cmd_check(args) -> int:
                   f"profile {args.profile})")
             print("\n".join(table))
         return 0
-    print(hb.failure_text(evaluation, call_paths=hb.profile_call_paths(profile)))
+    print(hb.failure_text(evaluation, call_paths=hb.profile_call_paths(profile), full_names=args.full_names))
     print("  measured:")
-    print("\n".join("  " + line for line in table))
+    print("\n".join("    " + line for line in hb.measured_lines(evaluation, budget, full_names=args.full_names)))
     return EXIT_OVER_BUDGET
 
 

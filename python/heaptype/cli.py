@@ -274,7 +274,7 @@ def cmd_run(args) -> int:
     from .check_command import cmd_check
 
     verdict = cmd_check(argparse.Namespace(profile=str(run.profile_path), budget=args.budget, test=args.budget_test,
-                                           quiet=False))
+                                           quiet=False, full_names=False))
     if run.exit_status != 0:
         print(f"heaptype: {command[0]} failed ({run.exit_text()})", file=sys.stderr)
         return run.exit_status

@@ -449,13 +449,15 @@ def _timeline_groups(analysis: "_core.Analysis", by: str) -> list[tuple[int, str
             if figures.allocations]
 
 
-def load(path: str | os.PathLike, map_files: dict[str, str] | None = None) -> Profile:
+def load(path: str | os.PathLike, map_files: dict[str, str] | None = None, *, naming=code_names) -> Profile:
     """Open the profile at ``path``: its header and chunk index are read now, its
     events by the first view asked for.
 
     ``map_files`` maps module paths (or base names) to linker map files, for
     stripped binaries; the key "" stands for the profiled executable. A file cut
     short loads up to its last whole chunk, with a warning in ``Profile.warnings``.
+    ``naming(raw, map_files) -> (code names, symbolizer)`` names its addresses (a
+    ``heaptype.budget.session.SessionNames`` reuses per-binary tables across profiles).
     """
     path = os.fspath(path)
     try:
@@ -472,5 +474,5 @@ def load(path: str | os.PathLike, map_files: dict[str, str] | None = None) -> Pr
     if map_files and "" in map_files:
         map_files = {k: v for k, v in map_files.items() if k} | {raw.executable: map_files[""]}
     warnings += rebuilt_modules(raw)
-    names, symbolizer = code_names(raw, map_files)
+    names, symbolizer = naming(raw, map_files)
     return Profile(path, raw, names, warnings, symbolizer=symbolizer)

@@ -9,18 +9,23 @@ Nothing happens unless asked:
   ``[ctest]`` in that file turns the tests of a CMake build tree into items too.
 - the ``heap_profile`` fixture runs native programs from Python tests, and the
   ``heap_budget(...)`` marker sets budgets for what they allocate.
+- ``heap_budget(...)`` on a test without the fixture budgets the native code the test
+  calls in this process, when the HeapType runtime is loaded here (``inprocess``).
 - ``--heap-baseline FILE`` compares every measured test with stored figures,
   ``--heap-compare-fail peak:5%`` fails the tests that grew past a threshold, and
   ``--heap-save-baseline`` writes the figures of this run.
 
 Measurements travel on the test reports (``report.heaptype``), so the end-of-run
-summary, the baseline and ``$GITHUB_STEP_SUMMARY`` are written once, by the process
-that sees every report: the xdist controller under ``pytest -n``. The budget logic
-itself lives in ``heaptype.budget``, shared with ``heaptype check`` and Bazel.
+summary, the report files, the baseline and the warnings about budget patterns are
+written once, by the process that sees every report: the xdist controller under
+``pytest -n`` (``budget_outputs``). The budget logic itself lives in ``heaptype.budget``,
+shared with ``heaptype check`` and Bazel; per-binary work (a test binary's type names)
+is done once per process (``heaptype.budget.session``).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -36,6 +41,9 @@ from typing import Any, Iterator
 import pytest
 
 from . import budget as hb
+from . import budget_outputs as outputs
+from .budget.session import SessionNames
+from .inprocess import InProcessRuntime, TestWindow
 from .runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_profiled
 
 GTEST_MARKER = b"gtest_list_tests"
@@ -56,15 +64,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--heap-baseline", metavar="FILE", default=None,
                     help="JSON file of stored figures: compare every measured test with it")
     group.addoption("--heap-save-baseline", action="store_true", default=False,
-                    help="write this run's figures to the --heap-baseline file (measured tests replace "
-                         "theirs, others are kept)")
+                    help="rewrite the --heap-baseline file with this run's figures (the totals, the budgeted "
+                         "types and the top types of each test)")
     group.addoption("--heap-compare-fail", metavar="FIELD:AMOUNT", action="append", default=[],
                     help="fail a test whose FIELD (peak, bytes, allocations, leaked) grew over the baseline "
                          "by more than AMOUNT: a percentage (peak:5%%) or an amount (bytes:1MiB); repeatable")
+    group.addoption("--heap-baseline-top", metavar="N", type=int, default=None,
+                    help=f"types per test a saved baseline keeps besides the budgeted ones and the totals "
+                         f"(default {hb.BASELINE_TOP})")
+    group.addoption("--heap-default-peak", metavar="SIZE", default=None,
+                    help="a (total) peak limit for every test that sets none of its own, e.g. 256MiB")
+    group.addoption("--heap-leaks", action="store_true", default=False,
+                    help="leaked = 0 for every typed row of every test that sets no leaked limit of its own")
     group.addoption("--heap-summary", choices=("auto", "no"), default="auto",
                     help="the end-of-run heap summary table (default: auto, when anything was measured)")
+    group.addoption("--heap-summary-rows", metavar="N", type=int, default=20,
+                    help="rows of the summary table: the failing rows, then those closest to their limits "
+                         "(default 20; the report files hold every row)")
+    group.addoption("--heap-report", metavar="FILE.md", default=None,
+                    help="write every verdict, failure and baseline change as Markdown (e.g. $GITHUB_STEP_SUMMARY)")
+    group.addoption("--heap-json", metavar="FILE", default=None,
+                    help="write every measured test's figures, verdict and failure text as JSON")
+    group.addoption("--heap-full-names", action="store_true", default=False,
+                    help="show template names whole in failure texts (by default long argument lists fold to <…>)")
     parser.addini("heap_budget_file", "budget file for --heap-budget (default: heap-budget.toml in the rootdir)")
     parser.addini("heap_baseline", "baseline file for --heap-compare-fail / --heap-save-baseline")
+    parser.addini("heap_baseline_top", f"types per test a saved baseline keeps (default {hb.BASELINE_TOP})")
 
 
 STATE = pytest.StashKey["HeapState"]()
@@ -91,15 +116,27 @@ class HeapState:
         self.save_baseline = option.heap_save_baseline
         self.thresholds = self._thresholds(option.heap_compare_fail)
         self.baseline = self._baseline()
+        self.baseline_top = self._baseline_top(option.heap_baseline_top)
+        self.command_line_rules = self._command_line_rules(option.heap_default_peak, option.heap_leaks)
+        self.full_names = option.heap_full_names
+        self.summary_rows = max(option.heap_summary_rows, 1)
+        self.report_path = self._path(option.heap_report, None)
+        self.json_path = self._path(option.heap_json, None)
         self.records: list[dict] = []
         self.saved_baseline: Path | None = None
+        self.names = SessionNames()  # per-binary tables, for every profile this process loads
+        self.pattern_hints: dict = {}  # close type names of each unmatched budget pattern, found once
+        self.leaks = option.heap_leaks
+        self._runtime: InProcessRuntime | None | bool = False  # looked for when first needed
+        if "heaptype" in os.environ.get("LD_PRELOAD", ""):
+            self.runtime()  # preloaded: stop recording pytest itself until a test asks
 
-    def _path(self, option: str | None, ini: str) -> Path | None:
+    def _path(self, option: str | None, ini: str | None) -> Path | None:
         """A path from the command line (relative to where pytest was started) or from
         the ini file (relative to that file)."""
         if option:
             return (self.config.invocation_params.dir / option).resolve()
-        value = self.config.getini(ini)
+        value = self.config.getini(ini) if ini else None
         if not value:
             return None
         base = self.config.inipath.parent if self.config.inipath else self.config.rootpath
@@ -132,6 +169,40 @@ class HeapState:
         except hb.BudgetError as e:
             raise pytest.UsageError(f"--heap-baseline: {e}") from None
 
+    def runtime(self) -> InProcessRuntime | None:
+        """The HeapType runtime loaded in this process (LD_PRELOAD, or a ctypes library
+        that links it), found once; it records only while a test asks for it."""
+        if self._runtime is False:
+            self._runtime = InProcessRuntime.find()
+            if self._runtime is not None:
+                self._runtime.stop()
+        return self._runtime
+
+    def _baseline_top(self, option: int | None) -> int:
+        value = option if option is not None else (self.config.getini("heap_baseline_top") or hb.BASELINE_TOP)
+        try:
+            top = int(value)
+        except ValueError:
+            raise pytest.UsageError(f"heap_baseline_top: {value!r} is not a whole number") from None
+        if top < 0:
+            raise pytest.UsageError(f"--heap-baseline-top: {top} cannot be negative")
+        return top
+
+    @staticmethod
+    def _command_line_rules(default_peak: str | None, leaks: bool) -> list[hb.Rule]:
+        """--heap-default-peak and --heap-leaks as the least specific rules of every
+        budget: a test's file entry, [defaults] or marker that sets the limit wins."""
+        rules = []
+        if default_peak is not None:
+            try:
+                peak = hb.parse_size(default_peak)
+            except ValueError as e:
+                raise pytest.UsageError(f"--heap-default-peak: {e}") from None
+            rules.append(hb.command_line_rule(hb.TOTAL, "peak", peak, f"--heap-default-peak={default_peak}"))
+        if leaks:
+            rules.append(hb.command_line_rule(None, "leaked", 0, "--heap-leaks"))
+        return rules
+
     @property
     def is_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
@@ -144,7 +215,8 @@ class HeapState:
         return self._profile_dir
 
     def thresholds_for(self, budget: hb.Budget) -> hb.Budget:
-        return budget.with_thresholds(self.thresholds)
+        """A budget with the command line's thresholds and limits added."""
+        return budget.with_thresholds(self.thresholds).with_rules(self.command_line_rules)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -307,6 +379,7 @@ class HeapRun:
     name: str = ""
     timeout: float | None = None
     expect: Any = 0                # exit status expected: a number, "nonzero", or None (not judged)
+    names: SessionNames | None = None  # the session's per-binary tables
     _profile: Any = None
 
     @property
@@ -315,7 +388,7 @@ class HeapRun:
         if self._profile is None:
             if self.profile_path is None:
                 raise RunProblem(no_profile_text(self))
-            self._profile = load_profile(self.profile_path)
+            self._profile = load_profile(self.profile_path, self.names)
         return self._profile
 
     @property
@@ -324,7 +397,7 @@ class HeapRun:
 
 
 def run_program(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float | None,
-                out_dir: Path, name: str = "") -> HeapRun:
+                out_dir: Path, name: str = "", names: SessionNames | None = None) -> HeapRun:
     """Run a command with profiling on (heaptype.runner, as `heaptype run` does); the
     profile lands in ``out_dir``. The caller's HEAPTYPE_* settings are dropped: a
     budget must not depend on who runs it."""
@@ -340,7 +413,7 @@ def run_program(command: list[str], *, cwd: Path, env: dict[str, str], timeout: 
         raise RunProblem(f"the command started {len(done.other_profiles)} profiled processes ({names}) in {out_dir}: "
                          "budgets apply to one process; run the program itself, not a wrapper")
     return HeapRun(done.command, done.returncode, done.stdout or "", done.stderr or "", done.profile_path,
-                   done.duration, done.timed_out, name, timeout)
+                   done.duration, done.timed_out, name, timeout, names=names)
 
 
 def no_profile_text(run: HeapRun) -> str:
@@ -349,11 +422,11 @@ def no_profile_text(run: HeapRun) -> str:
             f"Fix: {NOT_INSTRUMENTED_FIX}")
 
 
-def load_profile(path: Path):
-    from .profile import ProfileError, load
+def load_profile(path: Path, names: SessionNames | None = None):
+    from .profile import ProfileError
 
     try:
-        return load(path)
+        return (names or SessionNames()).load(path)
     except ProfileError as e:
         raise RunProblem(f"cannot read the profile: {e}") from None
 
@@ -368,26 +441,34 @@ def safe_name(nodeid: str) -> str:
 
 # --- verdicts and records ---------------------------------------------------------------------
 
-def judge(state: HeapState, test: str, budget: hb.Budget, run: HeapRun) -> tuple[dict, str | None]:
-    """Evaluate one run: its record for summaries, and its failure text (None: passed)."""
+def judge(state: HeapState, test: str, budget: hb.Budget, run: HeapRun,
+          figures: dict[str, hb.Figures] | None = None) -> tuple[dict, str | None]:
+    """Evaluate one run: its record for summaries, and its failure text (None: passed).
+    ``figures``: the rows when they are not the whole profile's (a test in this
+    process). Warnings about budget patterns wait for the end of the session: a
+    pattern that matches in some other test is no mistake."""
     profile = run.profile
-    figures = hb.measure(profile)
-    evaluation = hb.evaluate(budget, figures, profile_path=str(run.profile_path), complete=profile.complete)
-    for message in evaluation.warnings:
-        warnings.warn(hb.HeapBudgetWarning(message))
+    evaluation = hb.evaluate(budget, hb.measure(profile) if figures is None else figures,
+                             profile_path=str(run.profile_path), complete=profile.complete, hints=state.pattern_hints)
+    shown = set(evaluation.shown_labels(budget))
+    kept = hb.kept_labels(evaluation.figures, shown, state.baseline_top)
     comparison = None
     if state.baseline is not None:
-        comparison = hb.compare(test, figures, state.baseline.figures(test), budget.thresholds)
+        comparison = hb.compare(test, evaluation.figures, state.baseline.figures(test), budget.thresholds, kept)
     problem = process_problem(run, budget.test)
-    record = make_record(test, budget, evaluation, comparison, problem=problem[0] if problem else None)
+    record = make_record(test, budget, evaluation, comparison, kept, problem=problem[0] if problem else None)
     problems = [problem[1]] if problem else []
     if evaluation.passed and not problems and not (comparison and comparison.regressions):
         return record, None
     text = hb.failure_text(evaluation, call_paths=hb.profile_call_paths(profile),
                            regressions=comparison.regressions if comparison else (),
-                           baseline=str(state.baseline_path) if comparison else None)
+                           baseline=str(state.baseline_path) if comparison else None, full_names=state.full_names)
+    measured = ["  measured:"] + ["    " + line for line in hb.measured_lines(evaluation, budget,
+                                                                              full_names=state.full_names)]
+    failure = "\n".join(problems + [text] + measured + command_text(run))
     record["passed"] = False
-    return record, "\n".join(problems + [text, measured_text(evaluation, budget)] + command_text(run))
+    record["failure"] = failure
+    return record, failure
 
 
 def process_problem(run: HeapRun, test: str) -> tuple[str, str] | None:
@@ -410,26 +491,18 @@ def process_problem(run: HeapRun, test: str) -> tuple[str, str] | None:
     return None
 
 
-def measured_text(evaluation: hb.Evaluation, budget: hb.Budget, largest: int = 5) -> str:
-    """The figures of the rows with limits, and of the largest rows by peak (a crash or
-    a regression is easier to read next to what the program held)."""
-    labels = set(evaluation.shown_labels(budget))
-    by_peak = sorted((label for label in evaluation.figures if label != hb.TOTAL),
-                     key=lambda label: (-evaluation.figures[label].peak, label))
-    labels |= set(by_peak[:largest])
-    rows = hb.evaluation_rows(evaluation, hb.sort_labels(labels))
-    return "\n".join(["  measured:"] + ["    " + line for line in hb.render_table(
-        ("type", "peak", "bytes", "allocations", "leaked", "limit", "verdict"), rows, numeric=(1, 2, 3, 4))])
-
-
 def command_text(run: HeapRun) -> list[str]:
+    if run.profile_path is not None and run.command[0].startswith("(this process"):
+        return [f"  ran in {run.command[0][1:-1]}"]
     return [f"  command: {shlex.join(run.command)}"]
 
 
 def make_record(test: str, budget: hb.Budget, evaluation: hb.Evaluation, comparison: hb.Comparison | None,
-                problem: str | None = None) -> dict:
+                kept: list[str], problem: str | None = None) -> dict:
     """What a test measured, as plain data: it travels on the report (also from xdist
-    workers) to the summary, the baseline and the JUnit properties."""
+    workers) to the summary, the report files, the baseline and the JUnit properties.
+    It holds the rows a baseline keeps (the totals, the budgeted rows, the largest),
+    not every type of the profile."""
     regressed = {c.type for c in comparison.regressions} if comparison else set()
     shown = hb.sort_labels(set(evaluation.shown_labels(budget)) | regressed)
     rows = hb.evaluation_rows(evaluation, shown)
@@ -443,13 +516,28 @@ def make_record(test: str, budget: hb.Budget, evaluation: hb.Evaluation, compari
         "passed": evaluation.passed and not (comparison and comparison.regressions),
         "complete": evaluation.complete,
         "profile": evaluation.profile_path,
-        "figures": {label: figs.as_dict() for label, figs in evaluation.figures.items()},
+        "figures": {label: list(evaluation.figures[label]) for label in sorted(set(kept) | set(shown))},
         "shown": shown,
         "rows": [[test] + row for row in rows],
+        "usage": [limit_usage(evaluation, label) for label in shown],
         "changes": [{"type": c.type, "field": c.field, "verdict": c.verdict, "text": c.text()}
                     for c in (comparison.changes if comparison else [])],
         "in_baseline": comparison.in_baseline if comparison else None,
+        "matched": sorted(evaluation.matched_patterns),
+        "unmatched": [{"key": u.key, "pattern": u.pattern, "origin": u.origin, "close": list(u.close),
+                       "typed_rows": u.typed_rows} for u in evaluation.unmatched],
+        "failure": None,
     }
+
+
+def limit_usage(evaluation: hb.Evaluation, label: str) -> float:
+    """How close a row came to its tightest limit (1.0: at the limit; over 1: over)."""
+    figures = evaluation.figures[label]
+    usage = 0.0
+    for name, limit in evaluation.limits.get(label, {}).items():
+        measured = figures.get(name)
+        usage = max(usage, measured / limit.value if limit.value else (float("inf") if measured else 0.0))
+    return usage
 
 
 def add_properties(item: pytest.Item, record: dict) -> None:
@@ -457,7 +545,7 @@ def add_properties(item: pytest.Item, record: dict) -> None:
     the run too, `heaptype[second].peak[Foo]`, when a test ran several programs)."""
     run = record["test"][len(item.nodeid):] if record["test"].startswith(item.nodeid) else ""
     for label in record["shown"]:
-        for name, value in record["figures"][label].items():
+        for name, value in zip(hb.FIELDS, record["figures"][label]):
             item.user_properties.append((f"heaptype{run}.{name}[{label}]", value))
 
 
@@ -484,7 +572,7 @@ class BudgetItem(pytest.Item):
         budget = self.budget.named(self.nodeid)
         try:
             run = run_program(self.spec.command, cwd=self.spec.cwd, env=self.spec.env, timeout=self.spec.timeout,
-                              out_dir=state.profile_dir() / safe_name(self.nodeid), name=self.name)
+                              out_dir=state.profile_dir() / safe_name(self.nodeid), name=self.name, names=state.names)
             run.expect = self.spec.expect
             self._output_sections(run)
             record, failure = judge(state, self.nodeid, budget, run)
@@ -542,8 +630,15 @@ def discover_ctest(settings: hb.CTestSettings) -> list[CTestCase]:
         raise DiscoveryError(f"build_dir {settings.build_dir} {state}: configure and build the project first "
                              "(with enable_testing() and add_test())")
     command = [ctest, "--show-only=json-v1"] + (["-C", settings.configuration] if settings.configuration else [])
+    # gtest_discover_tests(... DISCOVERY_MODE PRE_TEST) lists a binary's cases when
+    # ctest first needs them: xdist workers must not race to it (they would collect
+    # different tests), and the listing run of an instrumented binary writes no profile.
+    environment = {**os.environ, "HEAPTYPE_DISABLE": "1"}
     try:
-        done = subprocess.run(command, cwd=settings.build_dir, capture_output=True, text=True, timeout=LIST_TIMEOUT)
+        with open(settings.build_dir / ".heaptype-discovery.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            done = subprocess.run(command, cwd=settings.build_dir, capture_output=True, text=True,
+                                  timeout=LIST_TIMEOUT, env=environment)
     except subprocess.TimeoutExpired:
         raise DiscoveryError(f"`{shlex.join(command)}` did not finish in {LIST_TIMEOUT} s") from None
     if done.returncode != 0:
@@ -667,7 +762,7 @@ class HeapProfiler:
         out_dir = self._state.profile_dir() / safe_name(self._item.nodeid) / f"{len(self.runs) + 1}-{safe_name(name)}"
         try:
             run = run_program(command, cwd=Path(cwd or os.getcwd()), env={k: str(v) for k, v in (env or {}).items()},
-                              timeout=timeout, out_dir=out_dir, name=name)
+                              timeout=timeout, out_dir=out_dir, name=name, names=self._state.names)
             if run.profile_path is None:
                 raise RunProblem(no_profile_text(run))
             run.profile  # noqa: B018 - load now, so a bad profile fails here, where it was run
@@ -757,15 +852,27 @@ def marker_budget(item: pytest.Item) -> dict | None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
-    result = yield
-    profiler = item.stash.get(PROFILER, None)
+    state: HeapState = item.config.stash[STATE]
     try:
         spec = marker_budget(item)
     except hb.BudgetError as e:
+        spec = None
         pytest.fail(str(e), pytrace=False)
+    window = _in_process_window(item, state, spec)
+    try:
+        result = yield
+    finally:
+        outcome = _end_window(item, state, spec, window) if window is not None else None
+    profiler = item.stash.get(PROFILER, None)
+    if window is not None:
+        if outcome:
+            pytest.fail(outcome, pytrace=False)
+        return result
     if spec is not None and profiler is None:
-        pytest.fail(f"{item.nodeid}: @pytest.mark.heap_budget needs the heap_profile fixture: run the native "
-                    "program with heap_profile.run([...]) so that there is a profile to check", pytrace=False)
+        pytest.fail(f"{item.nodeid}: @pytest.mark.heap_budget needs a profile: run the native program with the "
+                    "heap_profile fixture (heap_profile.run([...])), or load the HeapType runtime into this Python "
+                    "process to budget native code it calls through ctypes or pybind11 (LD_PRELOAD="
+                    "$(heaptype --lib-dir)/libheaptype.so python -m pytest ...)", pytrace=False)
     if profiler is not None and profiler.runs:
         try:
             failures = profiler.finish(spec)
@@ -779,6 +886,37 @@ def pytest_runtest_call(item: pytest.Item):
         pytest.fail(f"{item.nodeid}: @pytest.mark.heap_budget: the test ran no program with heap_profile.run",
                     pytrace=False)
     return result
+
+
+def _in_process_window(item: pytest.Item, state: HeapState, spec: dict | None) -> TestWindow | None:
+    """Record this test in this process when it has heap_budget markers but no
+    heap_profile fixture (it calls native code itself), or when --heap-leaks asks for
+    every test, and the HeapType runtime is loaded here."""
+    if isinstance(item, BudgetItem) or "heap_profile" in getattr(item, "fixturenames", ()):
+        return None
+    if spec is None and not state.leaks:
+        return None
+    runtime = state.runtime()
+    if runtime is None:
+        return None
+    window = TestWindow(runtime, state.profile_dir() / safe_name(item.nodeid))
+    window.begin(state.names)
+    return window
+
+
+def _end_window(item: pytest.Item, state: HeapState, spec: dict | None, window: TestWindow) -> str | None:
+    """Stop recording the test and judge what it allocated: its failure text, if any."""
+    profile, figures = window.end(state.names)
+    try:
+        budget = hb.budget_from_mapping(item.nodeid, spec or {}, f"{item.nodeid}: heap_budget marker")
+    except hb.BudgetError as e:
+        return str(e)
+    run = HeapRun([f"(this process, runtime from {window.runtime.where})"], 0, "", "", Path(profile.path), 0.0,
+                  expect=None, names=state.names)
+    run._profile = profile
+    record, failure = judge(state, item.nodeid, state.thresholds_for(budget), run, figures=figures)
+    remember(item, record)
+    return failure
 
 
 @pytest.hookimpl(wrapper=True)
@@ -796,10 +934,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 class HeapSession:
     """The run's collector of measurements, registered as a plugin in pytest_configure:
     it sees every test report (under xdist, the workers' reports arrive here at the
-    controller), and writes the summary, the baseline and the GitHub summary once."""
+    controller), and writes the summary, the report files and the baseline once."""
 
     def __init__(self, state: HeapState):
         self.state = state
+        self.pattern_warnings: list[str] = []
+        self.errors: list[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         records = getattr(report, "heaptype", None)
@@ -810,84 +950,96 @@ class HeapSession:
         state = self.state
         if state.is_worker or not state.records:
             return
+        self._warn_unmatched(session)
         if state.save_baseline:
-            baseline = _existing_baseline(state.baseline_path)
-            baseline.update({r["test"]: {label: hb.Figures.from_dict(f) for label, f in r["figures"].items()}
-                             for r in state.records})
-            baseline.save()
+            outputs.save_baseline(state.baseline_path, state.records)
             state.saved_baseline = state.baseline_path
+        if state.report_path:
+            self._write(state.report_path, "\n".join(outputs.markdown_lines(
+                state.records, warnings=self.pattern_warnings, baseline=self._compared(), rows=None, failures=True)))
+        if state.json_path:
+            self._write(state.json_path, outputs.results_json(state.records, warnings=self.pattern_warnings))
         summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary_file:
+        if summary_file and Path(summary_file).resolve() != state.report_path:
             with open(summary_file, "a", encoding="utf-8") as out:
-                out.write("\n".join(markdown_summary(state)) + "\n")
+                out.write("\n".join(outputs.markdown_lines(state.records, warnings=self.pattern_warnings,
+                                                           baseline=self._compared(), rows=state.summary_rows,
+                                                           failures=False)) + "\n")
+        if self.errors:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _compared(self) -> Path | None:
+        return self.state.baseline_path if self.state.baseline is not None else None
+
+    def _write(self, path: Path, text: str) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as e:
+            self.errors.append(f"cannot write {path}: {e.strerror}")
+
+    def _warn_unmatched(self, session: pytest.Session) -> None:
+        """One HeapBudgetWarning per pattern no test matched, in pytest's warnings
+        summary (an error, failing the run, under -W error::...HeapBudgetWarning)."""
+        self.pattern_warnings = outputs.unmatched_patterns(self.state.records)
+        where = str(self.state.budget_file.name) if self.state.budget_file else "heap budgets"
+        for message in self.pattern_warnings:
+            warning = hb.HeapBudgetWarning(message)
+            if _warning_is_error(session.config, warning):
+                self.errors.append(f"{message} (a HeapBudgetWarning, made an error by -W / filterwarnings)")
+                continue
+            origin = re.search(r"\((\S+):(\d+) ", message)  # where the pattern was written
+            record = warnings.WarningMessage(warning, hb.HeapBudgetWarning, origin.group(1) if origin else where,
+                                             int(origin.group(2)) if origin else 0)
+            session.config.hook.pytest_warning_recorded.call_historic(
+                kwargs=dict(warning_message=record, when="runtest", nodeid=where, location=None))
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
         state = self.state
-        if state.is_worker or not state.summary or not state.records:
+        if state.is_worker or not state.records:
             return
         write = terminalreporter.write_line
-        terminalreporter.write_sep("=", "heap budgets")
-        for line in hb.render_table(hb.TABLE_HEADER, summary_rows(state), numeric=SUMMARY_NUMERIC):
-            write(line)
-        failed = [r["test"] for r in sorted_records(state) if not r["passed"]]
-        write(f"{len(state.records)} measured, {len(failed)} failed" + (f": {', '.join(failed)}" if failed else ""))
-        if state.baseline is not None:
-            terminalreporter.write_sep("-", f"heap baseline {state.baseline_path}")
-            changes = change_lines(state)
-            for verdict in CHANGE_ORDER:
-                for kind, line in changes:
-                    if kind == verdict:
-                        write(f"{verdict.upper():9} {line}")
-            if not changes:
-                write("no change")
+        if state.summary:
+            terminalreporter.write_sep("=", "heap budgets")
+            files = [p for p in (state.report_path, state.json_path) if p]
+            for line in outputs.terminal_lines(state.records, rows=state.summary_rows, report_files=files,
+                                               full_names=state.full_names):
+                write(line)
+            if state.baseline is not None:
+                self._baseline_lines(terminalreporter)
+        for error in self.errors:
+            write(f"ERROR: {error}", red=True)
         if state.saved_baseline:
             count = len(state.records)
             write(f"heaptype: saved the figures of {count} run{'' if count == 1 else 's'} to the baseline "
                   f"{state.saved_baseline}")
 
+    def _baseline_lines(self, terminalreporter) -> None:
+        state = self.state
+        terminalreporter.write_sep("-", f"heap baseline {state.baseline_path}")
+        for note in state.baseline.notes:
+            terminalreporter.write_line(f"note: {note}")
+        changes = outputs.change_lines(state.records)  # regressions first
+        limit = max(state.summary_rows, sum(kind == "regressed" for kind, _ in changes))
+        for verdict, line in changes[:limit]:
+            terminalreporter.write_line(f"{verdict.upper():9} {line}")
+        if len(changes) > limit:
+            terminalreporter.write_line(f"... and {len(changes) - limit} more changes (--heap-report=FILE.md lists "
+                                        "them all)")
+        if not changes:
+            terminalreporter.write_line("no change")
 
-CHANGE_ORDER = ("regressed", "improved", "grew", "shrank", "new", "gone", "missing")
 
-
-def _existing_baseline(path: Path) -> hb.Baseline:
+def _warning_is_error(config: pytest.Config, warning: Warning) -> bool:
+    """Whether pytest's warning filters (-W, filterwarnings) turn this warning into an error."""
     try:
-        return hb.Baseline.load(path)
-    except hb.BudgetError:
-        return hb.Baseline(path)
-
-
-def sorted_records(state: HeapState) -> list[dict]:
-    """Records in a stable order (test id), whatever order xdist workers finished in."""
-    return sorted(state.records, key=lambda r: r["test"])
-
-
-SUMMARY_NUMERIC = (2, 3, 4, 5)
-
-
-def summary_rows(state: HeapState) -> list[list[str]]:
-    return [row for record in sorted_records(state) for row in record["rows"]]
-
-
-def change_lines(state: HeapState) -> list[tuple[str, str]]:
-    """(verdict, line) of every baseline change worth reporting, in a stable order."""
-    lines = []
-    for record in sorted_records(state):
-        if record["in_baseline"] is False:
-            lines.append(("missing", f"{record['test']}: not in the baseline"))
-        for change in record["changes"]:
-            lines.append((change["verdict"], f"{record['test']}: {change['text']}"))
-    return lines
-
-
-def markdown_summary(state: HeapState) -> list[str]:
-    """The summary for $GITHUB_STEP_SUMMARY (GitHub renders it on the run's page)."""
-    failed = [r for r in sorted_records(state) if not r["passed"]]
-    verdict = f"{len(failed)} of {len(state.records)} failed" if failed else f"all {len(state.records)} within budget"
-    lines = ["## Heap budgets", "", f"{verdict}.", ""]
-    lines += hb.render_markdown(hb.TABLE_HEADER, summary_rows(state), numeric=SUMMARY_NUMERIC)
-    changes = change_lines(state) if state.baseline is not None else []
-    if changes:
-        lines += ["", f"### Against the baseline `{state.baseline_path.name}`", ""]
-        order = {verdict: i for i, verdict in enumerate(CHANGE_ORDER)}
-        lines += [f"- **{kind}** {text}" for kind, text in sorted(changes, key=lambda c: order[c[0]])]
-    return lines + [""]
+        from _pytest.warnings import apply_warning_filters
+    except ImportError:  # pragma: no cover - pytest keeps it; without it, warnings stay warnings
+        return False
+    with warnings.catch_warnings(record=True):
+        apply_warning_filters(config.getini("filterwarnings"), config.known_args_namespace.pythonwarnings or [])
+        try:
+            warnings.warn(warning)
+        except type(warning):
+            return True
+    return False

@@ -282,7 +282,7 @@ def test_budget_tests_pass_and_fail_with_the_budget_report_in_the_log(bazel):
 
     failed = (testlogs / "indexer_over_budget" / "test.log").read_text()
     assert "heap budget exceeded" in failed
-    assert re.search(r"Token: peak 30 KiB .*limit 16 KiB", failed), failed
+    assert re.search(r"Token: peak live 30 KiB .*limit 16 KiB", failed), failed
     assert re.search(r"CacheNode: leaked 56 B .*limit 0 B", failed), failed
     assert "over-budget.toml:5" in failed  # where the broken limit was set
     assert "bazel-testlogs/indexer_over_budget/test.outputs/" in failed

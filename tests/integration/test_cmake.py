@@ -264,3 +264,23 @@ def test_heaptype_add_test_rejects_a_missing_budget_file(tmp_path):
     assert result.returncode != 0
     message = " ".join(result.stderr.split())  # CMake wraps long messages
     assert "heaptype_add_test(app): budget file" in message and "nowhere.toml does not exist" in message
+
+
+@pytest.mark.parametrize("signature", ["plain", "keyword"])
+def test_instrument_works_with_either_target_link_libraries_signature(tmp_path, signature):
+    """CMake refuses to mix target_link_libraries(app lib) and (app PRIVATE lib) on one
+    target; existing projects use both, and heaptype_instrument() must suit either."""
+    require_tool("g++")
+    link = "target_link_libraries(app m)" if signature == "plain" else "target_link_libraries(app PRIVATE m)"
+    root = write_project(tmp_path / "src", f"find_package(HeapType CONFIG REQUIRED)\nadd_executable(app main.cpp)\n"
+                                           f"{link}\nheaptype_instrument(app)\n{link}\n")
+    build = tmp_path / "build"
+    result = configure(root, build, f"-DHeapType_DIR={CMAKE_DIR}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    # configure says which HeapType it found, once, with its version and where it is
+    found = [line for line in result.stdout.splitlines() if line.startswith("-- Found HeapType")]
+    assert found == [f"-- Found HeapType {heaptype.__version__}: {flags.cmake_dir().parent}"]
+    build_ok(build)
+    profile = run_indexer(build / "app", tmp_path)
+    widgets = profile.type_row("Widget")
+    assert widgets is not None and widgets.allocations == 1 and widgets.bytes == 48

@@ -386,9 +386,11 @@ def test_ctest_entries_without_command_budget_tests_by_name_glob(tmp_path):
 
 def profile_stub(rows, totals):
     """What hb.measure reads of a heaptype.Profile."""
+    groups = [SimpleNamespace(type=t, peak_bytes=p, bytes=b, allocations=a, live_bytes=l, live_blocks=int(l > 0))
+              for t, (p, b, a, l) in rows.items()]
     return SimpleNamespace(
-        by_type=lambda: [SimpleNamespace(type=t, peak_bytes=p, bytes=b, allocations=a, live_bytes=l)
-                         for t, (p, b, a, l) in rows.items()],
+        analysis=lambda infer: SimpleNamespace(types=groups + [SimpleNamespace(
+            type="Unused", peak_bytes=0, bytes=0, allocations=0, live_bytes=0, live_blocks=0)]),
         totals=SimpleNamespace(peak_bytes=totals[0], bytes=totals[1], allocations=totals[2], live_bytes=totals[3]))
 
 
@@ -418,13 +420,13 @@ def test_an_exceeded_budget_reports_type_limit_measure_and_excess(tmp_path):
         ("Leaky", "leaked", 72, 0, 72), ("Small", "peak", 80000, 65536, 14464),
         ("Small", "allocations", 5000, 4000, 1000)]
     assert evaluation.shown_labels(budgets.budget_for("bench", budgets.tests[0])) == [hb.TOTAL, "Leaky", "Small"]
-    text = hb.failure_text(evaluation, call_paths=lambda t, f: [f"{f}: main > run > make_small"] if t == "Small" else [])
+    text = hb.failure_text(evaluation, call_paths=lambda t, f: [hb.CallPath(f, ("main", "run", "make_small"))] if t == "Small" else [])
     assert text == textwrap.dedent("""\
         heap budget exceeded: bench
           Leaky: leaked 72 B > limit 0 B, over by 72 B
               limit set at heap-budget.toml:2 [defaults] leaked
               call paths: none recorded for this type
-          Small: peak 78.1 KiB (80,000 B) > limit 64 KiB (65,536 B), over by 14.1 KiB (14,464 B) (+22.1%)
+          Small: peak live 78.1 KiB (80,000 B) > limit 64 KiB (65,536 B), over by 14.1 KiB (14,464 B) (+22.1%)
               limit set at heap-budget.toml:7 [tests.types.Small] peak
           Small: allocations 5,000 > limit 4,000, over by 1,000 (+25.0%)
               limit set at heap-budget.toml:8 [tests.types.Small] allocations
@@ -509,7 +511,7 @@ def test_compare_fails_growth_past_the_threshold_and_reports_improvements():
     ]
     assert [c.type for c in comparison.regressions] == ["Grown"]
     assert comparison.regressions[0].text() == \
-        "Grown: peak 110 B vs baseline 100 B: +10 B (+10.0%), > threshold 5% (--heap-compare-fail=peak:5%)"
+        "Grown: peak live 110 B vs baseline 100 B: +10 B (+10.0%), > threshold 5% (--heap-compare-fail=peak:5%)"
     assert hb.compare("t", now, None, thresholds).in_baseline is False
 
 
@@ -537,23 +539,59 @@ def test_per_test_thresholds_beat_the_command_line_which_beats_defaults(tmp_path
     assert {k: t.text() for k, t in budget.thresholds.items()} == {"peak": "20%", "bytes": "5%", "allocations": "1%"}
 
 
-def test_baseline_round_trip_is_stable_and_keeps_other_tests(tmp_path):
+def test_baseline_round_trip_is_stable_and_one_type_per_line(tmp_path):
     path = tmp_path / "heap-baseline.json"
-    baseline = hb.Baseline(path)
-    baseline.update({"b::test": figures(Zeta=(1, 2, 3, 4), Alpha=(5, 6, 7, 8)), "a::test": figures(total=(9, 9, 9, 9))})
-    baseline.save()
-    text = path.read_text()
-    assert text == json.dumps(sort_keys=True, obj={"format": "heaptype-baseline", "version": 1, "tests": {
-        "a::test": {"(total)": {"allocations": 9, "bytes": 9, "leaked": 9, "peak": 9}},
-        "b::test": {"Alpha": {"allocations": 7, "bytes": 6, "leaked": 8, "peak": 5},
-                    "Zeta": {"allocations": 3, "bytes": 2, "leaked": 4, "peak": 1}}}}, indent=2) + "\n"
+    hb.Baseline(path, {"b::test": figures(Zeta=(1, 2, 3, 4), Alpha=(5, 6, 7, 8), untyped=(0, 0, 0, 0)),
+                       "a::test": figures(total=(9, 9, 9, 9))}).save()
+    assert path.read_text() == textwrap.dedent("""\
+        {
+          "fields": ["peak", "bytes", "allocations", "leaked"],
+          "format": "heaptype-baseline",
+          "tests": {
+            "a::test": {
+              "(total)": [9, 9, 9, 9]
+            },
+            "b::test": {
+              "Alpha": [5, 6, 7, 8],
+              "Zeta": [1, 2, 3, 4],
+              "(untyped)": [0, 0, 0, 0]
+            }
+          },
+          "version": 2
+        }
+        """)
     loaded = hb.Baseline.load(path)
-    assert loaded.figures("b::test") == figures(Zeta=(1, 2, 3, 4), Alpha=(5, 6, 7, 8))
-    loaded.update({"b::test": figures(Alpha=(1, 1, 1, 1))})
-    loaded.save()
-    again = hb.Baseline.load(path)
-    assert sorted(again.tests) == ["a::test", "b::test"] and again.figures("b::test") == figures(Alpha=(1, 1, 1, 1))
-    assert again.to_json() == loaded.to_json()
+    assert loaded.figures("b::test") == figures(Zeta=(1, 2, 3, 4), Alpha=(5, 6, 7, 8), untyped=(0, 0, 0, 0))
+    assert loaded.notes == [] and loaded.to_json() == path.read_text()
+    assert json.loads(path.read_text())["tests"]["a::test"] == {"(total)": [9, 9, 9, 9]}
+
+
+def test_a_version_1_baseline_is_compared_as_it_is_with_a_note(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"format": "heaptype-baseline", "version": 1, "tests": {
+        "a::test": {"Small": {"allocations": 7, "bytes": 6, "leaked": 8, "peak": 5}}}}))
+    loaded = hb.Baseline.load(path)
+    assert loaded.figures("a::test") == figures(Small=(5, 6, 7, 8))
+    assert loaded.notes == [f"{path} is a version 1 baseline (every type of every test): it is compared as it is; "
+                            "--heap-save-baseline rewrites it as version 2 (the totals, the budgeted types and the "
+                            "top types of each test)"]
+
+
+def test_a_baseline_keeps_the_totals_the_budgeted_types_and_the_top_ones():
+    measured = figures(total=(900, 900, 9, 0), untyped=(500, 500, 1, 0), Big=(300, 300, 1, 0), Mid=(200, 200, 1, 0),
+                       Small=(10, 10, 1, 0), Tiny=(1, 1, 1, 0), Budgeted=(0, 5, 1, 0))
+    assert hb.kept_labels(measured, {"Budgeted"}, top=2) == [hb.TOTAL, "Big", "Budgeted", "Mid", hb.UNTYPED]
+    assert hb.kept_labels(measured, set(), top=0) == [hb.TOTAL, hb.UNTYPED]
+
+
+def test_compare_reports_kept_rows_new_to_the_baseline_and_stored_rows_gone():
+    now = figures(total=(110, 110, 2, 0), Small=(110, 110, 2, 0), Unkept=(1, 1, 1, 0))
+    then = figures(total=(100, 100, 2, 0), Small=(100, 100, 2, 0), Old=(5, 5, 1, 0))
+    comparison = hb.compare("t", now, then, {"peak": hb.parse_threshold_option("peak:5%")},
+                            kept=[hb.TOTAL, "Small", "Fresh"])
+    assert [(c.type, c.field, c.verdict) for c in comparison.changes] == [
+        (hb.TOTAL, "peak", "regressed"), (hb.TOTAL, "bytes", "grew"), ("Old", "peak", "gone"),
+        ("Small", "peak", "regressed"), ("Small", "bytes", "grew")]
 
 
 @pytest.mark.parametrize("content, message", [
@@ -590,3 +628,25 @@ def test_gtest_listing_is_parsed_like_googletest_prints_it():
           Never
         """)
     assert parse_gtest_list(listing) == ["Math.Add", "Typed/0.Grows", "Param/Sizes.Fits/0", "Param/Sizes.Fits/1"]
+
+
+@pytest.mark.parametrize("name, folded", [
+    ("std::map<std::__cxx11::basic_string<char>, int>", "std::map<…>"),
+    ("std::vector<int>", "std::vector<int>"),                       # short lists stay whole
+    ("std::_Rb_tree_node<std::pair<int const, int>>", "std::_Rb_tree_node<…>"),
+    ("void std::vector<Record, std::allocator<Record>>::reserve(unsigned long)",
+     "void std::vector<…>::reserve(unsigned long)"),
+    ("bool operator<(Key const&, Key const&)", "bool operator<(Key const&, Key const&)"),
+    ("std::ostream& operator<<(std::ostream&, Point const&)", "std::ostream& operator<<(std::ostream&, Point const&)"),
+    ("Small", "Small"),
+])
+def test_long_template_argument_lists_fold(name, folded):
+    assert hb.fold_templates(name) == folded
+
+
+def test_call_paths_fold_across_lines_before_a_frame_that_would_pass_the_width():
+    frames = ["main", "run_all_tests()", "Suite5_Case2_Test::TestBody()", "leak_widget()"]
+    assert hb.fold_path(frames, prefix="    1. 40 B leaked: ", indent=9, width=60) == [
+        "    1. 40 B leaked: main > run_all_tests()",
+        "         > Suite5_Case2_Test::TestBody() > leak_widget()"]
+    assert hb.fold_path(frames, prefix="", indent=0) == [" > ".join(frames)]

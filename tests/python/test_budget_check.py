@@ -69,9 +69,9 @@ def test_within_budget_exits_0_with_the_figures(tmp_path, capsys, profiles):
     assert status == 0 and err == ""
     lines = out.splitlines()
     assert lines[0] == f"heaptype check: small: within budget (1 row checked, profile {profiles['small']})"
-    assert lines[1].split() == ["type", "peak", "bytes", "allocations", "leaked", "limit", "verdict"]
+    assert lines[1].split() == ["type", "peak", "live", "allocated", "allocations", "leaked", "limit", "verdict"]
     assert lines[3].startswith("  (total) ")
-    assert lines[4] == "  Small    15.6 KiB  15.6 KiB        1,000     0 B  peak<=64 KiB, allocations<=2,000, leaked<=0 B  ok"
+    assert lines[4] == "  Small     15.6 KiB   15.6 KiB        1,000     0 B  peak<=64 KiB, allocations<=2,000, leaked<=0 B  ok"
     assert check(capsys, profiles["small"], "--budget", path, "--test", "small", "-q")[1] == ""
 
 
@@ -81,7 +81,7 @@ def test_over_budget_exits_1_with_the_failure_text(tmp_path, capsys, profiles):
     assert status == 1
     assert out.startswith(
         "heap budget exceeded: small\n"
-        "  Small: peak 78.1 KiB (80,000 B) > limit 64 KiB (65,536 B), over by 14.1 KiB (14,464 B) (+22.1%)\n"
+        "  Small: peak live 78.1 KiB (80,000 B) > limit 64 KiB (65,536 B), over by 14.1 KiB (14,464 B) (+22.1%)\n"
         "      limit set at heap-budget.toml:8 [tests.types.Small] peak\n"
         "  Small: allocations 5,000 > limit 2,000, over by 3,000 (+150.0%)\n"
         "      limit set at heap-budget.toml:9 [tests.types.Small] allocations\n")
@@ -156,7 +156,7 @@ def test_the_budget_file_defaults_to_the_current_directory(tmp_path, capsys, pro
     budget_file(tmp_path, '[[tests]]\nname = "only"\ncommand = ["x"]\n[tests.types."Small"]\npeak = "8 KiB"\n')
     monkeypatch.chdir(tmp_path)
     status, out, _ = check(capsys, profiles["small"])
-    assert status == 1 and out.startswith("heap budget exceeded: only\n  Small: peak 15.6 KiB (16,000 B) > limit 8 KiB")
+    assert status == 1 and out.startswith("heap budget exceeded: only\n  Small: peak live 15.6 KiB (16,000 B) > limit 8 KiB")
 
 
 def test_the_command_line_entry_point(tmp_path, profiles):
@@ -165,3 +165,17 @@ def test_the_command_line_entry_point(tmp_path, profiles):
     done = subprocess.run(["heaptype", "check", str(profiles["big"]), "--budget", str(path), "--test", "small"],
                           capture_output=True, text=True)
     assert done.returncode == 1 and done.stdout.startswith("heap budget exceeded: small\n")
+
+
+def test_session_names_read_a_binary_once_and_name_as_load_does(profiles):
+    """Three profiles of one binary, each loaded at its own address (ASLR): the session
+    reads the binary's symbol table once and names every type as heaptype.load does."""
+    import heaptype
+    from heaptype import budget as hb
+    from heaptype.budget.session import SessionNames
+
+    session = SessionNames()
+    for name in ("small", "leaky", "big"):
+        assert hb.measure(session.load(profiles[name])) == hb.measure(heaptype.load(profiles[name]))
+    assert session.binaries_read == 1 and session.fallbacks == 0
+    assert hb.measure(session.load(profiles["leaky"]))["Leaky"] == hb.Figures(72, 72, 3, 72)

@@ -124,13 +124,13 @@ allocations = 4000
     lines_in_order(
         result,
         "heap budget exceeded: heap-budget.toml::small_big",
-        "  Small: peak 78.1 KiB (80,000 B) > limit 64 KiB (65,536 B), over by 14.1 KiB (14,464 B) (+22.1%)",
+        "  Small: peak live 78.1 KiB (80,000 B) > limit 64 KiB (65,536 B), over by 14.1 KiB (14,464 B) (+22.1%)",
         "      limit set at heap-budget.toml:6 [tests.types.Small] peak",
         "  Small: allocations 5,000 > limit 4,000, over by 1,000 (+25.0%)",
         "      limit set at heap-budget.toml:7 [tests.types.Small] allocations",
     )
     result.stdout.re_match_lines([r"      top call paths of Small:$",
-                                  r"        1\. 78\.1 KiB peak: main > .*live_then_free<Small>",
+                                  r"        1\. 78\.1 KiB peak live: main > .*live_then_free<Small>",
                                   r"  profile kept: /.*\.htp$", r"  measured:$",
                                   r"    Small\s+78\.1 KiB\s+78\.1 KiB\s+5,000\s+0 B\s+peak<=64 KiB, "
                                   r"allocations<=4,000\s+OVER$",
@@ -189,7 +189,7 @@ allocations = 1100
 """)
     result = run(project, "--heap-budget", "--junitxml=junit.xml")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.re_match_lines([r"  \(untyped\): peak 1\.\d+ MiB \(1,0\d\d,\d{3} B\) > limit 1 MiB \(1,048,576 B\), "
+    result.stdout.re_match_lines([r"  \(untyped\): peak live 1\.\d+ MiB \(1,0\d\d,\d{3} B\) > limit 1 MiB \(1,048,576 B\), "
                                   r"over by [\d.]+ KiB"])
     peak = int(junit_properties(project.path / "junit.xml")["within"]["heaptype.peak[(untyped)]"])
     assert 1000 * 1000 <= peak < 1000 * 1000 + (256 << 10)  # the blocks, plus the runtime's own
@@ -210,10 +210,13 @@ peak = "1 MiB"
     result = run(project, "--heap-budget")
     result.assert_outcomes(failed=1)
     lines_in_order(result,
-                   "  Elem: peak 1.56 KiB (1,600 B) > limit 1 KiB (1,024 B), over by 576 B (+56.2%)",
+                   "  Elem: peak live 1.56 KiB (1,600 B) > limit 1 KiB (1,024 B), over by 576 B (+56.2%)",
                    '      limit set at heap-budget.toml:7 [tests.types."*"] peak',
-                   "  std::_Rb_tree_node<std::pair<int const, int>>: allocations 10 > limit 5, over by 5 (+100.0%)")
+                   "  std::_Rb_tree_node<…>: allocations 10 > limit 5, over by 5 (+100.0%)")
     result.stdout.no_fnmatch_line("  Small: *")
+    whole = run(project, "--heap-budget", "--heap-full-names")
+    lines_in_order(whole, "  std::_Rb_tree_node<std::pair<int const, int>>: allocations 10 > limit 5, over by 5 "
+                          "(+100.0%)")
 
 
 def test_a_crash_fails_with_what_the_cut_short_profile_shows(project):
@@ -299,7 +302,7 @@ name = "smal_ok"
     result.assert_outcomes(passed=4, failed=3, skipped=1, warnings=1)
     lines_in_order(result,
                    "heap budget exceeded: heap-budget.toml::small_big",
-                   "  Small: peak 78.1 KiB (80,000 B) > limit 64 KiB (65,536 B), over by 14.1 KiB (14,464 B) (+22.1%)",
+                   "  Small: peak live 78.1 KiB (80,000 B) > limit 64 KiB (65,536 B), over by 14.1 KiB (14,464 B) (+22.1%)",
                    "heap budget exceeded: heap-budget.toml::leaky",
                    "  Leaky: leaked 72 B > limit 0 B, over by 72 B",
                    "heap budget exceeded: heap-budget.toml::gtest_cases[Alloc.Leak]",
@@ -381,12 +384,14 @@ def test_heap_profile_fixture_and_heap_budget_marker(project):
     lines_in_order(
         result,
         "heap budget exceeded: test_native.py::test_over",
-        "  Small: peak 15.6 KiB (16,000 B) > limit 8 KiB (8,192 B), over by 7.62 KiB (7,808 B) (+95.3%)",
+        "  Small: peak live 15.6 KiB (16,000 B) > limit 8 KiB (8,192 B), over by 7.62 KiB (7,808 B) (+95.3%)",
         "      limit set at test_native.py::test_over: heap_budget marker types.Small.peak",
         "heap budget exceeded: test_native.py::test_leak[workload]",
         "  Leaky: leaked 48 B > limit 0 B, over by 48 B",
-        "test_native.py::test_without_fixture: @pytest.mark.heap_budget needs the heap_profile fixture: run the "
-        "native program with heap_profile.run([...]) so that there is a profile to check",
+        "test_native.py::test_without_fixture: @pytest.mark.heap_budget needs a profile: run the native program "
+        "with the heap_profile fixture (heap_profile.run([...])), or load the HeapType runtime into this Python "
+        "process to budget native code it calls through ctypes or pybind11 (LD_PRELOAD="
+        "$(heaptype --lib-dir)/libheaptype.so python -m pytest ...)",
         "test_native.py::test_bad_marker: heap_budget marker: unknown key 'peek' in types.Small: did you mean 'peak'?",
     )
     result.stdout.re_match_lines([r"heap_profile\.run: \S+/workload_plain wrote no profile: it is not built with "
@@ -443,28 +448,48 @@ def test_a_binary_not_built_with_heaptype(project):
                                   r"call heaptype_instrument\(<target>\) after find_package\(HeapType\) in CMake$"])
 
 
-def test_a_budget_for_a_type_that_never_appears_warns_with_close_names(project):
+def test_a_type_budget_warns_once_and_only_when_no_test_has_the_type(project):
     write_budget(project, """
+[defaults.types."Smal"]
+peak = "1 MiB"
+[defaults.types."Medium"]
+peak = "1 MiB"
+
+[[tests]]
+name = "one"
+command = ["build/workload", "small=10", "medium=10"]
+[[tests]]
+name = "two"
+command = ["build/workload", "small=10"]
+[[tests]]
+name = "three"
+command = ["build/workload", "small=10"]
 [[tests]]
 name = "typo"
-command = ["build/workload", "small=10", "medium=10"]
-[tests.types."Smal"]
+command = ["build/workload", "small=10"]
+[tests.types."Larg"]
 peak = "1 MiB"
 """)
-    result = run(project, "--heap-budget")
-    result.assert_outcomes(passed=1, warnings=1)
-    result.stdout.re_match_lines([r".*HeapBudgetWarning: heap-budget\.toml::typo: budget for type 'Smal' "
-                                  r"\(heap-budget\.toml:5 \[tests\.types\.Smal\] peak\): the type never appears in "
-                                  r"the profile; close type names: Small$"])
+    result = run(project, "--heap-budget", "-n", "2")
+    result.assert_outcomes(passed=4, warnings=2)
+    text = result.stdout.str()
+    assert text.count("HeapBudgetWarning") == 2 and "'Medium'" not in text  # Medium is in test "one"
+    assert ("  heap-budget.toml:2: HeapBudgetWarning: budget for type 'Smal' (heap-budget.toml:2 "
+            "[defaults.types.Smal] peak): the type never appears in any of the 4 tests it applies to; close type "
+            "names: Small") in result.outlines
+    assert ("  heap-budget.toml:19: HeapBudgetWarning: budget for type 'Larg' (heap-budget.toml:19 "
+            "[tests.types.Larg] peak): the type never appears in the profile of the one test it applies to; the "
+            "profile has 1 typed rows (heaptype report shows them)") in result.outlines
 
 
 def test_budget_warnings_can_be_made_errors(project):
     write_budget(project, '[[tests]]\nname = "typo"\ncommand = ["build/workload", "small=10"]\n'
                           '[tests.types."Smal"]\npeak = "1 MiB"\n')
     result = run(project, "--heap-budget", "-W", "error::heaptype.budget.HeapBudgetWarning")
-    result.assert_outcomes(failed=1)
-    lines_in_order(result, "heap-budget.toml::typo: budget for type 'Smal' (heap-budget.toml:5 [tests.types.Smal] "
-                           "peak): the type never appears in the profile; close type names: Small (a "
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    lines_in_order(result, "ERROR: budget for type 'Smal' (heap-budget.toml:5 [tests.types.Smal] peak): the type "
+                           "never appears in the profile of the one test it applies to; close type names: Small (a "
                            "HeapBudgetWarning, made an error by -W / filterwarnings)")
     assert "Traceback" not in result.stdout.str() and "runner.py" not in result.stdout.str()
 
@@ -563,7 +588,7 @@ def test_github_step_summary_gets_a_markdown_table(project, monkeypatch):
     run(project, "--heap-budget").assert_outcomes(failed=1)
     text = summary.read_text()
     assert text.startswith("earlier step\n## Heap budgets\n\n1 of 1 failed.\n\n"
-                           "| test | type | peak | bytes | allocations | leaked | limit | verdict |\n"
+                           "| test | type | peak live | allocated | allocations | leaked | limit | verdict |\n"
                            "|---|---|---:|---:|---:|---:|---|---|\n")
     assert "| heap-budget.toml::small | Small | 15.6 KiB | 15.6 KiB | 1,000 | 0 B | peak&lt;=8 KiB | OVER |\n" in text
 
@@ -590,11 +615,11 @@ def test_baseline_round_trip_fails_growth_and_reports_improvement(project):
     path = project.path / "heap-baseline.json"
     lines_in_order(saved, f"heaptype: saved the figures of 3 runs to the baseline {path}")
     data = json.loads(path.read_text())
-    assert path.read_text() == json.dumps(data, indent=2, sort_keys=True) + "\n"
+    assert data["version"] == 2 and data["fields"] == ["peak", "bytes", "allocations", "leaked"]
     assert sorted(data["tests"]) == ["heap-budget.toml::grows", "heap-budget.toml::same", "heap-budget.toml::shrinks"]
-    assert data["tests"]["heap-budget.toml::grows"]["Small"] == {"allocations": 1000, "bytes": 16000, "leaked": 0,
-                                                                 "peak": 16000}
-    assert data["tests"]["heap-budget.toml::shrinks"]["Large"]["peak"] == 64000
+    assert data["tests"]["heap-budget.toml::grows"]["Small"] == [16000, 16000, 1000, 0]
+    assert '      "Small": [16000, 16000, 1000, 0],' in path.read_text().splitlines()  # one line per type
+    assert data["tests"]["heap-budget.toml::shrinks"]["Large"][0] == 64000
 
     write_budget(project, BASELINE_BUDGETS.format(small=1100, large=500))
     result = run(project, "--heap-budget", "--heap-baseline=heap-baseline.json", "--heap-compare-fail=peak:5%")
@@ -602,12 +627,12 @@ def test_baseline_round_trip_fails_growth_and_reports_improvement(project):
     lines_in_order(
         result,
         f"heap regression against the baseline {path}: heap-budget.toml::grows",
-        "  Small: peak 17.2 KiB (17,600 B) vs baseline 15.6 KiB (16,000 B): +1.56 KiB (+10.0%), > threshold 5% "
+        "  Small: peak live 17.2 KiB (17,600 B) vs baseline 15.6 KiB (16,000 B): +1.56 KiB (+10.0%), > threshold 5% "
         "(--heap-compare-fail=peak:5%)",
     )
     out = result.stdout.str()
-    assert "REGRESSED heap-budget.toml::grows: Small: peak 17.2 KiB (17,600 B) vs baseline 15.6 KiB (16,000 B)" in out
-    assert ("IMPROVED  heap-budget.toml::shrinks: Large: peak 31.2 KiB (32,000 B) vs baseline 62.5 KiB (64,000 B): "
+    assert "REGRESSED heap-budget.toml::grows: Small: peak live 17.2 KiB (17,600 B) vs baseline 15.6 KiB (16,000 B)" in out
+    assert ("IMPROVED  heap-budget.toml::shrinks: Large: peak live 31.2 KiB (32,000 B) vs baseline 62.5 KiB (64,000 B): "
             "-31.2 KiB (-50.0%), beyond threshold 5% (--heap-compare-fail=peak:5%)") in out
     assert "IMPROVED  heap-budget.toml::shrinks: Large: allocations 500 vs baseline 1,000: -500 (-50.0%)" in out
     assert not re.search(r"heap-budget\.toml::same: Medium", out)
@@ -628,7 +653,7 @@ def test_per_test_regression_thresholds_beat_the_command_line(project):
                                                       'regression = { peak = "20%" }'))
     result = run(project, "--heap-budget", "--heap-baseline=b.json", "--heap-compare-fail=peak:5%")
     result.assert_outcomes(passed=3)
-    assert ("GREW      heap-budget.toml::grows: Small: peak 17.2 KiB (17,600 B) vs baseline 15.6 KiB (16,000 B): "
+    assert ("GREW      heap-budget.toml::grows: Small: peak live 17.2 KiB (17,600 B) vs baseline 15.6 KiB (16,000 B): "
             "+1.56 KiB (+10.0%), <= threshold 20% (heap-budget.toml:4 [tests.regression] peak)") in result.stdout.str()
 
 
@@ -668,6 +693,154 @@ def test_xdist_gives_the_same_verdicts_summary_and_baseline(project):
                                  "--heap-compare-fail=peak:0%")
     compared.assert_outcomes(passed=4, failed=4)
     lines_in_order(compared, "no change")
+
+
+# --- issue 16: output that scales, pytest-memray's asks, native code in this process ----------------------
+
+MANY_BUDGETS = "".join(f"""
+[[tests]]
+name = "t{i:02d}"
+command = ["build/workload", "small={10 * (i + 1)}"{', "leak=1"' if i == 7 else ''}]
+[tests.types."Small"]
+peak = "1 KiB"
+""" for i in range(12)) + "[defaults]\nleaked = 0\n"
+
+
+def test_the_summary_shows_failures_and_the_closest_rows_and_the_report_files_everything(project):
+    write_budget(project, MANY_BUDGETS.replace("[defaults]\nleaked = 0\n", "").replace(
+        "[[tests]]", "[defaults]\nleaked = 0\n\n[[tests]]", 1))
+    result = run(project, "--heap-budget", "--heap-summary-rows=4", "--heap-report=out/report.md",
+                 "--heap-json=out/results.json")
+    result.assert_outcomes(passed=6, failed=6)  # Small above 1 KiB from t06 (1,120 B) on; t07 leaks too
+    table = summary_section(result)
+    rows = [line.split()[:2] for line in table[3:-1]]
+    # the 4 rows: failing rows first (t06 ... in test order, cut at 4)
+    assert rows == [["heap-budget.toml::t06", "Small"], ["heap-budget.toml::t07", "Leaky"],
+                    ["heap-budget.toml::t07", "Small"], ["heap-budget.toml::t08", "Small"]]
+    assert table[-1].startswith("12 measured, 6 failed: heap-budget.toml::t06, heap-budget.toml::t07")
+    report = project.path / "out" / "report.md"
+    lines_in_order(result, f"(4 of 25 rows shown: the failing rows, then those closest to their limits; every row: "
+                           f"{report}, {project.path / 'out' / 'results.json'})")
+    markdown = report.read_text()
+    assert markdown.startswith("## Heap budgets\n\n6 of 12 failed.\n\n| test | type | peak live | allocated |")
+    assert markdown.count("| heap-budget.toml::t") == 25  # every row: 12 totals, 12 Small, t07's Leaky
+    assert "#### `heap-budget.toml::t07`" in markdown and "  Leaky: leaked 24 B > limit 0 B, over by 24 B" in markdown
+    data = json.loads((project.path / "out" / "results.json").read_text())
+    assert data["format"] == "heaptype-budget-results" and len(data["tests"]) == 12
+    t00 = next(t for t in data["tests"] if t["test"] == "heap-budget.toml::t00")
+    assert t00["passed"] and t00["figures"]["Small"] == {"peak": 160, "bytes": 160, "allocations": 10, "leaked": 0}
+    assert t00["failure"] is None and "Leaky: leaked 24 B" in next(
+        t["failure"] for t in data["tests"] if t["test"] == "heap-budget.toml::t07")
+
+
+def test_when_rows_are_few_the_summary_shows_them_all(project):
+    write_budget(project, MANY_BUDGETS)
+    result = run(project, "--heap-budget", "-k", "t00 or t01")
+    assert [line.split()[:2] for line in summary_section(result)[3:-1]] == [
+        ["heap-budget.toml::t00", "(total)"], ["heap-budget.toml::t00", "Small"],
+        ["heap-budget.toml::t01", "(total)"], ["heap-budget.toml::t01", "Small"]]
+    result.stdout.no_fnmatch_line("*rows shown*")
+
+
+def test_a_default_peak_and_a_leak_check_from_the_command_line(project):
+    write_budget(project, """
+[[tests]]
+name = "big"
+command = ["build/workload", "malloc=300"]
+[[tests]]
+name = "own_limit"
+command = ["build/workload", "malloc=300"]
+[tests.types."(total)"]
+peak = "1 MiB"
+[[tests]]
+name = "leaks"
+command = ["build/workload", "leak=2"]
+[[tests]]
+name = "may_leak"
+command = ["build/workload", "leak=2"]
+[tests.types."Leaky"]
+leaked = "1 KiB"
+""")
+    run(project, "--heap-budget").assert_outcomes(passed=4)
+    result = run(project, "--heap-budget", "--heap-default-peak=256KiB", "--heap-leaks")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.re_match_lines([r"heap budget exceeded: heap-budget\.toml::big$",
+                                  r"  \(total\): peak live \d+ KiB \([\d,]+ B\) > limit 256 KiB \(262,144 B\), over by ",
+                                  r"      limit set at --heap-default-peak=256KiB$",
+                                  r"heap budget exceeded: heap-budget\.toml::leaks$",
+                                  r"  Leaky: leaked 48 B > limit 0 B, over by 48 B$",
+                                  r"      limit set at --heap-leaks$"])
+    assert run(project, "--heap-budget", "--heap-default-peak=lots").ret == pytest.ExitCode.USAGE_ERROR
+
+
+NATIVE_TESTS = """
+import ctypes
+import pytest
+
+lib = ctypes.CDLL({library!r})
+
+
+@pytest.mark.heap_budget("Token", peak="2 KiB", allocations=100)
+def test_within():
+    assert lib.make_tokens(50) == 50
+
+
+@pytest.mark.heap_budget("Token", peak="2 KiB")
+def test_over():
+    lib.make_tokens(100)
+
+
+@pytest.mark.heap_budget(leaked=0)
+def test_leaks():
+    lib.leak(3)
+
+
+def test_unmarked():
+    lib.leak(1)
+"""
+
+
+@pytest.mark.parametrize("how", ["preloaded", "ctypes"])
+def test_markers_budget_native_code_called_in_this_process(pytester, budget_programs, monkeypatch, how):
+    """The runtime in the Python process: LD_PRELOAD of libheaptype.so, or only the
+    ctypes-loaded library that links it. Each marked test is recorded on its own."""
+    from heaptype import flags
+
+    library = budget_programs.native_library()
+    pytester.makepyfile(test_native=NATIVE_TESTS.format(library=str(library)))
+    if how == "preloaded":
+        monkeypatch.setenv("LD_PRELOAD", str(flags.lib_dir() / "libheaptype.so"))
+    monkeypatch.setenv("HEAPTYPE_OUTPUT", str(pytester.path / "pytest.%p.htp"))
+    result = pytester.runpytest_subprocess(*UNRELATED_PLUGINS, "-p", "no:xdist")
+    result.assert_outcomes(passed=2, failed=2)
+    lines_in_order(result,
+                   "heap budget exceeded: test_native.py::test_over",
+                   "  Token: peak live 3.12 KiB (3,200 B) > limit 2 KiB (2,048 B), over by 1.12 KiB (1,152 B) (+56.2%)",
+                   "      limit set at test_native.py::test_over: heap_budget marker types.Token.peak",
+                   "heap budget exceeded: test_native.py::test_leaks",
+                   "  Leaked: leaked 48 B > limit 0 B, over by 48 B")
+    result.stdout.re_match_lines([r"test_native\.py::test_within\s+Token\s+1\.56 KiB\s+1\.56 KiB\s+50\s+0 B\s+"
+                                  r"peak<=2 KiB, allocations<=100\s+ok$"])
+    if how == "preloaded":  # glibc's no-op call hooks come first in the global scope of a ctypes-only load
+        result.stdout.re_match_lines([r"        1\. 48 B leaked: leak$"])
+    # --heap-leaks checks every test, marked or not
+    leaks = pytester.runpytest_subprocess(*UNRELATED_PLUGINS, "-p", "no:xdist", "--heap-leaks", "-k", "unmarked")
+    leaks.assert_outcomes(failed=1)
+    lines_in_order(leaks, "  Leaked: leaked 16 B > limit 0 B, over by 16 B", "      limit set at --heap-leaks")
+
+
+def test_without_the_runtime_a_marker_without_the_fixture_says_how_to_load_it(pytester):
+    pytester.makepyfile(test_native="""
+import pytest
+
+@pytest.mark.heap_budget("Token", peak="2 KiB")
+def test_calls_native_code():
+    pass
+""")
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    assert "or load the HeapType runtime into this Python process to budget native code it calls through ctypes " \
+           "or pybind11 (LD_PRELOAD=$(heaptype --lib-dir)/libheaptype.so python -m pytest ...)" in result.stdout.str()
 
 
 # --- the example project --------------------------------------------------------------------------------------

@@ -3,20 +3,20 @@ regression thresholds (as pytest-benchmark compares against a saved run)."""
 
 from __future__ import annotations
 
+import heapq
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
+from ..labels import TOTAL, UNTYPED
 from .evaluate import Figures, sort_labels
 from .model import Threshold
-from .values import FIELDS, BudgetError, format_exact, format_value
+from .values import FIELD_LABEL, FIELDS, BudgetError, format_exact, format_value
 
 BASELINE_FORMAT = "heaptype-baseline"
-BASELINE_VERSION = 1
-
-BASELINE_FORMAT = "heaptype-baseline"
-BASELINE_VERSION = 1
+BASELINE_VERSION = 2
+BASELINE_TOP = 5  # types per test kept besides the budgeted ones and the totals
 
 @dataclass(frozen=True)
 class Change:
@@ -41,12 +41,16 @@ class Change:
         return f"{sign}{format_value(self.field, abs(delta))}{ratio}"
 
     def text(self) -> str:
-        f = self.field
+        return f"{self.type}: {self.detail()}"
+
+    def detail(self) -> str:
+        """The change without the type's name."""
+        f, label = self.field, FIELD_LABEL[self.field]
         if self.verdict == "new":
-            return f"{self.type}: new type (not in the baseline): {f} {format_exact(f, self.current or 0)}"
+            return f"new type (not in the baseline): {label} {format_exact(f, self.current or 0)}"
         if self.verdict == "gone":
-            return f"{self.type}: gone (was {f} {format_exact(f, self.baseline or 0)} in the baseline)"
-        text = (f"{self.type}: {f} {format_exact(f, self.current)} vs baseline "
+            return f"gone (was {label} {format_exact(f, self.baseline or 0)} in the baseline)"
+        text = (f"{label} {format_exact(f, self.current)} vs baseline "
                 f"{format_exact(f, self.baseline)}: {self.delta_text()}")
         if self.threshold is not None:
             relation = ">" if self.verdict == "regressed" else "<=" if self.verdict == "grew" else "beyond"
@@ -72,14 +76,17 @@ class Comparison:
 
 
 def compare(test: str, figures: Mapping[str, Figures], baseline: Mapping[str, Figures] | None,
-            thresholds: Mapping[str, Threshold]) -> Comparison:
-    """Every figure against the baseline. Types new in this run are reported, never
-    failed: renaming a type is not a regression, and "(total)" still catches memory
-    that moved to a new type."""
+            thresholds: Mapping[str, Threshold], kept: Iterable[str] | None = None) -> Comparison:
+    """Every stored figure against this run. ``kept``: the rows this run would store
+    (a baseline holds a few rows per test): a kept row the baseline lacks is "new";
+    a stored row the profile lacks is "gone". Types new in this run are reported,
+    never failed: renaming a type is not a regression, and "(total)" still catches
+    memory that moved to a new type."""
     if baseline is None:
         return Comparison(test, [], in_baseline=False)
     changes = []
-    for label in sort_labels(set(figures) | set(baseline)):
+    candidates = set(figures) if kept is None else set(kept) & set(figures)
+    for label in sort_labels(candidates | set(baseline)):
         now, then = figures.get(label), baseline.get(label)
         if then is None:
             changes.append(Change(test, label, "peak", None, now.peak, None, "new"))
@@ -92,6 +99,16 @@ def compare(test: str, figures: Mapping[str, Figures], baseline: Mapping[str, Fi
             if change:
                 changes.append(change)
     return Comparison(test, changes)
+
+
+def kept_labels(figures: Mapping[str, Figures], budgeted: Iterable[str], top: int = BASELINE_TOP) -> list[str]:
+    """The rows a baseline stores for a test: the totals, the budgeted rows, and the
+    ``top`` typed rows by peak (a GoogleTest binary has a thousand types in every test:
+    storing them all made baselines of hundreds of megabytes)."""
+    typed = (label for label in figures if label not in (TOTAL, UNTYPED))
+    largest = heapq.nsmallest(top, typed, key=lambda label: (-figures[label].peak, label))
+    kept = {TOTAL, UNTYPED} | set(budgeted) | set(largest)
+    return sort_labels(label for label in kept if label in figures)
 
 
 def _compare_figure(test, label, name, base: int, current: int, threshold: Threshold | None) -> Change | None:
@@ -109,12 +126,14 @@ def _compare_figure(test, label, name, base: int, current: int, threshold: Thres
 
 
 class Baseline:
-    """Stored figures per test and type: a JSON file meant to be committed, so its
-    keys are sorted and it ends with a newline (diffs show only what changed)."""
+    """Stored figures per test and type: a JSON file meant to be committed and
+    reviewed, so tests and types come in a stable order, one type per line, and the
+    file ends with a newline (diffs show only what changed)."""
 
-    def __init__(self, path: Path, tests: dict[str, dict[str, Figures]] | None = None):
+    def __init__(self, path: Path, tests: dict[str, dict[str, Figures]] | None = None, notes: list[str] | None = None):
         self.path = Path(path)
         self.tests: dict[str, dict[str, Figures]] = tests or {}
+        self.notes: list[str] = notes or []  # what the reader should know (an old version)
 
     @classmethod
     def load(cls, path: str | Path) -> "Baseline":
@@ -131,32 +150,56 @@ class Baseline:
             raise BudgetError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
         if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
             raise BudgetError(f"{path}: not a HeapType baseline (no \"format\": \"{BASELINE_FORMAT}\")")
-        if data.get("version") != BASELINE_VERSION:
-            raise BudgetError(f"{path}: baseline version {data.get('version')!r} is not supported "
-                              f"(this HeapType writes version {BASELINE_VERSION}): save it again")
-        try:
-            tests = {test: {label: Figures.from_dict(row) for label, row in types.items()}
-                     for test, types in data.get("tests", {}).items()}
-        except (AttributeError, TypeError, ValueError):
-            raise BudgetError(f"{path}: malformed baseline: expected tests -> type -> figures") from None
-        return cls(path, tests)
+        version = data.get("version")
+        if version == 1:
+            return cls(path, _tests_v1(path, data), [
+                f"{path} is a version 1 baseline (every type of every test): it is compared as it is; "
+                f"--heap-save-baseline rewrites it as version {BASELINE_VERSION} (the totals, the budgeted types "
+                "and the top types of each test)"])
+        if version != BASELINE_VERSION:
+            raise BudgetError(f"{path}: baseline version {version!r} is not supported "
+                              f"(this HeapType reads versions 1 and {BASELINE_VERSION}): save it again")
+        return cls(path, _tests_v2(path, data))
 
     def figures(self, test: str) -> dict[str, Figures] | None:
         return self.tests.get(test)
 
-    def update(self, measured: Mapping[str, Mapping[str, Figures]]) -> None:
-        """Replace the tests that were measured; tests not run keep their figures."""
-        for test, figures in measured.items():
-            self.tests[test] = dict(figures)
-
     def to_json(self) -> str:
-        data = {"format": BASELINE_FORMAT, "version": BASELINE_VERSION,
-                "tests": {test: {label: figs.as_dict() for label, figs in types.items()}
-                          for test, types in self.tests.items()}}
-        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+        """Version 2: each type on one line as [peak, bytes, allocations, leaked]."""
+        lines = ["{", f'  "fields": {json.dumps(list(FIELDS))},', f'  "format": "{BASELINE_FORMAT}",', '  "tests": {']
+        tests = sorted(self.tests)
+        for n, test in enumerate(tests):
+            rows = self.tests[test]
+            labels = sort_labels(rows)
+            lines.append(f"    {json.dumps(test)}: {{")
+            for m, label in enumerate(labels):
+                comma = "," if m < len(labels) - 1 else ""
+                lines.append(f"      {json.dumps(label)}: {json.dumps(list(rows[label]))}{comma}")
+            lines.append("    }" + ("," if n < len(tests) - 1 else ""))
+        lines += ["  },", f'  "version": {BASELINE_VERSION}', "}"]
+        return "\n".join(lines) + "\n"
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_name(self.path.name + ".tmp")
         temporary.write_text(self.to_json(), encoding="utf-8")
         temporary.replace(self.path)
+
+
+def _tests_v2(path: Path, data: dict) -> dict[str, dict[str, Figures]]:
+    fields = data.get("fields")
+    if fields != list(FIELDS):
+        raise BudgetError(f"{path}: malformed baseline: \"fields\" must be {json.dumps(list(FIELDS))}")
+    try:
+        return {test: {label: Figures(*(int(v) for v in row)) for label, row in types.items()}
+                for test, types in data.get("tests", {}).items()}
+    except (AttributeError, TypeError, ValueError):
+        raise BudgetError(f"{path}: malformed baseline: expected tests -> type -> [{', '.join(FIELDS)}]") from None
+
+
+def _tests_v1(path: Path, data: dict) -> dict[str, dict[str, Figures]]:
+    try:
+        return {test: {label: Figures.from_dict(row) for label, row in types.items()}
+                for test, types in data.get("tests", {}).items()}
+    except (AttributeError, TypeError, ValueError):
+        raise BudgetError(f"{path}: malformed baseline: expected tests -> type -> figures") from None

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from ..labels import TOTAL, UNTYPED
 from ..patterns import is_glob
 from .matching import close_names
 from .model import Budget, Limit
-from .values import FIELDS, format_exact
+from .values import FIELD_LABEL, FIELDS, format_exact
 
 # --- measuring a profile --------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Figures:
-    """The four figures budgets are about, for one row of a profile."""
+class Figures(NamedTuple):
+    """The four figures budgets are about, for one row of a profile (a tuple: a
+    profile of a GoogleTest binary has a thousand rows, measured for every test)."""
 
     peak: int = 0
     bytes: int = 0
@@ -39,8 +39,14 @@ def type_label(type_name: str | None) -> str:
 
 def measure(profile) -> dict[str, Figures]:
     """Figures per row label of a loaded profile, plus the whole process as "(total)"."""
-    figures = {type_label(r.type): Figures(r.peak_bytes, r.bytes, r.allocations, r.live_bytes)
-               for r in profile.by_type()}
+    # The pass's groups as they come: by_type() would sort them, and a GoogleTest binary
+    # has a thousand types in every test, measured for every test.
+    figures = {}
+    for r in profile.analysis(infer=False).types:
+        allocations = r.allocations
+        if allocations or r.live_blocks:
+            name = r.type
+            figures[UNTYPED if name is None else name] = Figures(r.peak_bytes, r.bytes, allocations, r.live_bytes)
     t = profile.totals
     figures[TOTAL] = Figures(t.peak_bytes, t.bytes, t.allocations, t.live_bytes)
     return figures
@@ -70,77 +76,126 @@ class Violation:
     def headline(self) -> str:
         f = self.field
         ratio = f" (+{self.over / self.limit.value:.1%})" if self.limit.value else ""
-        return (f"{self.type}: {f} {format_exact(f, self.measured)} > limit {format_exact(f, self.limit.value)}, "
+        return (f"{FIELD_LABEL[f]} {format_exact(f, self.measured)} > limit {format_exact(f, self.limit.value)}, "
                 f"over by {format_exact(f, self.over)}{ratio}")
 
 
 @dataclass
 class Evaluation:
-    """A test's verdict: the figures, the limits that applied, what is over."""
+    """A test's verdict: the figures, the limits that applied, what is over, and which
+    named patterns of the budget matched rows of the profile."""
 
     test: str
     figures: dict[str, Figures]
     limits: dict[str, dict[str, Limit]]
     violations: list[Violation]
-    warnings: list[str]
+    unmatched: list["UnmatchedPattern"] = field(default_factory=list)
     profile_path: str | None = None
     complete: bool = True
+    named: set[str] = field(default_factory=set)            # rows a named pattern covers
+    matched_patterns: set[str] = field(default_factory=set)  # UnmatchedPattern.key of those that matched
 
     @property
     def passed(self) -> bool:
         return not self.violations
 
+    @property
+    def warnings(self) -> list[str]:
+        return [f"{self.test}: {u.message()}" for u in self.unmatched]
+
     def shown_labels(self, budget: Budget | None = None) -> list[str]:
         """Rows worth a line in a summary: the total, every row a named rule covers, and
         every row over its limit (not all rows that only [defaults] cover)."""
-        labels = {TOTAL} | {v.type for v in self.violations}
-        if budget is not None:
-            labels |= {label for label in self.figures
-                       if any(r.covers(label) for r in budget.named_patterns())}
-        else:
-            labels |= set(self.limits)
+        labels = {TOTAL} | {v.type for v in self.violations} | (self.named if budget is not None else set(self.limits))
         return sort_labels(label for label in labels if label in self.figures)
 
 
 def evaluate(budget: Budget, figures: Mapping[str, Figures], *, profile_path: str | None = None,
-             complete: bool = True) -> Evaluation:
+             complete: bool = True, hints: dict | None = None) -> Evaluation:
     """Check every row of a profile against the limits that cover it. A profile cut
     short (crash, kill) has no exit: what was live then is not a leak, so `leaked`
-    limits are not checked on it."""
+    limits are not checked on it. ``hints``: a cache of close names per unmatched
+    pattern, kept across the tests of a session (one lookup per pattern, not per test)."""
     limits: dict[str, dict[str, Limit]] = {}
     violations = []
-    for label in sort_labels(figures):
-        row_limits = budget.limits_for(label)
-        if not complete:
-            row_limits.pop("leaked", None)
+    named = set()
+    checks: dict[int, list[tuple[str, int, Limit]]] = {}  # per distinct limits: (field, index, limit)
+    limits_and_naming = budget.limits_and_naming
+    for label, row in figures.items():
+        row_limits, covered_by_name = limits_and_naming(label)
+        if covered_by_name:
+            named.add(label)
+        if not complete and "leaked" in row_limits:
+            row_limits = {k: v for k, v in row_limits.items() if k != "leaked"}
         if not row_limits:
             continue
         limits[label] = row_limits
-        for name, limit in row_limits.items():
-            measured = figures[label].get(name)
-            if measured > limit.value:
-                violations.append(Violation(budget.test, label, name, limit, measured))
-    return Evaluation(budget.test, dict(figures), limits, violations, unmatched_warnings(budget, figures),
-                      profile_path, complete)
+        row_checks = checks.get(id(row_limits))
+        if row_checks is None:  # rows only [defaults] cover share one limits dict, and this list
+            row_checks = checks[id(row_limits)] = [(n, FIELDS.index(n), lim) for n, lim in row_limits.items()]
+        for name, index, limit in row_checks:
+            if row[index] > limit.value:
+                violations.append(Violation(budget.test, label, name, limit, row[index]))
+    order = {label: i for i, label in enumerate(sort_labels({v.type for v in violations}))}
+    violations.sort(key=lambda v: (order[v.type], FIELDS.index(v.field)))
+    matched, unmatched = pattern_matches(budget, figures, named, hints)
+    return Evaluation(budget.test, dict(figures), limits, violations, unmatched, profile_path, complete, named,
+                      matched)
+
+
+@dataclass(frozen=True)
+class UnmatchedPattern:
+    """A named type (or glob) that no row of a profile matches: a budget for a misspelt
+    type would pass forever. A suite warns once per pattern, and only when it matches
+    in none of the tests it applies to."""
+
+    pattern: str
+    origin: str
+    close: tuple[str, ...]
+    typed_rows: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.pattern}\0{self.origin}"
+
+    def message(self, where: str = "the profile") -> str:
+        kind = "matches no type" if is_glob(self.pattern) else "never appears"
+        hint = f"; close type names: {', '.join(self.close)}" if self.close else \
+            f"; the profile has {self.typed_rows} typed rows (heaptype report shows them)"
+        return f"budget for type '{self.pattern}' ({self.origin}): the type {kind} in {where}{hint}"
+
+
+def pattern_matches(budget: Budget, figures: Mapping[str, Figures], named: set[str] | None = None,
+                    hints: dict | None = None) -> tuple[set[str], list[UnmatchedPattern]]:
+    """The keys of the named patterns some row matches, and those no row matches.
+    ``named``: the rows some named pattern covers, when known (only they can match);
+    ``hints``: close names already found for a pattern."""
+    typed = [label for label in (figures if named is None else named) if label not in (UNTYPED, TOTAL)]
+    matched: set[str] = set()
+    unmatched: dict[str, UnmatchedPattern] = {}
+    for rule in sorted(budget.named_patterns(), key=lambda r: r.order):
+        pattern = rule.pattern
+        if pattern in (UNTYPED, TOTAL, "*"):
+            continue
+        origin = next(iter(rule.limits.values())).origin if rule.limits else budget.source
+        key = f"{pattern}\0{origin}"
+        if key in matched or key in unmatched:
+            continue
+        if any(rule.covers(label) for label in typed):
+            matched.add(key)
+            continue
+        if hints is None or key not in hints:
+            all_typed = [label for label in figures if label not in (UNTYPED, TOTAL)]
+            close = close_names(pattern.replace("*", "") if is_glob(pattern) else pattern, all_typed)
+            hint = (tuple(close), len(all_typed))
+            if hints is not None:
+                hints[key] = hint
+        else:
+            hint = hints[key]
+        unmatched[key] = UnmatchedPattern(pattern, origin, *hint)
+    return matched, list(unmatched.values())
 
 
 def unmatched_warnings(budget: Budget, figures: Mapping[str, Figures]) -> list[str]:
-    """A warning for each named type (or glob) that no row of the profile matches,
-    with the closest type names: a budget for a misspelt type would pass forever."""
-    typed = [label for label in figures if label not in (UNTYPED, TOTAL)]
-    warnings = []
-    seen = set()
-    for rule in sorted(budget.named_patterns(), key=lambda r: r.order):
-        pattern = rule.pattern
-        if pattern in (UNTYPED, TOTAL, "*") or pattern in seen or any(rule.covers(label) for label in typed):
-            continue
-        seen.add(pattern)
-        origin = next(iter(rule.limits.values())).origin if rule.limits else budget.source
-        kind = "matches no type" if is_glob(pattern) else "never appears"
-        close = close_names(pattern.replace("*", ""), typed) if is_glob(pattern) else close_names(pattern, typed)
-        hint = f"; close type names: {', '.join(close)}" if close else \
-            f"; the profile has {len(typed)} typed rows (heaptype report shows them)"
-        warnings.append(f"{budget.test}: budget for type '{pattern}' ({origin}): the type {kind} in the profile{hint}")
-    return warnings
-
-
+    """A warning for each named type (or glob) that no row of one profile matches."""
+    return [f"{budget.test}: {u.message()}" for u in pattern_matches(budget, figures)[1]]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from ..labels import TOTAL, UNTYPED
+from ..patterns import is_glob
 from .matching import did_you_mean, name_matches, pattern_specificity, type_matches
 from .values import FIELDS, parse_limit, format_value
 
@@ -36,7 +39,13 @@ class Rule:
     rank: tuple
 
     def covers(self, label: str) -> bool:
+        if self.pattern is not None and not self.is_glob:
+            return self.pattern == label  # the common case, without the glob matcher
         return type_matches(self.pattern, label)
+
+    @cached_property
+    def is_glob(self) -> bool:
+        return self.pattern is not None and is_glob(self.pattern)
 
     @property
     def order(self) -> int:
@@ -127,12 +136,41 @@ class Budget:
     def limits_for(self, label: str) -> dict[str, Limit]:
         """Each field's limit for a row, taken from the most specific covering rule that
         sets that field (so `[defaults] leaked = 0` holds unless a type overrides it)."""
+        return self.limits_and_naming(label)[0]
+
+    def limits_and_naming(self, label: str) -> tuple[dict[str, Limit], bool]:
+        """``limits_for(label)``, and whether a named pattern (not [defaults]) covers it.
+        Rows no pattern names share one answer: a GoogleTest binary has a thousand
+        types in every test, most of them covered by [defaults] alone."""
+        exact, globs, unnamed, plain = self._rule_index
+        rules = exact.get(label, ())
+        matching_globs = [r for r in globs if r.covers(label)] if globs else ()
+        if not rules and not matching_globs and label not in (UNTYPED, TOTAL):
+            return plain, False
+        named = bool(rules or matching_globs)
+        chosen = set(map(id, rules)) | set(map(id, matching_globs))
         limits: dict[str, Limit] = {}
         for rule in self.rules:
-            if rule.covers(label):
+            if id(rule) in chosen or (rule.pattern is None and label not in (UNTYPED, TOTAL)):
                 for name, limit in rule.limits.items():
                     limits.setdefault(name, limit)
-        return {name: limits[name] for name in FIELDS if name in limits}
+        return {name: limits[name] for name in FIELDS if name in limits}, named
+
+    @cached_property
+    def _rule_index(self) -> tuple[dict[str, list[Rule]], list[Rule], list[Rule], dict[str, Limit]]:
+        """Exact patterns by name, the globs, the [defaults] rules, and the limits of a
+        typed row that only [defaults] cover."""
+        exact: dict[str, list[Rule]] = {}
+        for rule in self.rules:
+            if rule.pattern is not None and not rule.is_glob:
+                exact.setdefault(rule.pattern, []).append(rule)
+        globs = [r for r in self.rules if r.is_glob]
+        unnamed = [r for r in self.rules if r.pattern is None]
+        plain: dict[str, Limit] = {}
+        for rule in unnamed:
+            for name, limit in rule.limits.items():
+                plain.setdefault(name, limit)
+        return exact, globs, unnamed, {name: plain[name] for name in FIELDS if name in plain}
 
     def named_patterns(self) -> list[Rule]:
         """Rules that name types (not [defaults]); their rows are shown in summaries."""
@@ -142,6 +180,11 @@ class Budget:
         """A copy with the command line's thresholds (--heap-compare-fail): they beat
         [defaults.regression], not a test's own `regression` table."""
         return replace(self, cli_thresholds=dict(cli))
+
+    def with_rules(self, rules: Iterable[Rule]) -> "Budget":
+        """A copy with more rules (the command line's, which rank below every file rule)."""
+        rules = list(rules)
+        return replace(self, rules=self.rules + rules) if rules else self
 
     def named(self, test: str) -> "Budget":
         return replace(self, test=test)
@@ -188,6 +231,12 @@ class BudgetFile:
     def entry_names(self) -> list[str]:
         return [t.name for t in self.tests]
 
+
+
+def command_line_rule(pattern: str | None, field_name: str, value: int, origin: str) -> Rule:
+    """A limit given on the command line: it ranks below [defaults] and any pattern of
+    a file or marker, so whatever a budget sets for that row and field wins."""
+    return Rule(pattern, {field_name: Limit(value, origin)}, ((-1, 0), -1, (0, 0), 0))
 
 
 # --- baselines and regression thresholds ----------------------------------------------------

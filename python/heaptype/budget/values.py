@@ -18,6 +18,9 @@ FIELD_MEANING = {
     "leaked": "bytes still live at exit",
 }
 
+# How tables and verdicts name the figures: "peak" alone reads as "allocated at peak"
+# to some and "most live" to others (pytest-memray #115), so say which.
+FIELD_LABEL = {"peak": "peak live", "bytes": "allocated", "allocations": "allocations", "leaked": "leaked"}
 
 SIZE_HELP = ("a size is a whole number of bytes, or a string with a unit: B, KiB, MiB, GiB "
              "(KB, MB, GB are read as the same 1024-based units), e.g. \"64 KiB\" or \"1.5 MiB\"")

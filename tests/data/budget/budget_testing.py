@@ -21,6 +21,7 @@ from tooling import run_once
 
 DATA = Path(__file__).resolve().parent
 WORKLOAD_SOURCE = DATA / "workload.cpp"
+NATIVE_CALLS_SOURCE = DATA / "native_calls.cpp"
 CTEST_PROJECT = DATA / "ctest_project"
 EXAMPLE = DATA.parents[2] / "examples" / "pytest-budget"
 
@@ -76,6 +77,11 @@ class NativePrograms:
         """The same program built without HeapType: it runs, and writes no profile."""
         return self._get("workload_plain", self._plain)
 
+    def native_library(self) -> Path:
+        """native_calls.cpp as a shared library built with HeapType's flags, linking the
+        shared runtime (what a ctypes or pybind11 extension built with HeapType is)."""
+        return self._get("libnative_calls.so", self._native_library)
+
     def ctest_build(self, cmake: str) -> Path:
         """The configured and built ctest_project (its build tree)."""
         return self._get("ctest_project", lambda target: self._cmake(cmake, CTEST_PROJECT, target))
@@ -89,6 +95,12 @@ class NativePrograms:
 
         _run(["g++", "-std=c++17", "-O2", *flags.compile_flags(), str(WORKLOAD_SOURCE), *flags.link_flags(),
               "-o", str(target)], "building workload.cpp with HeapType")
+
+    def _native_library(self, target: Path) -> None:
+        from heaptype import flags
+
+        _run(["g++", "-std=c++17", "-O2", "-fPIC", "-shared", *flags.compile_flags(), str(NATIVE_CALLS_SOURCE),
+              *flags.link_flags(shared=True), "-o", str(target)], "building native_calls.cpp as a shared library")
 
     def _plain(self, target: Path) -> None:
         _run(["g++", "-std=c++17", "-O2", str(WORKLOAD_SOURCE), "-o", str(target)],

@@ -415,14 +415,20 @@ their thread before it allocated anything else).)doc");
              options.min_size = min_size;
              options.max_size = max_size;
              uint64_t tick_ns = file->header().clock_tick_ns ? file->header().clock_tick_ns : 1000;
-             if (!begin_us.is_none()) options.window_begin = begin_us.cast<uint64_t>() * 1000 / tick_ns;
-             if (!end_us.is_none()) options.window_end = end_us.cast<uint64_t>() * 1000 / tick_ns;
+             // A microsecond is [its first tick, its last tick]: an inclusive end takes all of it.
+             constexpr uint64_t kLastUs = UINT64_MAX / 1000 - 1;  // later: the end of time
+             auto first_tick = [tick_ns](uint64_t us) { return us > kLastUs ? UINT64_MAX : us * 1000 / tick_ns; };
+             auto last_tick = [tick_ns](uint64_t us) {
+               return us > kLastUs ? UINT64_MAX : ((us + 1) * 1000 - 1) / tick_ns;
+             };
+             if (!begin_us.is_none()) options.window_begin = first_tick(begin_us.cast<uint64_t>());
+             if (!end_us.is_none()) options.window_end = last_tick(end_us.cast<uint64_t>());
              options.stop_after_events = stop_after_events;
              options.timeline = series_kind(timeline);
              options.timeline_groups = std::move(timeline_groups);
              options.timeline_points = timeline_points;
              options.addresses = addresses;
-             for (uint64_t end : bucket_ends_us) options.bucket_ends.push_back(end * 1000 / tick_ns);
+             for (uint64_t end : bucket_ends_us) options.bucket_ends.push_back(last_tick(end));
              options.bucket_nodes = std::move(bucket_nodes);
              return run_analysis(std::move(file), std::move(names), std::move(options), progress);
            }),

@@ -150,6 +150,9 @@ bool ThreadEvents::next(Event* out) {
         if (operands[0] == 0 || operands[0] > kMaxIndex || operands[1] >= kMaxIndex)
           return fail("move names thread " + std::to_string(operands[0]) + " site " + std::to_string(operands[1]));
         if (operands[2] >= sites_.size()) return fail("move to undefined site " + std::to_string(operands[2]));
+        // The writer moves its last allocated block, if any block of that site (FREE_LAST).
+        if (last_alloc_open_ && operands[0] == thread_ && operands[1] == last_alloc_site_)
+          last_alloc_site_ = static_cast<uint32_t>(operands[2]);
         out->kind = Event::kMove;
         out->thread = static_cast<uint32_t>(operands[0]);
         out->site = static_cast<uint32_t>(operands[1]);

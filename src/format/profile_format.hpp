@@ -85,7 +85,9 @@ static_assert(sizeof(ChunkHeader) == 16, "chunk header is 16 bytes");
 enum class ControlOp : uint8_t {
   kFreeLast = 0,     // no operands: the thread frees the block it allocated last, and
                      // it has allocated nothing since (a temporary allocation). The
-                     // block is at the site of the thread's last ALLOC record; in
+                     // block is at the site of the thread's last ALLOC record, or
+                     // where a MOVE of this thread's took it since: a MOVE naming
+                     // (this thread, that site) moves the last allocated block. In
                      // address mode its address is that record's address.
   kTime = 1,         // varint: clock ticks since this thread's previous TIME
   kSite = 2,         // defines this thread's next site number:

@@ -132,7 +132,9 @@ int walk_callers(FrameRules& rules, uintptr_t frame, uintptr_t high, uintptr_t* 
   while (fp - below - 1 < limit - below) {
     const uintptr_t* f = reinterpret_cast<const uintptr_t*>(fp);
     uintptr_t ra = f[1];
-    if (!ra) break;
+    // Code that uses rbp for its own ends the chain (libffi's call frames, code
+    // built without frame pointers): a "return address" inside the stack is data.
+    if (!ra || ra - frame < high - frame) break;
     out[n] = ra;
     if (++n == kMaxWalkedFrames) break;
     below = fp;

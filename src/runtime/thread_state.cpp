@@ -299,8 +299,14 @@ void emit_move(ThreadState* t, uint64_t owner, uint32_t new_site, uintptr_t addr
   stamp(t, time);
   emit_control(t, format::ControlOp::kMove, {owner_thread(owner), owner_site(owner), new_site});
   put_address(t, address);
-  // A FREE_LAST names the site of the last ALLOC record: not this block's any more.
-  if (t->last_alloc.address == address) t->last_alloc.address = 0;
+  // A reader takes a move of (this thread, the last ALLOC's site) as a move of the
+  // last allocated block (format: FREE_LAST): it stays open only when it is that block.
+  LastAlloc& last = t->last_alloc;
+  bool names_last_site = owner_thread(owner) == t->number && owner_site(owner) == last.site;
+  if (names_last_site && last.address == address)
+    last.site = new_site;
+  else if (names_last_site || last.address == address)
+    last.address = 0;
 }
 
 void emit_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site) {

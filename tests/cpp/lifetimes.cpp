@@ -7,7 +7,10 @@
 //   leak()      three Leaked (48 B) never freed, from leak()
 //
 // main runs f() x100, g(n), h(), frees g's blocks, then leak(). argv[1] sets n.
+// The phases are 3 ms apart, so that the runtime's clock (a tick a millisecond by
+// default) tells them apart on a timeline.
 #include <cstdlib>
+#include <ctime>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -18,6 +21,11 @@ struct Quarter { char bytes[256]; };
 struct Leaked { char bytes[48]; };
 
 Leaked* g_leaked[3];
+
+static void pause_between_phases() {
+  timespec pause{0, 3'000'000};
+  nanosleep(&pause, nullptr);
+}
 
 NOINLINE void f() {
   Kilo* k = new Kilo;
@@ -51,9 +59,13 @@ NOINLINE void leak() {
 int main(int argc, char** argv) {
   int n = argc > 1 ? std::atoi(argv[1]) : 10;
   for (int i = 0; i < 100; ++i) f();
+  pause_between_phases();
   Kilo** held = g(n);
+  pause_between_phases();
   h();
+  pause_between_phases();
   release(held, n);
+  pause_between_phases();
   leak();
   return 0;
 }

@@ -170,8 +170,7 @@ def generate(rng: random.Random, *, threads: int | None = None, operations: int 
             if moves and not sc.sites[t][site].tag and rng.random() < 0.3:
                 # Its constructor allocated first: the type comes right after (the runtime's MOVE).
                 time += 1
-                _move(sc, rng, t, block, time)
-                last_alloc[t] = None
+                _move(sc, rng, t, block, time)  # FREE_LAST follows it to its new site
         elif roll < 0.9:
             block = rng.choice(live)
             b = sc.blocks[block]

@@ -261,11 +261,10 @@ def test_a_file_cut_anywhere_loads_what_it_holds(seed, tmp_path):
     for cut in sorted(rng.sample(range(1, len(data)), 40)) + [len(data)]:
         path = tmp_path / f"cut{cut}.htp"
         path.write_bytes(data[:cut])
-        if cut < 8:
-            with pytest.raises(ValueError, match="not a HeapType profile|empty"):
-                _core.ProfileFile(str(path))
-            continue
         file = _core.ProfileFile(str(path))
+        if cut < 64:  # inside the header: nothing to read, and it says so
+            assert file.damage == "the file ends inside its 64-byte header" and file.dropped_bytes == cut
+            continue
         assert (file.damage != "") == (file.dropped_bytes > 0)
         a = _core.Analysis(file, sc.code_names(), call_tree=True, functions=True, infer=False)
         t = a.totals

@@ -37,7 +37,8 @@ def bucket_ticks(duration_ticks: int, count: int) -> list[int]:
 
 
 def _tick_us(profile) -> float:
-    return (profile.raw.clock_tick_ns or 1000) / 1000.0
+    """The clock tick in microseconds, at least one: spans end on whole microseconds."""
+    return max(1.0, (profile.raw.clock_tick_ns or 1000) / 1000.0)
 
 
 def bucket_windows(profile, count: int) -> list[tuple[int, int]]:

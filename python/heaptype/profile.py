@@ -49,8 +49,11 @@ class Filters:
     (by name or label), with a frame matching one of ``functions`` on their call
     path, made by one of ``threads``, of a block size within ``sizes`` (bytes, either
     end None for open), and what happened within ``time`` (microseconds): allocations
-    made then, peaks reached then, live figures at its end. ``stop_after_events``
-    stops the reading there (a snapshot, e.g. at the peak). Empty means everything."""
+    made then, peaks reached then, live figures at its end. ``lifetime``
+    (microseconds, either end None for open) keeps the blocks that lived that long
+    from allocation to free; a block never freed lives forever (profiles recorded
+    with addresses). ``stop_after_events`` stops the reading there (a snapshot, e.g.
+    at the peak). Empty means everything."""
 
     types: tuple[str, ...] = ()
     functions: tuple[str, ...] = ()
@@ -58,13 +61,14 @@ class Filters:
     sizes: tuple[int | None, int | None] = (None, None)
     time: tuple[int | None, int | None] = (None, None)
     stop_after_events: int = 0
+    lifetime: tuple[int | None, int | None] = (None, None)
 
     def __bool__(self) -> bool:
         return bool(self.types or self.functions or self.threads or self.sizes != (None, None)
-                    or self.time != (None, None) or self.stop_after_events)
+                    or self.time != (None, None) or self.stop_after_events or self.lifetime != (None, None))
 
     def and_(self, types=None, functions=None, threads=None, sizes=None, time=None,
-             stop_after_events: int = 0) -> "Filters":
+             stop_after_events: int = 0, lifetime=None) -> "Filters":
         def narrower(old, new):
             if new is None:
                 return old
@@ -76,12 +80,19 @@ class Filters:
 
         return Filters(self.types + tuple(as_list(types)), self.functions + tuple(as_list(functions)),
                        self.threads + tuple(int(t) for t in (threads or ())), narrower(self.sizes, sizes),
-                       narrower(self.time, time), stop_after_events or self.stop_after_events)
+                       narrower(self.time, time), stop_after_events or self.stop_after_events,
+                       narrower(self.lifetime, lifetime))
 
     def core_options(self) -> dict:
         return dict(types=list(self.types), functions_on_path=list(self.functions), threads=list(self.threads),
                     min_size=self.sizes[0] or 0, max_size=self.sizes[1] if self.sizes[1] is not None else 2**64 - 1,
-                    begin_us=self.time[0], end_us=self.time[1], stop_after_events=self.stop_after_events)
+                    begin_us=self.time[0], end_us=self.time[1], stop_after_events=self.stop_after_events,
+                    min_lifetime_us=self.lifetime[0], max_lifetime_us=self.lifetime[1])
+
+
+def _microseconds(span: tuple[float | None, float | None] | None) -> tuple[int | None, int | None] | None:
+    """A (low, high) span in seconds, in whole microseconds."""
+    return None if span is None else tuple(None if t is None else int(round(t * 1e6)) for t in span)
 
 
 @dataclass(frozen=True)
@@ -188,14 +199,19 @@ class Profile:
 
     def filter(self, types: str | Sequence[str] | None = None, functions: str | Sequence[str] | None = None,
                threads: Sequence[int | str] | None = None, sizes: tuple[int | None, int | None] | None = None,
-               time: tuple[float | None, float | None] | None = None) -> "Profile":
+               time: tuple[float | None, float | None] | None = None,
+               lifetime: tuple[float | None, float | None] | None = None) -> "Profile":
         """This profile with more filters (see Filters): every view of the result keeps
         only the allocations of a matching type (glob on the name or label), with a
         matching function anywhere on their call path, made by one of the threads
-        (numbers, or names globbed), of a block size within ``sizes``; ``time`` (in
-        seconds) keeps what happened in that span."""
-        micro = None if time is None else tuple(None if t is None else int(round(t * 1e6)) for t in time)
-        return self._with(self.filters.and_(types, functions, self._thread_numbers(threads), sizes, micro))
+        (numbers, or names globbed), of a block size within ``sizes``, whose block
+        lived within ``lifetime`` (seconds; never freed is forever; needs a profile
+        recorded with addresses); ``time`` (in seconds) keeps what happened in that span."""
+        if lifetime is not None and lifetime != (None, None) and not self.has_addresses:
+            raise ProfileError(f"{self.path}: recorded without addresses, so lifetimes are unknown: run the "
+                               "program with HEAPTYPE_ADDRESSES=1 to filter by lifetime")
+        return self._with(self.filters.and_(types, functions, self._thread_numbers(threads), sizes,
+                                            _microseconds(time), lifetime=_microseconds(lifetime)))
 
     def at(self, when: str | float) -> "Profile":
         """This profile as it stood at one moment: ``"peak"`` (the moment the kept

@@ -402,7 +402,8 @@ their thread before it allocated anything else).)doc");
                        std::vector<uint32_t> threads, uint64_t min_size, uint64_t max_size, py::object begin_us,
                        py::object end_us, uint64_t stop_after_events, const std::string& timeline,
                        std::vector<uint32_t> timeline_groups, size_t timeline_points, bool addresses,
-                       std::vector<uint64_t> bucket_ends_us, std::vector<uint32_t> bucket_nodes, bool progress) {
+                       std::vector<uint64_t> bucket_ends_us, std::vector<uint32_t> bucket_nodes,
+                       py::object min_lifetime_us, py::object max_lifetime_us, bool progress) {
              AnalysisOptions options;
              options.call_tree = call_tree;
              options.bottom_up = bottom_up;
@@ -430,6 +431,13 @@ their thread before it allocated anything else).)doc");
              options.addresses = addresses;
              for (uint64_t end : bucket_ends_us) options.bucket_ends.push_back(last_tick(end));
              options.bucket_nodes = std::move(bucket_nodes);
+             // A lifetime of n ticks is n * tick_ns nanoseconds: at least the minimum, under
+             // the microsecond after the maximum.
+             auto ticks_at_least = [tick_ns](uint64_t us) {
+               return us > kLastUs ? UINT64_MAX : (us * 1000 + tick_ns - 1) / tick_ns;
+             };
+             if (!min_lifetime_us.is_none()) options.min_lifetime = ticks_at_least(min_lifetime_us.cast<uint64_t>());
+             if (!max_lifetime_us.is_none()) options.max_lifetime = last_tick(max_lifetime_us.cast<uint64_t>());
              return run_analysis(std::move(file), std::move(names), std::move(options), progress);
            }),
            py::arg("file"), py::arg("names"), py::kw_only(), py::arg("call_tree") = false,
@@ -440,7 +448,8 @@ their thread before it allocated anything else).)doc");
            py::arg("end_us") = py::none(), py::arg("stop_after_events") = 0, py::arg("timeline") = "",
            py::arg("timeline_groups") = std::vector<uint32_t>{}, py::arg("timeline_points") = 2000,
            py::arg("addresses") = false, py::arg("bucket_ends_us") = std::vector<uint64_t>{},
-           py::arg("bucket_nodes") = std::vector<uint32_t>{}, py::arg("progress") = false)
+           py::arg("bucket_nodes") = std::vector<uint32_t>{}, py::arg("min_lifetime_us") = py::none(),
+           py::arg("max_lifetime_us") = py::none(), py::arg("progress") = false)
       .def("buckets", &bucket_list,
            "Per span of bucket_ends_us: {selected, types: {id: figures}, function_self, function_total, nodes: "
            "[figures]}, each figures a dict of that span: counts made in it, its peak, live at its end.")

@@ -365,3 +365,58 @@ def test_spans_compose_to_the_whole_run(seed, tmp_path):
         per_span = [b["types"].get(i) for b in buckets for i, label in labels.items() if label == g.label]
         assert sum(f["allocations"] for f in per_span if f) == g.allocations
         assert max((f["peak_bytes"] for f in per_span if f), default=0) == g.peak_bytes
+
+
+# --- the lifetime filter ---------------------------------------------------------------------------
+
+def lifetime_history(rng: random.Random) -> tuple[bytes, list, list]:
+    """One thread's random history with addresses: (file, blocks, ops), each block
+    (site, size, allocated at, freed at or None), each op (block, allocated?) in file order."""
+    b = _core.ProfileBuilder(clock_tick_ns=1000, addresses=True)
+    b.thread(1, 1, "main")
+    sizes = [16, 1024, 4096]
+    sites = [b.site(1, size, 1, 0xA0 + i, 0x1000 + 0x10 * i, 0) for i, size in enumerate(sizes)]
+    blocks, live, ops, time = [], [], [], 0
+    for _ in range(rng.randint(20, 200)):
+        time += rng.choice([0, 1, 1, 5, 100, 2000])
+        if live and rng.random() < 0.45:
+            block = live.pop(rng.randrange(len(live)))
+            site, _, born, _ = blocks[block]
+            blocks[block] = (site, sizes[site], born, time)
+            ops.append((block, False))
+            b.free(1, time, sites[site], 0x100000 + 0x10000 * block)
+        else:
+            site = rng.randrange(len(sites))
+            blocks.append((site, sizes[site], time, None))
+            live.append(len(blocks) - 1)
+            ops.append((len(blocks) - 1, True))
+            b.alloc(1, time, sites[site], 0x100000 + 0x10000 * (len(blocks) - 1))
+    return b.finish(), blocks, ops
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_lifetime_filter_keeps_exactly_the_blocks_that_lived_that_long(seed, tmp_path):
+    rng = random.Random(7000 + seed)
+    data, blocks, ops = lifetime_history(rng)
+    path = tmp_path / "lifetimes.htp"
+    path.write_bytes(data)
+    file = _core.ProfileFile(str(path))
+    names = _core.TableCodeNames()
+    for low, high in [(None, 0), (1, None), (None, 99), (100, 2000), (2001, None), (rng.randint(0, 3000), None)]:
+        a = _core.Analysis(file, names, min_lifetime_us=low, max_lifetime_us=high)
+        def kept(block):
+            lifetime = float("inf") if block[3] is None else block[3] - block[2]
+            return (low is None or lifetime >= low) and (high is None or lifetime <= high)
+        expected = {}
+        for site, size, born, freed in filter(kept, blocks):
+            count, total, still = expected.get(site, (0, 0, 0))
+            expected[site] = (count + 1, total + size, still + (size if freed is None else 0))
+        got = {g.type_tag - 0xA0: (g.allocations, g.bytes, g.live_bytes) for g in a.types if g.allocations}
+        assert got == expected, (low, high)
+        live = peak = 0  # the peak of what the filter keeps, replayed in file order
+        for i, allocated in ops:
+            if kept(blocks[i]):
+                live += blocks[i][1] if allocated else -blocks[i][1]
+                peak = max(peak, live)
+        assert a.selected.peak_bytes == peak
+        assert a.totals.allocations == len(blocks)  # the whole profile is still the whole profile

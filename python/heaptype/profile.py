@@ -17,7 +17,7 @@ at any one moment.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from . import _core
@@ -356,7 +356,8 @@ class Profile:
         if len(groups) > len(chosen) or any(raw["other"]):
             series.append(TimelineSeries("other", raw["other"]))
         return Timeline(by, [t / 1e6 for t in raw["times_us"]], series, raw["totals"],
-                        analysis.selected.peak_bytes, analysis.selected.peak_time_us / 1e6)
+                        analysis.selected.peak_bytes, analysis.selected.peak_time_us / 1e6, raw["stack"],
+                        analysis.totals.stack_peak_bytes)
 
     def _any_analysis(self) -> "_core.Analysis":
         """A pass over the whole file already made, for what every such pass knows
@@ -437,7 +438,9 @@ class TimelineSeries:
 @dataclass
 class Timeline:
     """Live bytes over time: ``times_s`` (each point's moment), one series per group
-    (and "other"), the ``totals`` they stack up to, and the exact peak."""
+    (and "other"), the ``totals`` they stack up to, and the exact peak. Beside the
+    heap, ``stack_bytes``: how deep the threads' stacks went together at each point
+    (the deepest within its span; all 0 when the runtime recorded no stack depths)."""
 
     by: str
     times_s: list[float]
@@ -445,11 +448,14 @@ class Timeline:
     totals: list[int]
     peak_bytes: int
     peak_time_s: float
+    stack_bytes: list[int] = field(default_factory=list)
+    stack_peak_bytes: int = 0
 
     def as_dict(self) -> dict:
         return {"by": self.by, "times_s": self.times_s, "series": [{"name": s.name, "bytes": s.bytes}
                                                                   for s in self.series],
-                "totals": self.totals, "peak_bytes": self.peak_bytes, "peak_time_s": self.peak_time_s}
+                "totals": self.totals, "peak_bytes": self.peak_bytes, "peak_time_s": self.peak_time_s,
+                "stack_bytes": self.stack_bytes, "stack_peak_bytes": self.stack_peak_bytes}
 
 
 def _timeline_groups(analysis: "_core.Analysis", by: str) -> list[tuple[int, str, int]]:

@@ -460,6 +460,8 @@ void Analysis::track_address(const Event& e) {
       live.placement = (static_cast<uint64_t>(e.stream) << 32) | e.new_site;
       break;
     }
+    case Event::kStack:
+      break;
   }
 }
 
@@ -536,12 +538,28 @@ bool Analysis::dropped_by_lifetime(const Event& e) {
       return dropped_addresses_.erase(e.address) > 0;
     case Event::kMove:
       return dropped_addresses_.count(e.address) > 0;
+    case Event::kStack:
+      return false;
   }
   return false;
 }
 
+// A thread reports how deep its stack went: the stacks' total moves by the change.
+void Analysis::apply_stack(const Event& e) {
+  ThreadGroup& g = threads_[thread_group(e.stream)];
+  totals_.stack_bytes = totals_.stack_bytes - g.stack_bytes + e.address;
+  g.stack_bytes = e.address;
+  g.stack_peak_bytes = std::max(g.stack_peak_bytes, e.address);
+  if (totals_.stack_bytes > totals_.stack_peak_bytes) {
+    totals_.stack_peak_bytes = totals_.stack_bytes;
+    totals_.stack_peak_time = e.time;
+  }
+  if (timeline_) timeline_->stack(static_cast<int64_t>(totals_.stack_bytes));
+}
+
 void Analysis::apply(const Event& e) {
   if (e.time > totals_.duration) totals_.duration = e.time;
+  if (e.kind == Event::kStack) return apply_stack(e);
   if (marking_lifetimes_)
     mark_lifetime(e);
   else if (options_.filters_lifetime())
@@ -587,6 +605,8 @@ void Analysis::apply(const Event& e) {
       merge_.on_live_block(e.stream, e.new_site);
       return;
     }
+    case Event::kStack:  // applied above
+      return;
   }
 }
 

@@ -93,6 +93,11 @@ struct Totals : Figures {
   uint64_t unmatched_frees = 0;   // frees and moves of blocks the profile does not hold
   uint64_t peak_live_blocks = 0;  // the most blocks live at once
   uint64_t duration = 0;          // time of the last event
+  // The threads' stacks together (STACK records: their depths in bytes, as last
+  // reported), and the deepest they went at once.
+  uint64_t stack_bytes = 0;
+  uint64_t stack_peak_bytes = 0;
+  uint64_t stack_peak_time = 0;
 };
 
 // Lifetimes of blocks, from their allocation to their free: under 1 us, 10 us,
@@ -120,6 +125,8 @@ struct FunctionGroup {
 struct ThreadGroup {
   uint32_t thread = 0;
   Figures figures;
+  uint64_t stack_bytes = 0;       // how deep its stack went, as last reported (STACK records)
+  uint64_t stack_peak_bytes = 0;  // the deepest it went
 };
 
 // A calling context: where blocks were allocated from.
@@ -201,6 +208,7 @@ class Analysis : public BlockLedger {
   uint32_t bottom_leaf(uint32_t context);
 
   void apply(const format::Event& e);
+  void apply_stack(const format::Event& e);
   void allocate(Placement& p, uint64_t time);
   void release(Placement& p, bool temporary);
   void unallocate(Placement& p);

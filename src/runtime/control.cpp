@@ -276,6 +276,7 @@ void finish() {
   // As heaptrack and valgrind do: what the C++ runtime keeps for the whole process
   // is not the program's leak.
   if (__gnu_cxx::__freeres) __gnu_cxx::__freeres();
+  if (ThreadState* t = tls_thread_state) report_stack_depth(t);  // its last tick
   flush_all_threads();
   writer_modules();
   uint8_t end[5 * format::kMaxVarint];

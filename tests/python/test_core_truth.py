@@ -420,3 +420,31 @@ def test_lifetime_filter_keeps_exactly_the_blocks_that_lived_that_long(seed, tmp
                 peak = max(peak, live)
         assert a.selected.peak_bytes == peak
         assert a.totals.allocations == len(blocks)  # the whole profile is still the whole profile
+
+
+# --- stack depth over time -----------------------------------------------------------------------
+
+def test_stack_depths_of_threads_add_up_over_time(tmp_path):
+    """STACK records: each thread's latest depth counts; the stacks' peak is the
+    deepest sum at any moment, and the timeline's stack series reaches it."""
+    b = _core.ProfileBuilder(clock_tick_ns=1000)
+    for t in (1, 2):
+        b.thread(t, t, f"thread-{t}")
+    site = b.site(1, 64, 1, 0xA0, 0x1000, 0)
+    b.alloc(1, 1, site)
+    b.stack(1, 2, 4096)
+    b.stack(2, 3, 10_000)     # together 14,096
+    b.stack(1, 4, 1024)       # 11,024
+    b.stack(2, 5, 20_000)     # 21,024: the peak, at 5 us
+    b.stack(2, 6, 512)        # 1,536
+    b.free(1, 7, site)
+    path = tmp_path / "stacks.htp"
+    path.write_bytes(b.finish())
+    file = _core.ProfileFile(str(path))
+    assert [e[6] for e in file.events(2)[0] if e[0] == "stack"] == [10_000, 20_000, 512]
+    a = _core.Analysis(file, _core.TableCodeNames(), timeline="type", timeline_groups=[])
+    assert (a.totals.stack_peak_bytes, a.totals.stack_peak_time_us) == (21_024, 5)
+    assert {t.thread: t.stack_peak_bytes for t in a.threads} == {1: 4096, 2: 20_000}
+    assert (a.totals.allocations, a.totals.peak_bytes) == (1, 64)  # the heap is the heap
+    timeline = a.timeline()
+    assert max(timeline["stack"]) == 21_024 and timeline["stack"][-1] == 1_536

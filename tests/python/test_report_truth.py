@@ -265,3 +265,14 @@ def test_lifetime_filter_on_a_compiled_program(callpath_programs):
     bad = subprocess.run([*heaptype_command(), "report", path, "--lifetime", "1parsec:"], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "--lifetime" in bad.stderr
+
+
+def test_stack_depth_over_time(callpath_programs, lifetimes):
+    """deep_recursion.cpp recurses 40,000 frames before it allocates: its stack went
+    at least 40,000 return addresses deep, and no deeper than the 8 MiB stack limit."""
+    deep = json.loads(cli("timeline", str(callpath_programs.profile_path("deep")), "--format", "json"))
+    assert 40_000 * 16 <= deep["stack_peak_bytes"] <= 8 << 20
+    assert max(deep["stack_bytes"]) == deep["stack_peak_bytes"]
+    shallow = json.loads(cli("timeline", lifetimes, "--format", "json"))
+    assert 0 < shallow["stack_peak_bytes"] < 64 << 10
+    assert "Stack depth of all threads" in cli("timeline", str(callpath_programs.profile_path("deep")))

@@ -185,15 +185,15 @@ class Profile:
         return seen
 
     def bookkeeping_bytes(self) -> int | None:
-        """Memory the runtime used for itself: buffers, tables and the registry."""
+        """The most memory the runtime's buffers and tables took (None: no end record)."""
         end = self._raw.end
-        return end["buffer_bytes"] + end["registry_bytes"] if end else None
+        return end["buffer_bytes"] if end else None
 
-    def registry_bytes_per_live_block(self) -> float | None:
-        """The registry's memory over the most blocks live at once."""
+    def registry_bytes_at_exit(self) -> int | None:
+        """What the runtime kept beside the blocks live at exit: their headers (and
+        its table of memory it did not allocate). None: no end record."""
         end = self._raw.end
-        peak = self.totals.peak_live_blocks
-        return end["registry_bytes"] / peak if end and peak else None
+        return end["registry_bytes"] if end else None
 
     # --- views --------------------------------------------------------------------------
 

@@ -118,9 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--shared", action="store_true", help="with --ldflags: link the shared runtime")
     parser.add_argument("--no-stl-types", action="store_true",
                         help="with --cflags: leave std::allocator untyped (no libstdc++ shim)")
-    parser.add_argument("--callstack", choices=flags.CALLSTACK_MODES, default="instrument",
+    parser.add_argument("--callstack", choices=flags.CALLSTACK_MODES, default=flags.DEFAULT_CALLSTACK,
                         help="with --cflags: how allocations get their calling context "
-                             "(default: instrument, -finstrument-functions without system headers)")
+                             f"(default: {flags.DEFAULT_CALLSTACK})")
     parser.add_argument("--cxx", dest="flags_cxx", metavar="COMPILER",
                         help="with --cflags: the compiler the flags are for (default: $CXX or g++)")
     parser.add_argument("--include-dir", action="store_true", help="print the public header directory")

@@ -38,11 +38,20 @@ inline T* operator*(heaptype_new_trick, T* p) noexcept {
 // second trick whose binary * dereferences.
 inline heaptype_deref_new_trick operator*(heaptype_new_trick) noexcept { return {}; }
 
+// GCC's -Weffc++ wants a binary operator* to return by value; this one must return
+// the object itself, and the warning would fire in every translation unit.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Weffc++"
+#endif
 template <class T>
 inline T& operator*(heaptype_deref_new_trick, T* p) noexcept {
   ::heaptype::detail::report_new(p, ::heaptype::tag_of<T>(), sizeof(T), alignof(T));
   return *p;
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 // Referenced from every translation unit: linking without libheaptype fails with
 // this name in the error.

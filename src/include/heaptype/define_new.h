@@ -9,7 +9,7 @@
 #pragma clang diagnostic push
 #pragma clang diagnostic ignored "-Wkeyword-macro"
 #endif
-#define new heaptype_new_trick{} * new
+#define new heaptype_new_macro__to_declare_an_operator_new_include_heaptype_undef_new_h{} * new
 #ifdef __clang__
 #pragma clang diagnostic pop
 #endif

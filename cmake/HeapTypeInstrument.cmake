@@ -49,6 +49,21 @@ function(_heaptype_options_from_json out json)
   set(${out} "${result}" PARENT_SCOPE)
 endfunction()
 
+# The -Wl options of flags.json's link.static (beyond the library and -pthread, which
+# the imported targets carry), as LINKER: options.
+function(heaptype_static_link_options out)
+  file(READ "${HeapType_FLAGS_FILE}" flags)
+  string(JSON json GET "${flags}" link static)
+  _heaptype_options_from_json(options "${json}")
+  set(result "")
+  foreach(option IN LISTS options)
+    if(option MATCHES "^-Wl,(.*)$")
+      list(APPEND result "LINKER:${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
+  set(${out} "${result}" PARENT_SCOPE)
+endfunction()
+
 # heaptype_compile_options(<out-var> TYPES ON|OFF STL_TYPES ON|OFF CALLSTACK <mode>
 #                          [EXCLUDE <dir>...])
 function(heaptype_compile_options out)

@@ -8,6 +8,7 @@
 //                   environment, then makes N typed Main objects and waits for it
 //   alone N         N typed Main objects
 //   plugin PATH N   dlopen()s PATH and calls its make_plugin_objects(N)
+//   free-array N    N times: `new Counted[3]` (an array with a cookie), released with free()
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/time.h>
@@ -24,6 +25,10 @@ struct Main {
 };
 struct Sig {
   long value[5];
+};
+struct Counted {
+  ~Counted() { value = 0; }  // not trivially destructible: new[] puts a cookie in front
+  long value = 1;
 };
 
 namespace {
@@ -87,6 +92,17 @@ int run_plugin(const char* path, long n) {
   return 0;
 }
 
+int run_free_array(long n) {
+  long sum = 0;
+  for (long i = 0; i < n; ++i) {
+    Counted* a = new Counted[3];
+    sum += a[2].value;
+    std::free(a);  // wrong: delete[] a
+  }
+  std::printf("freed=%ld\n", sum);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,6 +111,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "signal") == 0) return run_signal(std::atol(argv[2]));
   if (std::strcmp(mode, "fork-exec") == 0) return run_fork_exec(argv[0], std::atol(argv[2]));
   if (std::strcmp(mode, "alone") == 0) return make_mains(std::atol(argv[2])) >= 0 ? 0 : 1;
+  if (std::strcmp(mode, "free-array") == 0) return run_free_array(std::atol(argv[2]));
   if (std::strcmp(mode, "plugin") == 0 && argc > 3) return run_plugin(argv[2], std::atol(argv[3]));
   return 2;
 }

@@ -93,6 +93,17 @@ def test_dlopened_plugin_with_its_own_runtime_reports_to_the_executables(hostile
     assert allocations(profile, "Main") == (9, 0)
 
 
+def test_free_of_an_array_with_a_cookie_is_said_and_frees_the_block(hostile, tmp_path):
+    output = tmp_path / "free.htp"
+    done = run_profiled(hostile, output, "free-array", "4")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "freed=4\n"
+    assert done.stderr == ("heaptype: mismatched free() / delete of an array made with new[]: the pointer "
+                           "is past the array's cookie; the block is freed (use delete[])\n")
+    counted = heaptype.load(output).type_row("Counted")
+    assert (counted.allocations, counted.objects, counted.bytes, counted.live_blocks) == (4, 12, 4 * (8 + 3 * 8), 0)
+
+
 @pytest.mark.parametrize("compiler", ["g++", "clang++"])
 def test_own_operator_new_without_the_fence_names_the_fix(tmp_path, compiler):
     cxx = require_tool(compiler)

@@ -85,11 +85,7 @@ void append(char* out, size_t cap, size_t* used, const char* text) {
 // forked child writes to "<path>.<pid>", so parent and child never share a file.
 void expand_output_path(const char* pattern, bool child, char* out, size_t cap) {
   char pid[24];
-  char digits[24];
-  int n = 0;
-  for (unsigned long v = static_cast<unsigned long>(getpid()); v || !n; v /= 10) digits[n++] = '0' + v % 10;
-  for (int i = 0; i < n; ++i) pid[i] = digits[n - 1 - i];
-  pid[n] = '\0';
+  pid_text(pid);
   size_t used = 0;
   bool had_pid = false;
   out[0] = '\0';

@@ -177,15 +177,14 @@ int open_exclusive(const char* path) {
 
 // "<path>.<pid>", for a path another live process writes.
 void path_of_this_process(const char* path, char* out, size_t cap) {
-  char digits[24];
-  int n = 0;
-  for (unsigned long v = static_cast<unsigned long>(getpid()); v || !n; v /= 10) digits[n++] = '0' + v % 10;
+  char pid[24];
+  pid_text(pid);
+  size_t digits = std::strlen(pid);
   size_t used = std::strlen(path);
-  if (used + n + 2 > cap) used = cap - n - 2;
+  if (used + digits + 2 > cap) used = cap - digits - 2;
   std::memmove(out, path, used);
   out[used++] = '.';
-  while (n) out[used++] = digits[--n];
-  out[used] = '\0';
+  std::memcpy(out + used, pid, digits + 1);
 }
 
 bool open_locked(const char* path, uint64_t clock_tick_ns) {

@@ -8,6 +8,7 @@
 //                   environment, then makes N typed Main objects and waits for it
 //   alone N         N typed Main objects
 //   plugin PATH N   dlopen()s PATH and calls its make_plugin_objects(N)
+//   throw N         N `new Thrower` whose constructor throws (each is caught)
 //   free-array N    N times: `new Counted[3]` (an array with a cookie), released with free()
 #include <dlfcn.h>
 #include <signal.h>
@@ -25,6 +26,12 @@ struct Main {
 };
 struct Sig {
   long value[5];
+};
+struct Thrower {
+  explicit Thrower(long v) : value{v, v} {
+    if (v >= 0) throw v;
+  }
+  long value[2];
 };
 struct Counted {
   ~Counted() { value = 0; }  // not trivially destructible: new[] puts a cookie in front
@@ -92,6 +99,20 @@ int run_plugin(const char* path, long n) {
   return 0;
 }
 
+int run_throw(long n) {
+  long caught = 0;
+  for (long i = 0; i < n; ++i) {
+    try {
+      Thrower* t = new Thrower(i);
+      delete t;
+    } catch (long) {
+      ++caught;
+    }
+  }
+  std::printf("caught=%ld\n", caught);
+  return 0;
+}
+
 int run_free_array(long n) {
   long sum = 0;
   for (long i = 0; i < n; ++i) {
@@ -111,6 +132,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "signal") == 0) return run_signal(std::atol(argv[2]));
   if (std::strcmp(mode, "fork-exec") == 0) return run_fork_exec(argv[0], std::atol(argv[2]));
   if (std::strcmp(mode, "alone") == 0) return make_mains(std::atol(argv[2])) >= 0 ? 0 : 1;
+  if (std::strcmp(mode, "throw") == 0) return run_throw(std::atol(argv[2]));
   if (std::strcmp(mode, "free-array") == 0) return run_free_array(std::atol(argv[2]));
   if (std::strcmp(mode, "plugin") == 0 && argc > 3) return run_plugin(argv[2], std::atol(argv[3]));
   return 2;

@@ -104,6 +104,18 @@ def test_free_of_an_array_with_a_cookie_is_said_and_frees_the_block(hostile, tmp
     assert (counted.allocations, counted.objects, counted.bytes, counted.live_blocks) == (4, 12, 4 * (8 + 3 * 8), 0)
 
 
+def test_block_whose_constructor_throws_is_not_untyped(hostile, tmp_path):
+    """The new-expression's type never arrives (its constructor threw, the block was
+    freed while the exception propagated): the block counts as constructor_threw."""
+    output = tmp_path / "throw.htp"
+    done = run_profiled(hostile, output, "throw", "6")
+    assert done.returncode == 0 and done.stdout == "caught=6\n", done.stderr
+    profile = heaptype.load(output)
+    threw = profile.type_row("heaptype::constructor_threw")
+    assert (threw.allocations, threw.objects, threw.bytes, threw.live_blocks) == (6, 6, 6 * 16, 0)
+    assert profile.type_row("Thrower") is None
+
+
 @pytest.mark.parametrize("compiler", ["g++", "clang++"])
 def test_own_operator_new_without_the_fence_names_the_fix(tmp_path, compiler):
     cxx = require_tool(compiler)

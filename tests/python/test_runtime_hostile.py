@@ -141,6 +141,19 @@ def test_output_that_cannot_be_created_is_said_once(hostile, tmp_path, path, rea
                            "the program runs unprofiled\n")
 
 
+@pytest.mark.parametrize("where,reason", [
+    ("/proc/out.htp", "cannot write the profile in /proc: No such file or directory"),
+    ("{tmp}/a-file/out.htp", "cannot write the profile in {tmp}/a-file: {tmp}/a-file is not a directory"),
+])
+def test_heaptype_run_with_an_unusable_output_says_so(hostile, tmp_path, where, reason):
+    """Not the hint to build with HeapType: the program is fine, its output is not."""
+    (tmp_path / "a-file").write_text("")
+    done = subprocess.run(["heaptype", "run", "-o", where.format(tmp=tmp_path), "--", str(hostile), "alone", "3"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr == f"heaptype: error: run: {reason.format(tmp=tmp_path)}\n"
+
+
 def test_full_disk_is_said_once_and_the_program_keeps_its_status(hostile):
     done = run_profiled(hostile, Path("/dev/full"), "nonsense", "3")
     assert done.returncode == 2  # the program's own status for an unknown scenario

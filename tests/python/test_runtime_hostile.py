@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from heaptype import flags
 from tooling import require_tool
 
 CPP = Path(__file__).resolve().parents[1] / "cpp"
+HEAPTYPE = [sys.executable, "-m", "heaptype"]  # the CLI of the package under test
 
 
 def allocations(profile: heaptype.Profile, name: str) -> tuple[int, int] | None:
@@ -64,7 +66,7 @@ def test_forked_child_that_execs_a_profiled_program_keeps_the_parent_profile(hos
 
 def test_heaptype_run_with_o_and_a_child_that_execs(hostile, tmp_path):
     output = tmp_path / "run.htp"
-    done = subprocess.run(["heaptype", "run", "-o", str(output), "--", str(hostile), "fork-exec", "5"],
+    done = subprocess.run([*HEAPTYPE, "run", "-o", str(output), "--", str(hostile), "fork-exec", "5"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert allocations(heaptype.load(output), "Main") == (5, 0)
@@ -148,7 +150,7 @@ def test_output_that_cannot_be_created_is_said_once(hostile, tmp_path, path, rea
 def test_heaptype_run_with_an_unusable_output_says_so(hostile, tmp_path, where, reason):
     """Not the hint to build with HeapType: the program is fine, its output is not."""
     (tmp_path / "a-file").write_text("")
-    done = subprocess.run(["heaptype", "run", "-o", where.format(tmp=tmp_path), "--", str(hostile), "alone", "3"],
+    done = subprocess.run([*HEAPTYPE, "run", "-o", where.format(tmp=tmp_path), "--", str(hostile), "alone", "3"],
                           capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr == f"heaptype: error: run: {reason.format(tmp=tmp_path)}\n"

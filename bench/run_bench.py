@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""HeapType side by side with other heap profilers on the shared allocation workload.
+"""HeapType side by side with other heap profilers on three allocation workloads.
 
-Builds ../shared/bench/alloc_bench.cpp twice (plain, and with HeapType), then times, in
-one run and interleaved round by round, the plain program, HeapType, heaptrack and
-(with --all) valgrind massif and gperftools' heap profiler, each on the default
-arguments and on `0 0 0 0` (the empty run: a tool's fixed start-up cost).
+For each workload (../shared/bench/alloc_bench.cpp, the call-heavy bench/dom_parser.cpp
+and bench/live_blocks.cpp, which holds 3,000 live 64 KiB blocks) it builds the program
+plain and with HeapType in three calling-context modes (none, frame pointers, the
+default, and -finstrument-functions), then times, interleaved round by round, the plain
+program, each HeapType build, heaptrack and (with --all) valgrind massif and gperftools'
+heap profiler, each on the default arguments and on the empty run's arguments (a
+tool's fixed start-up cost).
 
 Everything is reported relative to the plain run of the same invocation: the absolute
 times on these machines are noisy, the ratios taken in one run much less so. There are
@@ -32,14 +35,21 @@ import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_SOURCE = os.path.join(REPO, "..", "shared", "bench", "alloc_bench.cpp")
 
-# Ground truth of the workload with its default arguments (../shared/bench/README.md).
-PROGRAM_NEW_CALLS = 2_300_123   # operator-new calls issued by the workload's own code
-RECORDED_ALLOCS = 2_300_127     # what a malloc-level profiler sees: + 4 inside the C++ runtime
-
-DEFAULT_ARGS = []               # the workload's defaults: 2000000 200000 5 100000
-EMPTY_ARGS = ["0", "0", "0", "0"]
+# name: (source, the empty run's arguments, what it stresses). Each workload prints its
+# own truth on stderr: checksum, program_new_calls (the operator-new calls its own code
+# issues, the divisor of ns/alloc) and VmHWM_kB; each runs on its default arguments.
+WORKLOADS = {
+    "alloc_bench": (DEFAULT_SOURCE, ["0", "0", "0", "0"],
+                    "2.3M small blocks of three types, a map, vectors, strings (../shared/bench)"),
+    "dom_parser": (os.path.join(BENCH_DIR, "dom_parser.cpp"), ["0", "0"],
+                   "call-heavy: a DOM-style parser of small inline member functions, 2.6M allocations"),
+    "live_blocks": (os.path.join(BENCH_DIR, "live_blocks.cpp"), ["0", "0"],
+                    "3,000 live 64 KiB blocks (188 MiB), 200,000 of them replaced one by one"),
+}
+DEFAULT_ARGS = []
 
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
 
@@ -256,11 +266,12 @@ class Plain(Tool):
 
 
 class HeapType(Tool):
+    """HeapType's default build: types and calling contexts from frame pointers."""
     key, name = "heaptype", "HeapType"
 
     def check(self):
         self.version = first_line([self.ctx.heaptype_cli, "--version"])
-        self.name = f"HeapType {self.version.split()[-1]}"
+        self.name = f"HeapType {self.version.split()[-1]} default"
 
     def command(self, args, out):
         return [self.ctx.heaptype_bin] + args
@@ -288,19 +299,22 @@ class HeapTypeTypesOnly(HeapType):
 
     def check(self):
         super().check()
-        self.name = f"{self.name} types only"
+        self.name = self.name.replace(" default", " types only")
 
     def command(self, args, out):
         return [self.ctx.heaptype_types_bin] + args
 
 
-class PlainInstrumented(Tool):
-    """The program with -finstrument-functions and glibc's empty hooks: the floor
-    that any instrumentation-based call stack starts from."""
-    key, name = "plain_hooks", "plain + empty hooks"
+class HeapTypeInstrument(HeapType):
+    """HeapType with calling contexts from -finstrument-functions (--callstack instrument)."""
+    key = "heaptype_instrument"
+
+    def check(self):
+        super().check()
+        self.name = self.name.replace(" default", " instrument")
 
     def command(self, args, out):
-        return [self.ctx.plain_hooks_bin] + args
+        return [self.ctx.heaptype_instrument_bin] + args
 
 
 class Heaptrack(Tool):
@@ -452,7 +466,7 @@ class Context:
     pass
 
 
-def build(ctx, cxx, cxx_name, source, work):
+def build(ctx, cxx, cxx_name, workload, source, work):
     # Prefer the console script beside this interpreter: a pyenv shim on PATH adds ~0.1 s
     # of bash to every `heaptype report`.
     beside = os.path.join(os.path.dirname(sys.executable), "heaptype")
@@ -460,37 +474,32 @@ def build(ctx, cxx, cxx_name, source, work):
     if not ctx.heaptype_cli:
         raise BenchError("heaptype: not found on PATH; install the package with `pip install .` "
                          "from the repository root")
+    # build key -> the `heaptype --cflags` options of that build (None: plain)
+    variants = {"plain": None, "heaptype": "", "heaptype_types": " --callstack none",
+                "heaptype_instrument": " --callstack instrument"}
     flags = {}
-    for opt in ("--cflags", "--ldflags", "--cflags --callstack none"):
+    for opt in ["--ldflags"] + [f"--cflags{v}" for v in variants.values() if v is not None]:
         rc, out = capture([ctx.heaptype_cli, *opt.split(), "--cxx", cxx])
         if rc != 0:
             raise BenchError(f"`heaptype {opt}` failed (exit {rc}):\n{out[-2000:]}")
         flags[opt] = shlex.split(out)
-    cflags, ldflags = flags["--cflags"], flags["--ldflags"]
-    types_cflags = flags["--cflags --callstack none"]
-    # The instrumentation flags alone, for the empty-hooks build.
-    hook_flags = [f for f in cflags if f.startswith("-finstrument-functions")]
+    ldflags = flags["--ldflags"]
+    # The instrumentation flags alone, for the hook-cost builds.
+    hook_flags = [f for f in flags["--cflags --callstack instrument"] if f.startswith("-finstrument-functions")]
     ctx.installed = [ctx.heaptype_cli] + [f for f in ldflags if f.endswith((".a", ".so"))]
-    ctx.plain_bin = os.path.join(work, "alloc_bench_plain")
-    ctx.heaptype_bin = os.path.join(work, "alloc_bench_heaptype")
-    ctx.heaptype_types_bin = os.path.join(work, "alloc_bench_heaptype_types")
-    ctx.plain_hooks_bin = os.path.join(work, "alloc_bench_plain_hooks")
-    builds = {
-        "plain": [cxx, "-O2", "-g", source, "-o", ctx.plain_bin],
-        "plain_hooks": [cxx, "-O2", "-g"] + hook_flags + [source, "-o", ctx.plain_hooks_bin],
-        "heaptype": [cxx, "-O2", "-g"] + cflags + [source] + ldflags + ["-o", ctx.heaptype_bin],
-        "heaptype_types": [cxx, "-O2", "-g"] + types_cflags + [source] + ldflags + ["-o", ctx.heaptype_types_bin],
-    }
-    shown = {
-        "plain": f"{cxx_name} -O2 -g {shlex.quote(source)} -o alloc_bench_plain",
-        "plain_hooks": f"{cxx_name} -O2 -g {shlex.join(hook_flags)} {shlex.quote(source)} -o alloc_bench_plain_hooks",
-        "heaptype": f"{cxx_name} -O2 -g $(heaptype --cflags) {shlex.quote(source)} "
-                    f"$(heaptype --ldflags) -o alloc_bench_heaptype",
-        "heaptype_types": f"{cxx_name} -O2 -g $(heaptype --cflags --callstack none) {shlex.quote(source)} "
-                          f"$(heaptype --ldflags) -o alloc_bench_heaptype_types",
-    }
+    builds, shown = {}, {}
+    for key, variant in variants.items():
+        binary = os.path.join(work, f"{workload}_{key}")
+        setattr(ctx, f"{key}_bin", binary)
+        if variant is None:
+            builds[key] = [cxx, "-O2", "-g", source, "-o", binary]
+            shown[key] = f"{cxx_name} -O2 -g {shlex.quote(source)} -o {workload}_{key}"
+        else:
+            builds[key] = [cxx, "-O2", "-g"] + flags[f"--cflags{variant}"] + [source] + ldflags + ["-o", binary]
+            shown[key] = (f"{cxx_name} -O2 -g $(heaptype --cflags{variant}) {shlex.quote(source)} "
+                          f"$(heaptype --ldflags) -o {workload}_{key}")
     ctx.hook_flags, ctx.ldflags, ctx.cxx = hook_flags, ldflags, cxx
-    ctx.flags = {"cflags": shlex.join(cflags), "ldflags": shlex.join(ldflags)}
+    ctx.flags = {"cflags": shlex.join(flags["--cflags"]), "ldflags": shlex.join(ldflags)}
     runner_src = os.path.join(work, "runner.cpp")
     with open(runner_src, "w") as f:
         f.write(RUNNER_SOURCE)
@@ -615,7 +624,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--source", default=DEFAULT_SOURCE,
-                    help="the workload (default: <repo>/../shared/bench/alloc_bench.cpp)")
+                    help="alloc_bench's source (default: <repo>/../shared/bench/alloc_bench.cpp)")
+    ap.add_argument("--workload", action="append", choices=sorted(WORKLOADS),
+                    help="run only this workload (repeatable; default: all three)")
     ap.add_argument("--cxx", default="g++", help="C++ compiler (default: g++)")
     ap.add_argument("--rounds", type=int, default=5, help="rounds; medians are taken (default 5)")
     ap.add_argument("--all", action="store_true",
@@ -636,17 +647,35 @@ def main(argv=None):
 def bench(opts):
     if opts.rounds < 1:
         raise BenchError("--rounds must be at least 1")
-    source = os.path.abspath(opts.source)
-    if not os.path.isfile(source):
-        raise BenchError(f"workload source not found: {source} (use --source)")
     cxx = shutil.which(opts.cxx)
     if not cxx:
         raise BenchError(missing(opts.cxx) if opts.cxx in DEBIAN_PACKAGE
                          else f"{opts.cxx}: compiler not found on PATH")
+    workloads = {name: WORKLOADS[name] for name in (opts.workload or WORKLOADS)}
+    if "alloc_bench" in workloads:
+        workloads["alloc_bench"] = (os.path.abspath(opts.source),) + workloads["alloc_bench"][1:]
+    for name, (source, _, _) in workloads.items():
+        if not os.path.isfile(source):
+            raise BenchError(f"{name}: workload source not found: {source}")
+    docs, hook_cost = {}, None
+    for name, workload in workloads.items():
+        log(f"=== workload {name}")
+        docs[name] = bench_workload(opts, cxx, name, workload, measure_hooks=hook_cost is None)
+        hook_cost = hook_cost or docs[name]["summary"].get("hook_cost")
+    print_overview(docs)
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(docs, f, indent=2)
+        log(f"measurements written to {opts.json}")
+    return 0
 
+
+def bench_workload(opts, cxx, workload, spec, measure_hooks):
+    """Builds, runs and reports one workload; returns its measurements."""
+    source, empty_args, what = spec
     ctx = Context()
     tools, skipped = [], []
-    classes = [Plain, PlainInstrumented, HeapTypeTypesOnly, HeapType, Heaptrack] + (
+    classes = [Plain, HeapTypeTypesOnly, HeapType, HeapTypeInstrument, Heaptrack] + (
         [Massif, Gperftools] if opts.all else [])
     for cls in classes:
         t = cls(ctx)
@@ -663,16 +692,18 @@ def bench(opts):
     started = datetime.datetime.now().astimezone()
     load_start = os.getloadavg()
     cpu_start = cpu_account()
+    hook_cost = None
     try:
-        builds = build(ctx, cxx, opts.cxx, source, work)
+        builds = build(ctx, cxx, opts.cxx, workload, source, work)
         installed_start = fingerprint(ctx.installed)
         heaptype_build = describe_heaptype(ctx)
         for t in tools:
             if isinstance(t, HeapType):
                 t.check()
-        results, round_loads = run_rounds(opts, tools, work)
-        log("enter/exit hook cost ...")
-        hook_cost = measure_hook_cost(ctx, work)
+        results, round_loads = run_rounds(opts, tools, work, empty_args)
+        if measure_hooks:
+            log("enter/exit hook cost ...")
+            hook_cost = measure_hook_cost(ctx, work)
     finally:
         if opts.keep:
             log(f"work directory kept: {work}")
@@ -686,6 +717,7 @@ def bench(opts):
     summary = summarise(tools, results)
     summary["hook_cost"] = hook_cost
     meta = {
+        "workload": workload, "what": what,
         "date": started.strftime("%Y-%m-%d"), "started": started.isoformat(timespec="seconds"),
         "finished": finished.isoformat(timespec="seconds"),
         "host": {"cpus": os.cpu_count(), "machine": platform.machine(),
@@ -694,27 +726,21 @@ def bench(opts):
                  "loadavg_1min_after_each_round": round_loads, "other_cpu": other_cpu},
         "compiler": first_line([cxx, "--version"]), "source": source,
         "rounds": opts.rounds, "builds": builds, "heaptype_flags": ctx.flags,
-        "args": {"default": "(none: 2000000 200000 5 100000)", "empty": " ".join(EMPTY_ARGS)},
-        "program_new_calls": PROGRAM_NEW_CALLS, "recorded_allocations": RECORDED_ALLOCS,
+        "args": {"default": "(none: the workload's defaults)", "empty": " ".join(empty_args)},
         "heaptype_cli": ctx.heaptype_cli, "heaptype_build": heaptype_build,
         "heaptype_reinstalled_during_run": reinstalled,
     }
     print_report(meta, tools, summary, skipped)
-    if opts.json:
-        doc = {"meta": meta, "skipped": skipped, "summary": summary, "runs": results}
-        with open(opts.json, "w") as f:
-            json.dump(doc, f, indent=2)
-        log(f"measurements written to {opts.json}")
-    return 0
+    return {"meta": meta, "skipped": skipped, "summary": summary, "runs": results}
 
 
-def run_rounds(opts, tools, work):
+def run_rounds(opts, tools, work, empty_args):
     results = {t.key: {"name": t.name, "version": t.version, "default": [], "empty": [],
                        "analysis": [], "commands": {}} for t in tools}
     # One untimed start-up of every tool first, so that no tool pays for a cold page cache.
     log("warm-up: one empty run of each tool (not counted)")
     for t in tools:
-        one_run(t, EMPTY_ARGS, os.path.join(work, f"warmup.{t.key}"), opts.timeout)
+        one_run(t, empty_args, os.path.join(work, f"warmup.{t.key}"), opts.timeout)
         for f in t.outputs(os.path.join(work, f"warmup.{t.key}")):
             os.remove(f)
 
@@ -724,8 +750,8 @@ def run_rounds(opts, tools, work):
         # rotate the order every round so that no tool always runs right after another
         order = tools[(r - 1) % len(tools):] + tools[:(r - 1) % len(tools)]
         for t in order:
-            for kind, args in (("default", DEFAULT_ARGS), ("empty", EMPTY_ARGS)):
-                label = "default args" if kind == "default" else "0 0 0 0"
+            for kind, args in (("default", DEFAULT_ARGS), ("empty", empty_args)):
+                label = "default args" if kind == "default" else " ".join(empty_args)
                 out = os.path.join(work, f"r{r}.{t.key}.{kind}")
                 log(f"round {r}/{opts.rounds}: {t.key} ({label}) ...")
                 rec = one_run(t, args, out, opts.timeout)
@@ -774,12 +800,18 @@ def summarise(tools, results):
     p_wall, p_empty = med([x["wall_s"] for x in plain["default"]]), \
         med([x["wall_s"] for x in plain["empty"]])
     checksums = {x["checksum"] for t in results.values() for x in t["default"]}
+    # The workload's own operator-new calls (the divisor of ns/alloc), and the allocations
+    # a profiler records (HeapType's report: the C++ runtime's own ones included).
+    calls = med([x["program_new_calls"] for x in plain["default"]])
+    recorded = next((a["allocations"] for a in reversed(results.get("heaptype", {}).get("analysis", []))
+                     if a.get("allocations")), calls)
+    p_rss = med([x["profiled_rss_kb"] for x in plain["default"]])
     for t in tools:
         r = results[t.key]
         wall = [x["wall_s"] for x in r["default"]]
         empty = [x["wall_s"] for x in r["empty"]]
         w, e = med(wall), med(empty)
-        net = ((w - e) - (p_wall - p_empty)) / PROGRAM_NEW_CALLS * 1e9 if t.key != "plain" else None
+        net = ((w - e) - (p_wall - p_empty)) / calls * 1e9 if t.key != "plain" and calls else None
         out_bytes = med([x["output_bytes"] for x in r["default"] if x["output_bytes"] is not None])
         raw = [x.get("output_raw_bytes") for x in r["default"] if x.get("output_raw_bytes")]
         s[t.key] = {
@@ -792,12 +824,13 @@ def summarise(tools, results):
             / med([x["cpu_s"] for x in plain["default"]]),
             "net_ns_per_alloc": net,
             "profiled_rss_kb": med([x["profiled_rss_kb"] for x in r["default"]]),
+            "rss_x_plain": med([x["profiled_rss_kb"] for x in r["default"]]) / p_rss if p_rss else None,
             "tool_tree_maxrss_kb": med([x["maxrss_kb"] for x in r["default"]]),
             "workload_vmhwm_kb": med([x["vmhwm_kb"] for x in r["default"]]),
             "output_bytes": out_bytes,
-            "output_bytes_per_alloc": out_bytes / RECORDED_ALLOCS if out_bytes else None,
+            "output_bytes_per_alloc": out_bytes / recorded if out_bytes else None,
             "output_raw_bytes": raw[-1] if raw else None,
-            "output_raw_bytes_per_alloc": raw[-1] / RECORDED_ALLOCS if raw else None,
+            "output_raw_bytes_per_alloc": raw[-1] / recorded if raw else None,
             "empty_output_bytes": med([x["output_bytes"] for x in r["empty"]
                                        if x["output_bytes"] is not None]),
             "program_new_calls": sorted({x["program_new_calls"] for x in r["default"]}),
@@ -809,6 +842,7 @@ def summarise(tools, results):
             s[t.key]["analysis_command"] = [os.path.basename(a["command"][0])] + [
                 "FILE" if x == a["file"] else x for x in a["command"][1:]]
     s["checksums_agree"] = len(checksums) == 1
+    s["program_new_calls"], s["recorded_allocations"] = calls, recorded
 
     # cross-check: HeapType's report against heaptrack_print (and massif's peak)
     def last(key, field):
@@ -829,7 +863,7 @@ def summarise(tools, results):
         "heaptrack_peak_bytes": hk_peak, "peak_diff_pct": rel_diff(ht_peak, hk_peak),
         "heaptrack_temporary_allocations": hk_temp,
         "massif_peak_bytes": ms_peak, "massif_peak_diff_pct": rel_diff(ht_peak, ms_peak),
-        "workload_program_new_calls": PROGRAM_NEW_CALLS,
+        "workload_program_new_calls": calls,
         "same_in_every_round": ok1 and ok2 and ok3 and ok4,
     }
     return s
@@ -837,7 +871,8 @@ def summarise(tools, results):
 
 def print_report(meta, tools, s, skipped):
     h = meta["host"]
-    print(f"alloc_bench, {meta['date']}, {meta['compiler']} -O2 -g, {h['cpus']} cores, "
+    print(f"== {meta['workload']}: {meta['what']}")
+    print(f"{meta['date']}, {meta['compiler']} -O2 -g, {h['cpus']} cores, "
           f"{meta['rounds']} rounds interleaved, medians")
     print(f"HeapType: {meta['heaptype_build']['summary']}")
     loads = h["loadavg_1min_after_each_round"]
@@ -922,12 +957,11 @@ def print_report(meta, tools, s, skipped):
     if not s["checksums_agree"]:
         print("WARNING: the workload's checksum differed between tools")
     calls = {n for t in tools for n in s[t.key]["program_new_calls"]}
-    if calls != {PROGRAM_NEW_CALLS}:
-        print(f"WARNING: the workload reported {sorted(calls)} operator-new calls, not "
-              f"{PROGRAM_NEW_CALLS:,}: the per-allocation columns assume the shared source")
+    if len(calls) != 1:
+        print(f"WARNING: the builds reported different operator-new counts {sorted(calls)}")
 
     print()
-    print("commands (FILE = a temporary path; each also run with `0 0 0 0` appended):")
+    print(f"commands (FILE = a temporary path; each also run with `{meta['args']['empty']}` appended):")
     for key, b in meta["builds"].items():
         print(f"  build {key}: {b['shown']}")
     print(f"    (heaptype --cflags: {meta['heaptype_flags']['cflags']})")
@@ -939,9 +973,33 @@ def print_report(meta, tools, s, skipped):
             print(f"  {t.key} analysis: {shlex.join(r['analysis_command'])}")
 
 
+def print_overview(docs):
+    """One table over every workload: the figures issue 13's acceptance names."""
+    print()
+    print("overview: medians; x plain = wall time / plain's; peak RSS of the profiled process; "
+          "B/alloc = profile bytes per recorded allocation")
+    headers = ["workload", "tool", "x plain", "net ns/alloc", "peak RSS", "RSS x plain", "B/alloc", "load avg"]
+    rows = []
+    for name, doc in docs.items():
+        s, h = doc["summary"], doc["meta"]["host"]
+        loads = h["loadavg_1min_after_each_round"] or [h["loadavg_start"][0]]
+        for key, r in s.items():
+            if not isinstance(r, dict) or "x_plain" not in r:
+                continue
+            bpa = r["output_bytes_per_alloc"]
+            rows.append([name, r["name"], f"{r['x_plain']:.2f}",
+                         "-" if r["net_ns_per_alloc"] is None else f"{r['net_ns_per_alloc']:.0f}",
+                         fmt_mib(r["profiled_rss_kb"]),
+                         "-" if r["rss_x_plain"] is None else f"{r['rss_x_plain']:.2f}",
+                         "-" if bpa is None else f"{bpa:.2f}",
+                         f"{min(loads):.1f}-{max(loads):.1f}"])
+    print(table(headers, rows, right={2, 3, 4, 5, 6}))
+
+
 def show_command(t):
     out = "FILE"
-    cmd = ["./" + os.path.basename(a) if a in (t.ctx.plain_bin, t.ctx.heaptype_bin)
+    binaries = (t.ctx.plain_bin, t.ctx.heaptype_bin, t.ctx.heaptype_types_bin, t.ctx.heaptype_instrument_bin)
+    cmd = ["./" + os.path.basename(a) if a in binaries
            else os.path.basename(a) if os.path.isabs(a) and a == shutil.which(os.path.basename(a))
            else a for a in t.command([], out)]
     env = {k: v for k, v in t.env(out).items() if os.environ.get(k) != v}

@@ -1,5 +1,6 @@
 # heaptype_instrument(<target>
-#     [CALLSTACK frame-pointer|instrument|none]   calling contexts (default frame-pointer)
+#     [CALLSTACK instrument|frame-pointer|none]   calling contexts (default: flags.json's
+#                             default_callstack, frame-pointer)
 #     [TYPES ON|OFF]          type every new-expression (force-included heaptype/new.hpp)
 #     [STL_TYPES ON|OFF]      type std::allocator allocations (libstdc++ shim)
 #     [MAP_FILE ON|OFF]       write <binary>.map, to name types of stripped binaries
@@ -12,6 +13,10 @@
 # on a target changes nothing.
 #
 # The flags come from the package's flags.json, the list `heaptype --cflags` prints.
+
+file(READ "${HeapType_FLAGS_FILE}" _heaptype_flags)
+string(JSON HEAPTYPE_DEFAULT_CALLSTACK GET "${_heaptype_flags}" default_callstack)
+unset(_heaptype_flags)
 
 function(_heaptype_options_from_json out json)
   # Turns a JSON array of token arrays into CMake options ("SHELL:" for multi-token).
@@ -44,11 +49,19 @@ function(_heaptype_options_from_json out json)
   set(${out} "${result}" PARENT_SCOPE)
 endfunction()
 
-# The calling-context mode every integration uses unless told (flags.json).
-function(_heaptype_default_callstack out)
+# The -Wl options of flags.json's link.static (beyond the library and -pthread, which
+# the imported targets carry), as LINKER: options.
+function(heaptype_static_link_options out)
   file(READ "${HeapType_FLAGS_FILE}" flags)
-  string(JSON mode GET "${flags}" default_callstack)
-  set(${out} "${mode}" PARENT_SCOPE)
+  string(JSON json GET "${flags}" link static)
+  _heaptype_options_from_json(options "${json}")
+  set(result "")
+  foreach(option IN LISTS options)
+    if(option MATCHES "^-Wl,(.*)$")
+      list(APPEND result "LINKER:${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
+  set(${out} "${result}" PARENT_SCOPE)
 endfunction()
 
 # heaptype_compile_options(<out-var> TYPES ON|OFF STL_TYPES ON|OFF CALLSTACK <mode>
@@ -109,7 +122,7 @@ function(heaptype_instrument target)
     endif()
   endforeach()
   if(NOT DEFINED HT_CALLSTACK)
-    _heaptype_default_callstack(HT_CALLSTACK)
+    set(HT_CALLSTACK ${HEAPTYPE_DEFAULT_CALLSTACK})
   endif()
   if(NOT HT_CALLSTACK MATCHES "^(instrument|frame-pointer|none)$")
     message(FATAL_ERROR "heaptype_instrument(${target}): CALLSTACK takes instrument, frame-pointer "
@@ -131,6 +144,48 @@ function(heaptype_instrument target)
   endif()
   if(HT_MAP_FILE AND type MATCHES "^(EXECUTABLE|SHARED_LIBRARY|MODULE_LIBRARY)$")
     target_link_options(${target} PRIVATE "LINKER:-Map=$<TARGET_FILE:${target}>.map")
+  endif()
+endfunction()
+
+# The targets of `dir` and of its subdirectories, recursively.
+function(_heaptype_targets_below out dir)
+  get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+  get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+  foreach(sub IN LISTS subdirs)
+    _heaptype_targets_below(below "${sub}")
+    list(APPEND targets ${below})
+  endforeach()
+  set(${out} "${targets}" PARENT_SCOPE)
+endfunction()
+
+# Instruments every executable and library of the project, once all are defined.
+function(_heaptype_instrument_all)
+  _heaptype_targets_below(targets "${CMAKE_SOURCE_DIR}")
+  set(count 0)
+  foreach(target IN LISTS targets)
+    get_target_property(type ${target} TYPE)
+    get_target_property(links ${target} LINK_LIBRARIES)
+    if(NOT type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY)$"
+       OR "HeapType::instrument" IN_LIST links)
+      continue()
+    endif()
+    heaptype_instrument(${target} CALLSTACK ${HEAPTYPE_CALLSTACK} MAP_FILE ${HEAPTYPE_MAP_FILES})
+    math(EXPR count "${count} + 1")
+  endforeach()
+  message(STATUS "HeapType: instrumented ${count} targets (HEAPTYPE_INSTRUMENT_ALL, "
+                 "CALLSTACK ${HEAPTYPE_CALLSTACK}, map files ${HEAPTYPE_MAP_FILES})")
+endfunction()
+
+# Schedules _heaptype_instrument_all at the end of the top-level CMakeLists.txt, once
+# however often find_package(HeapType) runs.
+function(heaptype_instrument_all_later)
+  if(NOT HEAPTYPE_CALLSTACK MATCHES "^(instrument|frame-pointer|none)$")
+    message(FATAL_ERROR "HEAPTYPE_CALLSTACK takes instrument, frame-pointer or none, not '${HEAPTYPE_CALLSTACK}'")
+  endif()
+  get_property(scheduled GLOBAL PROPERTY HEAPTYPE_INSTRUMENT_ALL_SCHEDULED)
+  if(NOT scheduled)
+    set_property(GLOBAL PROPERTY HEAPTYPE_INSTRUMENT_ALL_SCHEDULED TRUE)
+    cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _heaptype_instrument_all)
   endif()
 endfunction()
 

@@ -92,6 +92,29 @@ def _check_program(command: list[str], cwd: Path | None) -> None:
         raise RunError(f"working directory {cwd} does not exist")
 
 
+def _prepare_output_dir(directory: Path) -> None:
+    """Creates the profile's directory and proves it takes a file: otherwise the
+    program would run unprofiled, and the failure would look like a build without
+    HeapType."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".heaptype-probe-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except FileExistsError:  # a file where the directory should be
+        raise RunError(f"cannot write the profile in {directory}: {e_not_a_directory(directory)}") from None
+    except OSError as e:
+        raise RunError(f"cannot write the profile in {directory}: {e.strerror}") from None
+
+
+def e_not_a_directory(directory: Path) -> str:
+    """Which part of the path is a file, for the message."""
+    for part in [directory, *directory.parents]:
+        if part.exists() and not part.is_dir():
+            return f"{part} is not a directory"
+    return "not a directory"
+
+
 def _expand(pattern: str, pid: int, program: str) -> str:
     return pattern.replace("%p", str(pid)).replace("%e", program).replace("%%", "%")
 
@@ -123,7 +146,7 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
     _check_program(command, cwd)
     base = Path(cwd) if cwd else Path.cwd()
     pattern = str(base / (os.fspath(output) if output else DEFAULT_PATTERN))
-    Path(pattern).parent.mkdir(parents=True, exist_ok=True)
+    _prepare_output_dir(Path(pattern).parent)
     glob = Path(pattern.replace("%p", "*").replace("%e", "*"))
     before = set(glob.parent.glob(glob.name))
     if "%p" not in pattern and Path(pattern).exists():

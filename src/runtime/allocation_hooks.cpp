@@ -18,8 +18,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 
+#include "diagnostics.hpp"
 #include "hot_path.hpp"
 
 extern "C" {
@@ -100,15 +102,47 @@ inline void* allocate_or_null(size_t size, size_t alignment, void* call_site, vo
   }
 }
 
+// free() (or a plain delete) of the pointer new[] returned for a type with an array
+// cookie: it lies 8 bytes (16 for a 16-aligned type) into one of our blocks. glibc
+// would be handed a pointer that starts no allocation and crash on it; like Valgrind
+// ("mismatched free() / delete / delete []") say so, once, and free the block.
+void* array_block_of(void* p) {
+  for (size_t cookie : {sizeof(size_t), 2 * sizeof(size_t)}) {
+    char* block = static_cast<char*>(p) - cookie;
+    unsigned code;
+    if (!rt::header_readable(block) || !rt::sealed_header(block, &code)) continue;
+    size_t count;
+    std::memcpy(&count, static_cast<char*>(p) - sizeof count, sizeof count);
+    if (count) return block;
+  }
+  return nullptr;
+}
+
+void say_mismatched_free() {
+  static bool said = false;
+  if (said) return;
+  said = true;
+  rt::say("mismatched free() / delete of an array made with new[]: the pointer is past the array's "
+          "cookie; the block is freed (use delete[])");
+}
+
+inline void release(void* p) noexcept;
+
+__attribute__((noinline)) void release_foreign(void* p) noexcept {
+  if (void* block = array_block_of(p)) {
+    say_mismatched_free();
+    return release(block);
+  }
+  rt::on_foreign_release(p);
+  __libc_free(p);
+}
+
 __attribute__((always_inline)) inline void release(void* p) noexcept {
   if (!p) return;
   if (!rt::headers_on()) return __libc_free(p);
   unsigned code;
   rt::BlockHeader* h = rt::sealed_header(p, &code);
-  if (!h) {
-    rt::on_foreign_release(p);
-    return __libc_free(p);
-  }
+  if (!h) return release_foreign(p);
   if (!rt::on_free_block(p, h)) return;  // another thread's block on probation: its owner releases it
   h->seal = 0;                         // a second free of it is a foreign free (glibc reports it)
   __libc_free(rt::allocation_base(p, code));
@@ -282,7 +316,7 @@ HEAPTYPE_EXPORT size_t malloc_usable_size(void* p) {
   if (!p) return 0;
   unsigned code;
   if (rt::headers_on())
-    if (rt::BlockHeader* h = rt::sealed_header(p, &code))
+    if (rt::sealed_header(p, &code))
       return rt::libc_usable_size(rt::allocation_base(p, code)) - rt::header_offset(code);
   return rt::libc_usable_size(p);
 }

@@ -18,6 +18,7 @@
 
 #include "call_context.hpp"
 #include "clock.hpp"
+#include "diagnostics.hpp"
 #include "external_blocks.hpp"
 #include "internal_memory.hpp"
 #include "profile_writer.hpp"
@@ -27,6 +28,7 @@
 extern "C" char* program_invocation_short_name;
 // Defined (weakly) by translation units built with --callstack none (new.hpp).
 extern "C" __attribute__((weak)) char heaptype_built_without_callstack;
+extern "C" void heaptype_tag_new(const void* p, const void* type_tag, size_t elem_size, size_t elem_align);
 
 // libstdc++'s hook for leak checkers: releases its emergency exception pool and
 // other once-per-process buffers. Weak: absent with other standard libraries.
@@ -61,14 +63,6 @@ bool g_atfork_installed = false;
 pid_t g_pid = 0;  // the process this runtime state belongs to
 char g_output_pattern[4096];
 
-void say(const char* a, const char* b = "", const char* c = "", const char* d = "") {
-  const char* parts[] = {"heaptype: ", a, b, c, d, "\n"};
-  for (const char* part : parts) {
-    size_t n = std::strlen(part);
-    if (n && write(STDERR_FILENO, part, n) < 0) return;
-  }
-}
-
 bool env_flag(const char* name) {
   const char* v = getenv(name);
   return v && *v && std::strcmp(v, "0") != 0 && strcasecmp(v, "false") != 0 && strcasecmp(v, "no") != 0;
@@ -91,11 +85,7 @@ void append(char* out, size_t cap, size_t* used, const char* text) {
 // forked child writes to "<path>.<pid>", so parent and child never share a file.
 void expand_output_path(const char* pattern, bool child, char* out, size_t cap) {
   char pid[24];
-  char digits[24];
-  int n = 0;
-  for (unsigned long v = static_cast<unsigned long>(getpid()); v || !n; v /= 10) digits[n++] = '0' + v % 10;
-  for (int i = 0; i < n; ++i) pid[i] = digits[n - 1 - i];
-  pid[n] = '\0';
+  pid_text(pid);
   size_t used = 0;
   bool had_pid = false;
   out[0] = '\0';
@@ -209,9 +199,17 @@ uint64_t process_secret() {
   return secret | 1;
 }
 
+// Another copy of the runtime (a dlopen()ed plugin linked with its own) finds the
+// executable's entry points first in the global scope (the link flags export them):
+// that one owns the process and its profile, this one stays out of the way.
+bool another_runtime_owns_the_process() {
+  void* first = dlsym(RTLD_DEFAULT, "heaptype_tag_new");
+  return first && first != reinterpret_cast<void*>(&heaptype_tag_new);
+}
+
 int start_up() {
   find_libc_usable_size();
-  if (env_flag("HEAPTYPE_DISABLE")) return kDisabled;
+  if (env_flag("HEAPTYPE_DISABLE") || another_runtime_owns_the_process()) return kDisabled;
   g_pid = getpid();
   const char* start = getenv("HEAPTYPE_START");
   if (start && (std::strcmp(start, "stopped") == 0 || std::strcmp(start, "0") == 0))
@@ -233,7 +231,7 @@ int start_up() {
   char path[4096];
   expand_output_path(g_output_pattern, false, path, sizeof path);
   if (!writer_open(path, kClockTickNs, env_flag("HEAPTYPE_ADDRESSES"))) {
-    say("cannot create the profile file ", path, ": ", strerrordesc_np(errno));
+    say("cannot create the profile file ", path, ": ", strerrordesc_np(errno), "; the program runs unprofiled");
     return kDisabled;
   }
   g_seal_secret = process_secret();

@@ -1,6 +1,7 @@
 #include "profile_writer.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cstring>
 
 #include "clock.hpp"
+#include "diagnostics.hpp"
 #include "internal_memory.hpp"
 #include "spinlock.hpp"
 
@@ -23,6 +25,16 @@ int g_fd = -1;
 char g_path[4096];
 bool g_open_later = false;
 uint64_t g_clock_tick_ns = 1000;
+bool g_write_failed = false;  // the profile's file stopped taking writes (full disk ...)
+
+// A failed write of the profile is said once; the file then holds what came before it
+// (whole chunks only: the reader drops a cut chunk) and the program runs on.
+void write_failed(int error) {
+  if (g_write_failed) return;
+  g_write_failed = true;
+  say("cannot write the profile file ", g_path, ": ", strerrordesc_np(error),
+      "; the profile ends here, the program runs on");
+}
 
 bool write_all(int fd, const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);
@@ -30,6 +42,10 @@ bool write_all(int fd, const void* data, size_t size) {
     ssize_t n = write(fd, p, size);
     if (n < 0) {
       if (errno == EINTR) continue;
+      return false;
+    }
+    if (n == 0) {
+      errno = ENOSPC;
       return false;
     }
     p += n;
@@ -52,15 +68,17 @@ void write_chunk_locked(int fd, format::ChunkKind kind, uint32_t thread, const v
   do {
     n = writev(fd, parts, 2);
   } while (n < 0 && errno == EINTR);
-  if (n >= 0 && n < total) {
-    // A short write (full disk, signal): finish it byte by byte from where it stopped.
+  bool ok = n >= 0;
+  if (ok && n < total) {
+    // A short write (full disk, signal): finish it from where it stopped.
     size_t done = static_cast<size_t>(n);
     if (done < sizeof header) {
-      write_all(fd, reinterpret_cast<char*>(&header) + done, sizeof header - done);
+      ok = write_all(fd, reinterpret_cast<char*>(&header) + done, sizeof header - done);
       done = sizeof header;
     }
-    write_all(fd, static_cast<const char*>(payload) + (done - sizeof header), total - done);
+    ok = ok && write_all(fd, static_cast<const char*>(payload) + (done - sizeof header), total - done);
   }
+  if (!ok && fd == g_fd) write_failed(errno);
 }
 
 // Reads a whole /proc file into mapped memory; the caller unmaps `*capacity` bytes.
@@ -136,9 +154,50 @@ void write_modules_locked() {
   unmap_pages(maps, capacity);
 }
 
+// Opens `path` for this process alone: an exclusive flock, held while the process
+// lives, says the file is taken. Only then is it emptied, so another HeapType program
+// given the same HEAPTYPE_OUTPUT (a forked child that execs one, a second runtime in a
+// plugin) cannot truncate a profile being written; it writes "<path>.<pid>" instead.
+int open_exclusive(const char* path) {
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    close(fd);
+    errno = EWOULDBLOCK;
+    return -1;
+  }
+  if (ftruncate(fd, 0) != 0 && errno != EINVAL) {  // EINVAL: not a regular file (/dev/full)
+    int error = errno;
+    close(fd);
+    errno = error;
+    return -1;
+  }
+  return fd;
+}
+
+// "<path>.<pid>", for a path another live process writes.
+void path_of_this_process(const char* path, char* out, size_t cap) {
+  char pid[24];
+  pid_text(pid);
+  size_t digits = std::strlen(pid);
+  size_t used = std::strlen(path);
+  if (used + digits + 2 > cap) used = cap - digits - 2;
+  std::memmove(out, path, used);
+  out[used++] = '.';
+  std::memcpy(out + used, pid, digits + 1);
+}
+
 bool open_locked(const char* path, uint64_t clock_tick_ns) {
   g_open_later = false;
-  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  g_write_failed = false;
+  char own[sizeof g_path];
+  int fd = open_exclusive(path);
+  if (fd < 0 && errno == EWOULDBLOCK) {
+    path_of_this_process(path, own, sizeof own);
+    say("another process writes ", path, "; this one's profile goes to ", own);
+    path = own;
+    fd = open_exclusive(path);
+  }
   if (fd < 0) return false;
   remember_path(path);
   format::FileHeader header;
@@ -151,15 +210,17 @@ bool open_locked(const char* path, uint64_t clock_tick_ns) {
   header.clock_tick_ns = clock_tick_ns;
   header.pointer_size = sizeof(void*);
   header.flags = g_write_addresses ? format::kFlagAddresses : 0;
-  write_all(fd, &header, sizeof header);
   g_fd = fd;
+  if (!write_all(fd, &header, sizeof header)) write_failed(errno);
   write_program_chunk();
   write_modules_locked();
   return true;
 }
 
 void open_if_deferred_locked() {
-  if (g_fd < 0 && g_open_later) open_locked(g_path, g_clock_tick_ns);
+  if (g_fd >= 0 || !g_open_later) return;
+  if (!open_locked(g_path, g_clock_tick_ns))
+    say("cannot create the profile file ", g_path, ": ", strerrordesc_np(errno), "; the process runs unprofiled");
 }
 
 }  // namespace
@@ -184,7 +245,7 @@ const char* writer_path() { return g_path; }
 void writer_chunk(format::ChunkKind kind, uint32_t thread, const void* payload, size_t size) {
   LockGuard guard(g_lock);
   open_if_deferred_locked();
-  if (g_fd >= 0) write_chunk_locked(g_fd, kind, thread, payload, size);
+  if (g_fd >= 0 && !g_write_failed) write_chunk_locked(g_fd, kind, thread, payload, size);
 }
 
 void writer_modules() {

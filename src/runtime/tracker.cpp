@@ -22,8 +22,10 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <exception>
 
 #include "external_blocks.hpp"
+#include "heaptype/type_id.hpp"
 #include "hot_path.hpp"
 
 extern "C" {
@@ -34,6 +36,11 @@ __attribute__((visibility("default"))) __thread heaptype_hint_t heaptype_hint = 
 }
 
 namespace heaptype {
+
+// The type the report shows for a block whose constructor threw (see
+// type_constructor_threw). Declared only: its type_id tag is all that is needed.
+struct constructor_threw;
+
 namespace runtime {
 
 uint32_t g_epoch = 0;
@@ -170,6 +177,17 @@ void type_probation_block(ThreadState* t, uint32_t index, uintptr_t type_tag, ui
   uint64_t old_owner = make_owner(t->number, b.site, false);
   if (leave_probation(t, b.address, make_owner(t->number, site, true)))
     emit_move(t, old_owner, site, b.address, now_tick());
+}
+
+// A new-expression whose constructor throws frees its block while the exception
+// propagates, before the expression could report the type. Such a block (still on
+// probation, freed by its own thread during unwinding) counts as
+// `heaptype::constructor_threw`, not as untyped, and teaches its call site nothing.
+// (A raw operator new block freed by unwinding code before it was typed is counted
+// so too.)
+void type_constructor_threw(ThreadState* t, uint32_t index) {
+  BlockHeader* h = header_of(reinterpret_cast<void*>(t->probation[index].address));
+  type_probation_block(t, index, reinterpret_cast<uintptr_t>(tag_of<constructor_threw>()), h->size, 0, 1, false);
 }
 
 // --- allocation ----------------------------------------------------------------------
@@ -310,7 +328,10 @@ bool record_free(ThreadState* t, uintptr_t p, BlockHeader* h) {
   if (owner & kOwnerProbation) {
     if (owner_thread(owner) == t->number) {
       int index = find_probation(t, p);
-      if (index >= 0) {
+      if (index >= 0 && !(owner & kOwnerFreed) && std::uncaught_exceptions() > 0) {
+        type_constructor_threw(t, static_cast<uint32_t>(index));
+        owner = load_owner(h);
+      } else if (index >= 0) {
         if (CallSiteType* c = call_site_type(t->call_sites, t->probation[index].call_site)) learn_untyped(*c);
         remove_probation_slot(t, static_cast<uint32_t>(index));
       }

@@ -98,3 +98,16 @@ def test_totals_agree_with_heaptrack(binaries, report, tmp_path):
     totals = report["totals"]
     assert abs(totals["allocations"] - calls) <= 0.001 * calls, (totals["allocations"], calls)
     assert abs(totals["peak_bytes"] - peak) <= 0.001 * peak, (totals["peak_bytes"], peak)
+
+
+# Issue 13's bar for the profile: at most 4 B per allocation as written, 1.5 B compressed.
+RECORDED_ALLOCATIONS = 2_300_127  # the workload's 2,300,123 plus 4 inside the C++ runtime
+
+
+def test_profile_is_compact(profile_path, tmp_path):
+    zstd = require_tool("zstd")
+    raw = profile_path.stat().st_size
+    packed = tmp_path / "alloc_bench.htp.zst"
+    subprocess.run([zstd, "-q", "-3", str(profile_path), "-o", str(packed)], check=True)
+    assert raw / RECORDED_ALLOCATIONS <= 4.0, raw
+    assert packed.stat().st_size / RECORDED_ALLOCATIONS <= 1.5, packed.stat().st_size

@@ -255,7 +255,7 @@ def test_generated_flags_are_the_package_flag_list(bazel):
     exec((external / "heaptype_install" / "flags.bzl").read_text(), scope)
     bazel_options = [token for group in ("headers", "types", "stl_types", "debug")
                      for option in scope["COMPILE"][group] for token in option]
-    bazel_options += [token for option in scope["CALLSTACK"]["instrument"] for token in option]
+    bazel_options += [token for option in scope["CALLSTACK"][flags.DEFAULT_CALLSTACK] for token in option]
     cflags = subprocess.run([sys.executable, "-m", "heaptype", "--cflags", "--cxx", "gcc"], check=True,
                             capture_output=True, text=True).stdout.split()
     relative = [flag.replace(str(flags.include_dir()), "external/heaptype_install/include") for flag in cflags]

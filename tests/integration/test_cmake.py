@@ -209,6 +209,81 @@ def test_instrument_all_switch_and_interface_target(tmp_path):
         assert heaptype.load(out).type_row("Widget").objects == 3
 
 
+def write_shapes_project(root: Path, body: str) -> Path:
+    """An executable using a shared and a static library, each allocating its own type."""
+    write_project(root, "find_package(HeapType CONFIG REQUIRED)\n" + body)
+    (root / "shapes.cpp").write_text("struct Circle { double r; };\nvoid* make_circle() { return new Circle{1.0}; }\n")
+    (root / "more.cpp").write_text("struct Square { double s[2]; };\nvoid* make_square() { return new Square{}; }\n")
+    (root / "app.cpp").write_text(
+        "void* make_circle(); void* make_square();\n"
+        "int main() { for (int i = 0; i < 5; ++i) { make_circle(); make_square(); } }\n")
+    return root
+
+
+def check_shapes_profile(app: Path, tmp_path: Path) -> None:
+    out = tmp_path / "app.htp"
+    subprocess.run([str(app)], check=True, env={**os.environ, "HEAPTYPE_OUTPUT": str(out)})
+    profile = heaptype.load(out)
+    assert (profile.type_row("Circle").allocations, profile.type_row("Circle").live_blocks) == (5, 5)
+    assert (profile.type_row("Square").allocations, profile.type_row("Square").live_blocks) == (5, 5)
+
+
+LIBRARIES = "add_library(shapes shapes.cpp)\nadd_library(more STATIC more.cpp)\n" \
+            "add_executable(app app.cpp)\ntarget_link_libraries(app PRIVATE shapes more)\n"
+
+
+def dynamic_symbols(binary: Path) -> set[str]:
+    nm = subprocess.run([require_tool("nm"), "-D", "--defined-only", str(binary)],
+                        check=True, capture_output=True, text=True).stdout
+    return {line.split()[-1] for line in nm.splitlines() if line.strip()}
+
+
+def test_instrument_all_with_shared_libs_links_the_runtime_into_executables_only(tmp_path):
+    root = write_shapes_project(tmp_path / "p", LIBRARIES)
+    build = tmp_path / "b"
+    result = configure(root, build, f"-DHeapType_DIR={CMAKE_DIR}", "-DHEAPTYPE_INSTRUMENT_ALL=ON",
+                       "-DBUILD_SHARED_LIBS=ON", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON")
+    assert result.returncode == 0, result.stderr
+    assert ("-- HeapType: instrumented 3 targets (HEAPTYPE_INSTRUMENT_ALL, CALLSTACK frame-pointer, "
+            "map files ON)") in result.stdout
+    build_ok(build)
+    library = build / "libshapes.so"
+    exported = dynamic_symbols(library)
+    assert not {"malloc", "free", "_Znwm", "__cyg_profile_func_enter"} & exported
+    # the runtime's C entry points stay undefined in the library: the executable has them
+    assert not [name for name in exported if name.startswith("heaptype_")]
+    assert {"heaptype_tag_new", "malloc"} <= dynamic_symbols(build / "app")
+    commands = json.loads((build / "compile_commands.json").read_text())
+    assert all("-fno-omit-frame-pointer" in c["command"] and "heaptype/new.hpp" in c["command"]
+               for c in commands)
+    assert (build / "app.map").is_file() and (build / "libshapes.so.map").is_file()
+    check_shapes_profile(build / "app", tmp_path)
+
+
+def test_instrument_all_takes_the_call_stack_mode_and_skips_map_files(tmp_path):
+    root = write_shapes_project(tmp_path / "p", LIBRARIES)
+    build = tmp_path / "b"
+    result = configure(root, build, f"-DHeapType_DIR={CMAKE_DIR}", "-DHEAPTYPE_INSTRUMENT_ALL=ON",
+                       "-DHEAPTYPE_CALLSTACK=none", "-DHEAPTYPE_MAP_FILES=OFF",
+                       "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON")
+    assert result.returncode == 0, result.stderr
+    build_ok(build)
+    commands = json.loads((build / "compile_commands.json").read_text())
+    assert len(commands) == 3
+    assert all("-DHEAPTYPE_NO_CALLSTACK" in c["command"] and "-fno-omit-frame-pointer" not in c["command"]
+               for c in commands)
+    assert not list(build.glob("*.map"))
+    check_shapes_profile(build / "app", tmp_path)
+
+
+def test_instrument_all_rejects_an_unknown_call_stack_mode(tmp_path):
+    root = write_shapes_project(tmp_path / "p", LIBRARIES)
+    result = configure(root, tmp_path / "b", f"-DHeapType_DIR={CMAKE_DIR}", "-DHEAPTYPE_INSTRUMENT_ALL=ON",
+                       "-DHEAPTYPE_CALLSTACK=dwarf")
+    assert result.returncode != 0
+    assert "HEAPTYPE_CALLSTACK takes instrument, frame-pointer or none, not 'dwarf'" in result.stderr
+
+
 def test_shared_and_static_libraries_can_be_instrumented(tmp_path):
     root = tmp_path / "p"
     write_project(root, (

@@ -3,5 +3,14 @@
  * fenced region (code that declares its own operator new, third-party headers). */
 #ifdef __cplusplus
 #undef new
-#define new heaptype_new_trick{} * new
+/* Clang's -Wkeyword-macro (in -pedantic builds) objects to any macro named like a
+ * keyword; this one is the point of the header. */
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wkeyword-macro"
+#endif
+#define new heaptype_new_macro__to_declare_an_operator_new_include_heaptype_undef_new_h{} * new
+#ifdef __clang__
+#pragma clang diagnostic pop
+#endif
 #endif

@@ -1,7 +1,8 @@
 // heaptype/new.hpp: force-include this (`-include heaptype/new.hpp`) to type every
 // new-expression of a translation unit.
 //
-// `new T(...)` becomes `heaptype_new_trick{} * new T(...)`; the operator* below
+// `new T(...)` becomes `heaptype_new_trick{} * new T(...)` (the struct's real name is
+// longer, see below); the operator* below
 // receives the T* the expression produced and reports heaptype::type_id<T> for it.
 // The trick struct lives in the global namespace, so argument-dependent lookup
 // finds the operator from any namespace, and `::new (p) T` becomes
@@ -24,7 +25,13 @@
 #include "detail/std_headers.hpp"
 #include "heaptype.hpp"
 
-struct heaptype_new_trick {};
+// The macro's struct. Its name is the fix for the one thing the macro breaks: a
+// translation unit that declares its own `operator new` (a class's, or a global one)
+// after the macro reads `operator <this struct>{} * new(...)`, and the compilers'
+// first error names it: "declaration of 'operator heaptype_new_macro__to_declare_an_
+// operator_new_include_heaptype_undef_new_h' as non-function".
+struct heaptype_new_macro__to_declare_an_operator_new_include_heaptype_undef_new_h {};
+using heaptype_new_trick = heaptype_new_macro__to_declare_an_operator_new_include_heaptype_undef_new_h;
 struct heaptype_deref_new_trick {};
 
 template <class T>
@@ -38,11 +45,20 @@ inline T* operator*(heaptype_new_trick, T* p) noexcept {
 // second trick whose binary * dereferences.
 inline heaptype_deref_new_trick operator*(heaptype_new_trick) noexcept { return {}; }
 
+// GCC's -Weffc++ wants a binary operator* to return by value; this one must return
+// the object itself, and the warning would fire in every translation unit.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Weffc++"
+#endif
 template <class T>
 inline T& operator*(heaptype_deref_new_trick, T* p) noexcept {
   ::heaptype::detail::report_new(p, ::heaptype::tag_of<T>(), sizeof(T), alignof(T));
   return *p;
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 // Referenced from every translation unit: linking without libheaptype fails with
 // this name in the error.

@@ -1,0 +1,139 @@
+// hostile.cpp: programs that use the runtime the way a hostile (or unlucky) program
+// does; tests/python/test_runtime_hostile.py runs each scenario by name:
+//
+//   signal N        N typed Main objects in a loop while a profiling timer's signal
+//                   handler allocates a typed Sig object each time it fires, also when
+//                   it interrupts the runtime; prints "signals=K" (K Sig objects)
+//   fork-exec N     forks a child that execs this program ("alone 7"), with the same
+//                   environment, then makes N typed Main objects and waits for it
+//   alone N         N typed Main objects
+//   plugin PATH N   dlopen()s PATH and calls its make_plugin_objects(N)
+//   throw N         N `new Thrower` whose constructor throws (each is caught)
+//   free-array N    N times: `new Counted[3]` (an array with a cookie), released with free()
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+struct Main {
+  long value[3];
+};
+struct Sig {
+  long value[5];
+};
+struct Thrower {
+  explicit Thrower(long v) : value{v, v} {
+    if (v >= 0) throw v;
+  }
+  long value[2];
+};
+struct Counted {
+  ~Counted() { value = 0; }  // not trivially destructible: new[] puts a cookie in front
+  long value = 1;
+};
+
+namespace {
+
+std::atomic<long> g_signals{0};
+
+void on_profiling_timer(int) {
+  Sig* s = new Sig{{1, 2, 3, 4, 5}};
+  if (s->value[4] == 5) g_signals.fetch_add(1, std::memory_order_relaxed);
+  // Kept alive: the test checks that every one was typed.
+  static Sig* volatile keep;
+  keep = s;
+}
+
+long make_mains(long n) {
+  long sum = 0;
+  for (long i = 0; i < n; ++i) {
+    Main* m = new Main{{i, i, i}};
+    sum += m->value[1];
+    delete m;
+  }
+  return sum;
+}
+
+int run_signal(long n) {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_handler = on_profiling_timer;
+  sigaction(SIGPROF, &action, nullptr);
+  itimerval every = {{0, 50}, {0, 50}};  // as often as the kernel allows: CPU time
+  setitimer(ITIMER_PROF, &every, nullptr);
+  long sum = make_mains(n);
+  itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_PROF, &off, nullptr);
+  std::printf("signals=%ld sum=%ld\n", g_signals.load(), sum);
+  return 0;
+}
+
+int run_fork_exec(const char* self, long n) {
+  pid_t child = fork();
+  if (child == 0) {
+    execl(self, self, "alone", "7", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);  // the child has started (and finished) before the parent's events
+  make_mains(n);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+}
+
+int run_plugin(const char* path, long n) {
+  void* plugin = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!plugin) {
+    std::fprintf(stderr, "dlopen: %s\n", dlerror());
+    return 3;
+  }
+  auto make = reinterpret_cast<long (*)(long)>(dlsym(plugin, "make_plugin_objects"));
+  long made = make ? make(n) : -1;
+  make_mains(n);
+  std::printf("made=%ld\n", made);
+  return 0;
+}
+
+int run_throw(long n) {
+  long caught = 0;
+  for (long i = 0; i < n; ++i) {
+    try {
+      Thrower* t = new Thrower(i);
+      delete t;
+    } catch (long) {
+      ++caught;
+    }
+  }
+  std::printf("caught=%ld\n", caught);
+  return 0;
+}
+
+int run_free_array(long n) {
+  long sum = 0;
+  for (long i = 0; i < n; ++i) {
+    Counted* a = new Counted[3];
+    sum += a[2].value;
+    std::free(a);  // wrong: delete[] a
+  }
+  std::printf("freed=%ld\n", sum);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) return 2;
+  const char* mode = argv[1];
+  if (std::strcmp(mode, "signal") == 0) return run_signal(std::atol(argv[2]));
+  if (std::strcmp(mode, "fork-exec") == 0) return run_fork_exec(argv[0], std::atol(argv[2]));
+  if (std::strcmp(mode, "alone") == 0) return make_mains(std::atol(argv[2])) >= 0 ? 0 : 1;
+  if (std::strcmp(mode, "throw") == 0) return run_throw(std::atol(argv[2]));
+  if (std::strcmp(mode, "free-array") == 0) return run_free_array(std::atol(argv[2]));
+  if (std::strcmp(mode, "plugin") == 0 && argc > 3) return run_plugin(argv[2], std::atol(argv[3]));
+  return 2;
+}

@@ -1,0 +1,34 @@
+// Compiled with -Wall -Wextra -Weffc++ -Werror -pedantic and the force-included
+// heaptype/new.hpp (tests/integration/test_strict_header.py): every form of
+// new-expression the header rewrites, and standard containers through the typed
+// allocator shim, must compile without a warning from HeapType's headers.
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace shapes {
+struct Point {
+  int x;
+  int y;
+};
+}  // namespace shapes
+
+int main() {
+  shapes::Point* one = new shapes::Point{1, 2};
+  shapes::Point* many = new shapes::Point[3];
+  shapes::Point& ref = *new shapes::Point{3, 4};
+  alignas(shapes::Point) unsigned char storage[sizeof(shapes::Point)];
+  shapes::Point* placed = ::new (static_cast<void*>(storage)) shapes::Point{5, 6};
+  std::vector<std::string> words{"typed", "allocator"};
+  std::map<int, shapes::Point> points{{1, *one}};
+  std::unique_ptr<shapes::Point> owned(new shapes::Point{7, 8});
+  auto shared = std::make_shared<shapes::Point>();
+  int sum = one->x + many[0].x + ref.y + placed->y + owned->x + shared->x;
+  sum += static_cast<int>(words.size() + points.size());
+  delete one;
+  delete[] many;
+  delete &ref;
+  return sum == 0 ? 1 : 0;
+}

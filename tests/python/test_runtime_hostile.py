@@ -1,0 +1,163 @@
+"""The runtime in hostile programs (issue 15's runtime findings), one test each.
+
+tests/cpp/hostile.cpp runs each scenario by name; each test checks that the program
+keeps its exit status and its output, and that the profile holds exactly what the
+program allocated, or that the runtime says clearly on stderr why it does not.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import heaptype
+from conftest import CXX_STD, run_profiled
+from heaptype import flags
+from tooling import require_tool
+
+CPP = Path(__file__).resolve().parents[1] / "cpp"
+HEAPTYPE = [sys.executable, "-m", "heaptype"]  # the CLI of the package under test
+
+
+def allocations(profile: heaptype.Profile, name: str) -> tuple[int, int] | None:
+    row = profile.type_row(name)
+    return None if row is None else (row.allocations, row.live_blocks)
+
+
+@pytest.fixture(scope="module")
+def hostile(cpp_programs):
+    return cpp_programs.program("hostile")
+
+
+def test_signal_handler_allocating_while_the_thread_is_in_the_runtime(hostile, tmp_path):
+    """A profiling timer's handler allocates whenever it fires, also in the middle of
+    the runtime's own work: no deadlock, and the loop's blocks are counted exactly."""
+    output = tmp_path / "signal.htp"
+    done = run_profiled(hostile, output, "signal", "2000000", timeout=120)
+    assert done.returncode == 0, done.stderr
+    signals = int(re.match(r"signals=(\d+) ", done.stdout).group(1))
+    profile = heaptype.load(output)
+    assert profile.complete
+    assert allocations(profile, "Main") == (2_000_000, 0)
+    # A handler's allocation that interrupts the runtime is passed through unrecorded;
+    # every other one is a typed Sig, none of them freed.
+    sig = allocations(profile, "Sig")
+    assert sig is None or (sig[0] <= signals and sig[1] == sig[0])
+
+
+def test_forked_child_that_execs_a_profiled_program_keeps_the_parent_profile(hostile, tmp_path):
+    """Same HEAPTYPE_OUTPUT without %p in parent and exec'ed child: the child must not
+    truncate the parent's file; it writes <path>.<pid> and says so."""
+    output = tmp_path / "parent.htp"
+    done = run_profiled(hostile, output, "fork-exec", "11")
+    assert done.returncode == 0, done.stderr
+    others = [p for p in tmp_path.iterdir() if p != output]
+    assert len(others) == 1 and re.fullmatch(r"parent\.htp\.\d+", others[0].name)
+    assert f"heaptype: another process writes {output}; this one's profile goes to {others[0]}" in done.stderr
+    parent = heaptype.load(output)
+    assert parent.complete and allocations(parent, "Main") == (11, 0)
+    child = heaptype.load(others[0])
+    assert child.complete and allocations(child, "Main") == (7, 0)
+
+
+def test_heaptype_run_with_o_and_a_child_that_execs(hostile, tmp_path):
+    output = tmp_path / "run.htp"
+    done = subprocess.run([*HEAPTYPE, "run", "-o", str(output), "--", str(hostile), "fork-exec", "5"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert allocations(heaptype.load(output), "Main") == (5, 0)
+
+
+@pytest.fixture(scope="module")
+def plugin(cpp_programs, tmp_path_factory) -> Path:
+    """tests/cpp/hostile_plugin.cpp as a shared library with its own copy of the runtime."""
+    cxx = require_tool("g++")
+    out = tmp_path_factory.mktemp("plugin") / "libhostile_plugin.so"
+    command = [cxx, CXX_STD, "-O2", "-g", "-fPIC", "-shared", *flags.compile_flags(),
+               str(CPP / "hostile_plugin.cpp"), *flags.link_flags(), "-o", str(out)]
+    subprocess.run(command, check=True, capture_output=True)
+    return out
+
+
+def test_dlopened_plugin_with_its_own_runtime_reports_to_the_executables(hostile, plugin, tmp_path):
+    output = tmp_path / "plugin.htp"
+    done = run_profiled(hostile, output, "plugin", str(plugin), "9")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "made=9\n" and done.stderr == ""
+    assert [p.name for p in tmp_path.iterdir()] == ["plugin.htp"]
+    profile = heaptype.load(output)
+    assert profile.complete
+    assert allocations(profile, "PluginObject") == (9, 0)
+    assert allocations(profile, "Main") == (9, 0)
+
+
+def test_free_of_an_array_with_a_cookie_is_said_and_frees_the_block(hostile, tmp_path):
+    output = tmp_path / "free.htp"
+    done = run_profiled(hostile, output, "free-array", "4")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "freed=4\n"
+    assert done.stderr == ("heaptype: mismatched free() / delete of an array made with new[]: the pointer "
+                           "is past the array's cookie; the block is freed (use delete[])\n")
+    counted = heaptype.load(output).type_row("Counted")
+    assert (counted.allocations, counted.objects, counted.bytes, counted.live_blocks) == (4, 12, 4 * (8 + 3 * 8), 0)
+
+
+def test_block_whose_constructor_throws_is_not_untyped(hostile, tmp_path):
+    """The new-expression's type never arrives (its constructor threw, the block was
+    freed while the exception propagated): the block counts as constructor_threw."""
+    output = tmp_path / "throw.htp"
+    done = run_profiled(hostile, output, "throw", "6")
+    assert done.returncode == 0 and done.stdout == "caught=6\n", done.stderr
+    profile = heaptype.load(output)
+    threw = profile.type_row("heaptype::constructor_threw")
+    assert (threw.allocations, threw.objects, threw.bytes, threw.live_blocks) == (6, 6, 6 * 16, 0)
+    assert profile.type_row("Thrower") is None
+
+
+@pytest.mark.parametrize("compiler", ["g++", "clang++"])
+def test_own_operator_new_without_the_fence_names_the_fix(tmp_path, compiler):
+    cxx = require_tool(compiler)
+    base = [cxx, CXX_STD, "-c", *flags.compile_flags(cxx=cxx), str(CPP / "own_operator_new.cpp")]
+    failed = subprocess.run([*base, "-DFENCED=0", "-o", str(tmp_path / "a.o")], capture_output=True, text=True)
+    assert failed.returncode != 0
+    first_error = next(line for line in failed.stderr.splitlines() if "error" in line)
+    assert "heaptype_new_macro__to_declare_an_operator_new_include_heaptype_undef_new_h" in first_error
+    fenced = subprocess.run([*base, "-DFENCED=1", "-o", str(tmp_path / "b.o")], capture_output=True, text=True)
+    assert fenced.returncode == 0, fenced.stderr
+
+
+@pytest.mark.parametrize("path,reason", [
+    ("missing-dir/out.htp", "No such file or directory"),
+    ("a-file/out.htp", "Not a directory"),
+])
+def test_output_that_cannot_be_created_is_said_once(hostile, tmp_path, path, reason):
+    (tmp_path / "a-file").write_text("")
+    output = tmp_path / path
+    done = run_profiled(hostile, output, "alone", "3")
+    assert done.returncode == 0
+    assert done.stderr == (f"heaptype: cannot create the profile file {output}: {reason}; "
+                           "the program runs unprofiled\n")
+
+
+@pytest.mark.parametrize("where,reason", [
+    ("/proc/out.htp", "cannot write the profile in /proc: No such file or directory"),
+    ("{tmp}/a-file/out.htp", "cannot write the profile in {tmp}/a-file: {tmp}/a-file is not a directory"),
+])
+def test_heaptype_run_with_an_unusable_output_says_so(hostile, tmp_path, where, reason):
+    """Not the hint to build with HeapType: the program is fine, its output is not."""
+    (tmp_path / "a-file").write_text("")
+    done = subprocess.run([*HEAPTYPE, "run", "-o", where.format(tmp=tmp_path), "--", str(hostile), "alone", "3"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr == f"heaptype: error: run: {reason.format(tmp=tmp_path)}\n"
+
+
+def test_full_disk_is_said_once_and_the_program_keeps_its_status(hostile):
+    done = run_profiled(hostile, Path("/dev/full"), "nonsense", "3")
+    assert done.returncode == 2  # the program's own status for an unknown scenario
+    assert done.stderr == ("heaptype: cannot write the profile file /dev/full: No space left on device; "
+                           "the profile ends here, the program runs on\n")

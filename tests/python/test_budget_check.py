@@ -169,13 +169,23 @@ def test_the_command_line_entry_point(tmp_path, profiles):
 
 def test_session_names_read_a_binary_once_and_name_as_load_does(profiles):
     """Three profiles of one binary, each loaded at its own address (ASLR): the session
-    reads the binary's symbol table once and names every type as heaptype.load does."""
+    reads the binary's tables once (one symbolizer, the later ones share its files) and
+    names every type as heaptype.load does."""
     import heaptype
     from heaptype import budget as hb
     from heaptype.budget.session import SessionNames
 
     session = SessionNames()
+    alone = heaptype.load(profiles["small"])
+    hb.measure(alone)
     for name in ("small", "leaky", "big"):
         assert hb.measure(session.load(profiles[name])) == hb.measure(heaptype.load(profiles[name]))
-    assert session.binaries_read == 1 and session.fallbacks == 0
-    assert hb.measure(session.load(profiles["leaky"]))["Leaky"] == hb.Figures(72, 72, 3, 72)
+    last = session.load(profiles["leaky"])
+    assert hb.measure(last)["Leaky"] == hb.Figures(72, 72, 3, 72)
+    leaks = hb.profile_call_paths(last)("Leaky", "leaked")
+    assert leaks and leaks == hb.profile_call_paths(heaptype.load(profiles["leaky"]))("Leaky", "leaked")
+    assert session.binaries_read == 1
+    # the counters of the files' work are shared: four profiles read the tag tables of one
+    stats, one = last.symbolizer.stats, alone.symbolizer.stats
+    assert stats.type_tables_read + stats.type_tables_from_cache == one.type_tables_read + one.type_tables_from_cache
+    assert one.type_tables_read + one.type_tables_from_cache >= 1

@@ -279,6 +279,27 @@ def test_entries_of_another_run_are_kept(tmp_path):
     assert (stats.decoded, stats.from_cache) == (0, len(addresses))
 
 
+def test_another_run_of_the_same_binary_shares_what_was_read(tmp_path):
+    """A symbolizer for another process (the binary loaded elsewhere, as ASLR does) made
+    with for_modules names every address as a new one would, without reading the
+    binary's symbol table or DWARF again; the first one still names its own run."""
+    binary = build(tmp_path / "b")
+    link = sample_addresses(binary)
+    first = symbolizer(binary)
+    before = [our_chain(first.call_site(BASE + a + 1)) for a in link]
+    shift = 0x10000000
+    other = first.for_modules(module_maps.module_map(binary, BASE + shift))
+    fresh = _core.Symbolizer(module_maps.module_map(binary, BASE + shift), str(binary), cache_dir=None,
+                             progress=False)
+    again = [our_chain(other.call_site(BASE + shift + a + 1)) for a in link]
+    assert again == [our_chain(fresh.call_site(BASE + shift + a + 1)) for a in link] == before
+    main = next(a for a, (n, _) in functions_of(binary).items() if n == "main")
+    assert other.function_at(BASE + shift + main).function_address == BASE + shift + main
+    assert first.function_at(BASE + main).function_address == BASE + main
+    stats = other.stats  # the file's counters are shared: the second run decoded nothing new
+    assert (stats.symbol_tables_read, stats.dwarf_opened, stats.decoded) == (1, 1, len(set(link)))
+
+
 # --- modules that cannot be read -------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["missing", "not ELF"])

@@ -50,6 +50,7 @@ struct Symbolizer::Loaded {
   bool placed = false, readable = false;  // bias known (once placed)
   uint64_t bias = 0;                      // runtime address - link-time address
   std::string error;                      // why it is not readable
+  const TagMap* tags = nullptr;           // link-time tags, once asked for (a profile asks per tag)
   uint64_t low() const { return file.low; }
   uint64_t high() const { return file.high; }
 };
@@ -263,14 +264,18 @@ std::unordered_map<uint64_t, std::string> Symbolizer::type_names(const std::vect
     std::string& name = names[tag];
     Loaded* module = module_at(tag, true);
     if (module == nullptr) continue;
-    const TagMap& link = module->symbols->link_tags(map_file_for(module->file.path));  // throws SymbolError
-    if (!place(*module)) {
-      if (module->symbols->not_elf()) continue;  // data, fonts: no tags
-      throw SymbolError(module->error);
+    if (module->tags == nullptr) {
+      // the map file is looked for once per module: a test binary has a thousand tags
+      const TagMap& link = module->symbols->link_tags(map_file_for(module->file.path));  // throws SymbolError
+      if (!place(*module)) {
+        if (module->symbols->not_elf()) continue;  // data, fonts: no tags
+        throw SymbolError(module->error);
+      }
+      touch(*module);
+      module->tags = &link;
     }
-    touch(*module);
-    auto found = link.find(tag - module->bias);
-    if (found != link.end()) name = found->second;
+    auto found = module->tags->find(tag - module->bias);
+    if (found != module->tags->end()) name = found->second;
     if (task) task->update(static_cast<double>(i + 1) / static_cast<double>(tags.size()));
   }
   return names;

@@ -300,6 +300,19 @@ def test_another_run_of_the_same_binary_shares_what_was_read(tmp_path):
     assert (stats.symbol_tables_read, stats.dwarf_opened, stats.decoded) == (1, 1, len(set(link)))
 
 
+def test_a_plain_mapping_of_a_loaded_file_is_not_its_image(tmp_path):
+    """A process that reads its own libraries (the Python process of in-process markers)
+    also maps them as plain files: that copy, at offset 0 below or above the loaded
+    image, must not move the image's load bias."""
+    binary = build(tmp_path / "b")
+    size = binary.stat().st_size
+    main = next(a for a, (n, _) in functions_of(binary).items() if n == "main")
+    for reader_at in (BASE - 0x1000000, BASE + 0x1000000):
+        maps = module_map(binary) + [_core.Mapping(reader_at, reader_at + size, 0, "r--p", str(binary))]
+        s = _core.Symbolizer(maps, str(binary), cache_dir=None, progress=False)
+        assert s.function_at(BASE + main).function == "main"
+
+
 # --- modules that cannot be read -------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["missing", "not ELF"])

@@ -104,15 +104,17 @@ namespace {
 
 // A file can be mapped more than once: a process that reads its own libraries (the
 // in-process pytest markers profile the Python process, whose symbolizer maps them)
-// holds a plain mapping of a library beside its loaded image. Each mapping at file
-// offset 0 starts a copy; the loaded image is the copy that holds executable code.
+// holds a plain mapping of a library beside its loaded image. A mapping at file
+// offset 0 that does not continue the one before starts a copy (a small image can
+// map several segments from offset 0, one after the other: lld packs them); the
+// loaded image is the copy that holds executable code.
 std::vector<Mapping> loaded_image(std::vector<Mapping> mappings) {
   std::sort(mappings.begin(), mappings.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
   size_t starts = std::count_if(mappings.begin(), mappings.end(), [](const Mapping& m) { return m.offset == 0; });
   if (starts < 2) return mappings;
   std::vector<std::vector<Mapping>> copies(1);
   for (const Mapping& m : mappings) {
-    if (m.offset == 0 && !copies.back().empty()) copies.emplace_back();
+    if (m.offset == 0 && !copies.back().empty() && m.start != copies.back().back().end) copies.emplace_back();
     copies.back().push_back(m);
   }
   for (const auto& copy : copies)

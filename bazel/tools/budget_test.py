@@ -3,9 +3,10 @@
     budget_test.py --runfiles DIR --label LABEL --binary PATH --budget PATH [--test NAME] -- ARGS...
 
 PATH arguments are relative to the runfiles directory. The program runs in the current
-directory (the test's workspace runfiles, as for a cc_test) with HEAPTYPE_OUTPUT set.
-Then `heaptype report` and `heaptype check` (the package's one budget engine) read the
-profile. The profile, the report and the verdict are written to
+directory (the test's workspace runfiles, as for a cc_test) through the runner that
+`pytest --heap-budget` and the CTest helper use (heaptype.runner.run_for_budget: the
+caller's HEAPTYPE_* settings are dropped). Then `heaptype report` and `heaptype check`
+(the package's one budget engine) read the profile. The profile, the report and the verdict are written to
 $TEST_UNDECLARED_OUTPUTS_DIR; the verdict is printed, so it is in the test log.
 
 Exit status: that of `heaptype check` when it is not 0 (1 over budget, 2 bad budget
@@ -65,7 +66,7 @@ def main() -> int:
     options = parser.parse_args()
     args = options.args[1:] if options.args[:1] == ["--"] else options.args
 
-    from heaptype.runner import RunError, run_profiled  # PYTHONPATH: the package's files
+    from heaptype.runner import RunError, run_for_budget  # PYTHONPATH: the package's files
 
     runfiles = Path(options.runfiles)
     binary = runfiles / options.binary
@@ -79,7 +80,7 @@ def main() -> int:
 
     print(f"{label}: running {shlex.join([options.binary, *args])} under HeapType", flush=True)
     try:
-        run = run_profiled([str(binary), *args], output=profile)
+        run = run_for_budget([str(binary), *args], output=profile)  # as pytest --heap-budget runs it
     except RunError as error:
         print(f"{label}: cannot run {options.binary}: {error}", file=sys.stderr)
         return 2

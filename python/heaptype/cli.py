@@ -279,13 +279,14 @@ def print_build_info(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .runner import RunError, run_profiled
+    from .runner import RunError, run_for_budget, run_profiled
 
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not command:
         raise CommandError("run: no program given (heaptype run [-o FILE] -- PROGRAM ARGS...)")
+    run_command = run_for_budget if args.budget else run_profiled  # a budget's run is made as pytest's
     try:
-        run = run_profiled(command, output=args.output)
+        run = run_command(command, output=args.output)
     except RunError as e:
         raise CommandError(f"run: {e}") from None
     if run.profile_path is None:

@@ -44,7 +44,7 @@ from . import budget as hb
 from . import budget_outputs as outputs
 from .budget.session import SessionNames
 from .inprocess import InProcessRuntime, TestWindow
-from .runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_profiled
+from .runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_for_budget
 
 GTEST_MARKER = b"gtest_list_tests"
 LIST_TIMEOUT = 120
@@ -398,20 +398,14 @@ class HeapRun:
 
 def run_program(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float | None,
                 out_dir: Path, name: str = "", names: SessionNames | None = None) -> HeapRun:
-    """Run a command with profiling on (heaptype.runner, as `heaptype run` does); the
-    profile lands in ``out_dir``. The caller's HEAPTYPE_* settings are dropped: a
-    budget must not depend on who runs it."""
+    """Run a command with profiling on (heaptype.runner.run_for_budget, as the CTest
+    helper and the Bazel budget test do); the profile lands in ``out_dir``."""
     if out_dir.exists():
         shutil.rmtree(out_dir)
     try:
-        done = run_profiled(command, output=out_dir / "%e.%p.htp", cwd=cwd, env=env, timeout=timeout,
-                            capture=True, keep_settings=False)
+        done = run_for_budget(command, output=out_dir / "%e.%p.htp", cwd=cwd, env=env, timeout=timeout, capture=True)
     except RunError as e:
         raise RunProblem(str(e)) from None
-    if done.other_profiles and done.profile_path is None:
-        names = ", ".join(p.name for p in done.other_profiles)
-        raise RunProblem(f"the command started {len(done.other_profiles)} profiled processes ({names}) in {out_dir}: "
-                         "budgets apply to one process; run the program itself, not a wrapper")
     return HeapRun(done.command, done.returncode, done.stdout or "", done.stderr or "", done.profile_path,
                    done.duration, done.timed_out, name, timeout, names=names)
 

@@ -175,3 +175,22 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
     duration = time.monotonic() - started
     mine, others = find_profile(pattern, proc.pid, os.path.basename(command[0]), before)
     return ProfiledRun(list(command), proc.returncode, mine, duration, timed_out, stdout, stderr, others)
+
+
+def run_for_budget(command: list[str], *, output: str | os.PathLike | None = None, cwd: Path | None = None,
+                   env: dict[str, str] | None = None, timeout: float | None = None,
+                   capture: bool = False) -> ProfiledRun:
+    """A run whose profile a budget judges: the one way for ``pytest --heap-budget``,
+    the CTest helper (``heaptype run --budget``) and the Bazel budget test. The caller's
+    HEAPTYPE_* settings are dropped: a budget must not depend on who runs it (with
+    HEAPTYPE_START=stopped in a shell's environment, nothing would be recorded). A
+    wrapper that started several profiled processes, none of them the command's own,
+    cannot be judged: budgets apply to one process."""
+    run = run_profiled(command, output=output, cwd=cwd, env=env, timeout=timeout, capture=capture,
+                       keep_settings=False)
+    if run.other_profiles and run.profile_path is None:
+        names = ", ".join(p.name for p in run.other_profiles)
+        raise RunError(f"the command started {len(run.other_profiles)} profiled processes ({names}) in "
+                       f"{run.other_profiles[0].parent}: budgets apply to one process; run the program itself, "
+                       "not a wrapper")
+    return run

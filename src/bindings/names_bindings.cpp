@@ -1,11 +1,9 @@
 // names_bindings.cpp: code names for the analysis (tables for synthetic profiles,
-// a bridge to a Python namer), demangling and the glob dialect.
-#include <pybind11/functional.h>
+// the symbolizer), demangling and the glob dialect.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <memory>
-#include <unordered_map>
 
 #include "bindings.hpp"
 #include "core/code_names.hpp"
@@ -44,53 +42,6 @@ CodeInfo make_info(uint64_t address, const std::string& function, uint64_t funct
   info.frames = to_frames(frames);
   return info;
 }
-
-// Names from Python callables (each called once per address or tag), returning
-// objects with the attributes of heaptype.functions.CodeLocation, or a type name.
-class PythonCodeNames : public CodeNames {
- public:
-  PythonCodeNames(py::object functions, py::object call_sites, py::object types)
-      : functions_(std::move(functions)), call_sites_(std::move(call_sites)), types_(std::move(types)) {}
-  ~PythonCodeNames() override {
-    py::gil_scoped_acquire gil;
-    functions_ = py::object();
-    call_sites_ = py::object();
-    types_ = py::object();
-  }
-
-  const CodeInfo& function(uint64_t entry) override { return lookup(function_cache_, functions_, entry); }
-  const CodeInfo& call_site(uint64_t address) override { return lookup(call_site_cache_, call_sites_, address); }
-  std::string type_name(uint64_t tag) override {
-    py::gil_scoped_acquire gil;
-    py::object name = types_(tag);
-    return name.is_none() ? std::string() : name.cast<std::string>();
-  }
-
- private:
-  const CodeInfo& lookup(std::unordered_map<uint64_t, CodeInfo>& cache, py::object& fn, uint64_t address) {
-    auto it = cache.find(address);
-    if (it != cache.end()) return it->second;
-    py::gil_scoped_acquire gil;
-    py::object loc = fn(address);
-    CodeInfo info;
-    info.address = address;
-    auto text = [](py::handle value) { return value.is_none() ? std::string() : value.cast<std::string>(); };
-    auto number = [](py::handle value) { return value.is_none() ? uint64_t{0} : value.cast<uint64_t>(); };
-    info.function = text(loc.attr("function"));
-    info.function_address = number(loc.attr("function_address"));
-    info.module = text(loc.attr("module"));
-    info.module_offset = number(loc.attr("module_offset"));
-    for (py::handle f : loc.attr("frames")) {
-      info.frames.push_back(CodeFrame{text(f.attr("function")), text(f.attr("file")),
-                                      static_cast<uint32_t>(number(f.attr("line"))), f.attr("inlined").cast<bool>(),
-                                      number(f.attr("type_argument_size"))});
-    }
-    return cache.emplace(address, std::move(info)).first->second;
-  }
-
-  py::object functions_, call_sites_, types_;
-  std::unordered_map<uint64_t, CodeInfo> function_cache_, call_site_cache_;
-};
 
 }  // namespace
 
@@ -152,11 +103,6 @@ void bind_names(py::module_& m) {
              return std::make_shared<core::SymbolizerCodeNames>(symbolizer);
            }),
            py::arg("symbolizer"), py::keep_alive<1, 2>());
-
-  py::class_<PythonCodeNames, CodeNames, std::shared_ptr<PythonCodeNames>>(
-      m, "PythonCodeNames", "Code names from Python callables: functions(address), call_sites(address), types(tag).")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("functions"), py::arg("call_sites"),
-           py::arg("types"));
 }
 
 }  // namespace bindings

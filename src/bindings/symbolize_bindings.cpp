@@ -186,6 +186,13 @@ void bind_symbolizer(py::module_& m) {
            "modules: the module map (list of Mapping, or /proc/self/maps text). cache_dir: a directory, None "
            "for no cache, DEFAULT_CACHE_DIR for the environment's. progress: True (stderr), False, or "
            "callable(text, fraction, finished).")
+      .def("for_modules",
+           [](const sym::Symbolizer& earlier, const py::object& modules) {
+             return std::make_unique<sym::Symbolizer>(mappings_from(modules), earlier);
+           },
+           py::arg("modules"),
+           "A Symbolizer for another process of the same binaries (modules: its module map): what this one "
+           "read of each file is shared, only the load addresses differ. The files must be unchanged.")
       .def("function_at", &sym::Symbolizer::function_at, py::arg("entry_address"))
       .def("call_site", &sym::Symbolizer::call_site, py::arg("return_address"))
       .def("functions", [](sym::Symbolizer& s, const std::vector<uint64_t>& a) { return resolve_all(s, a, false); },

@@ -169,13 +169,58 @@ def test_the_command_line_entry_point(tmp_path, profiles):
 
 def test_session_names_read_a_binary_once_and_name_as_load_does(profiles):
     """Three profiles of one binary, each loaded at its own address (ASLR): the session
-    reads the binary's symbol table once and names every type as heaptype.load does."""
+    reads the binary's tables once (one symbolizer, the later ones share its files) and
+    names every type as heaptype.load does."""
     import heaptype
     from heaptype import budget as hb
     from heaptype.budget.session import SessionNames
 
     session = SessionNames()
+    alone = heaptype.load(profiles["small"])
+    hb.measure(alone)
     for name in ("small", "leaky", "big"):
         assert hb.measure(session.load(profiles[name])) == hb.measure(heaptype.load(profiles[name]))
-    assert session.binaries_read == 1 and session.fallbacks == 0
-    assert hb.measure(session.load(profiles["leaky"]))["Leaky"] == hb.Figures(72, 72, 3, 72)
+    last = session.load(profiles["leaky"])
+    assert hb.measure(last)["Leaky"] == hb.Figures(72, 72, 3, 72)
+    leaks = hb.profile_call_paths(last)("Leaky", "leaked")
+    assert leaks and leaks == hb.profile_call_paths(heaptype.load(profiles["leaky"]))("Leaky", "leaked")
+    assert session.binaries_read == 1
+    # the counters of the files' work are shared: four profiles read the tag tables of one
+    stats, one = last.symbolizer.stats, alone.symbolizer.stats
+    assert stats.type_tables_read + stats.type_tables_from_cache == one.type_tables_read + one.type_tables_from_cache
+    assert one.type_tables_read + one.type_tables_from_cache >= 1
+
+
+def test_ctest_helper_bazel_test_and_pytest_run_and_judge_alike(budget_programs, tmp_path):
+    """Issue 16, one engine: `heaptype run --budget` (what heaptype_add_test gives CTest),
+    the Bazel budget test's body and the pytest plugin run the program through one runner
+    and judge it with one engine. The caller's HEAPTYPE_START=stopped, which would record
+    nothing, is dropped by all three: each finds the same type over its limit."""
+    from heaptype import budget as hb
+    from heaptype.pytest_plugin import run_program
+
+    workload = str(budget_programs.workload())
+    path = budget_file(tmp_path, f'[[tests]]\nname = "w"\ncommand = ["{workload}", "small=1000"]\n'
+                                 '[tests.types."Small"]\npeak = "8 KiB"\n')
+    env = {**os.environ, "HEAPTYPE_START": "stopped", "TEST_UNDECLARED_OUTPUTS_DIR": str(tmp_path / "bazel")}
+    over = "heap budget exceeded: w\n  Small: peak live 15.6 KiB (16,000 B) > limit 8 KiB"
+
+    ctest = subprocess.run(["heaptype", "run", "-o", str(tmp_path / "ctest.htp"), "--budget", str(path),
+                            "--budget-test", "w", "--", workload, "small=1000"], capture_output=True, text=True,
+                           env=env)
+    assert ctest.returncode == 1 and over in ctest.stdout, ctest.stdout + ctest.stderr
+
+    bazel_body = Path(__file__).resolve().parents[2] / "bazel" / "tools" / "budget_test.py"
+    bazel = subprocess.run([sys.executable, str(bazel_body), "--runfiles", "/", "--label", "//app:w", "--binary",
+                            workload, "--budget", str(path), "--test", "w", "--", "small=1000"],
+                           capture_output=True, text=True, env=env)
+    assert bazel.returncode == 1 and over in bazel.stdout, bazel.stdout + bazel.stderr
+
+    os.environ["HEAPTYPE_START"] = "stopped"  # the pytest process's own environment
+    try:
+        run = run_program([workload, "small=1000"], cwd=tmp_path, env={}, timeout=None, out_dir=tmp_path / "pytest")
+    finally:
+        del os.environ["HEAPTYPE_START"]
+    budgets = hb.load_budget_file(path)
+    budget = budgets.budget_for("w", budgets.command_tests()[0])
+    assert over in hb.failure_text(hb.evaluate(budget, hb.measure(run.profile), profile_path=str(run.profile_path)))

@@ -279,6 +279,40 @@ def test_entries_of_another_run_are_kept(tmp_path):
     assert (stats.decoded, stats.from_cache) == (0, len(addresses))
 
 
+def test_another_run_of_the_same_binary_shares_what_was_read(tmp_path):
+    """A symbolizer for another process (the binary loaded elsewhere, as ASLR does) made
+    with for_modules names every address as a new one would, without reading the
+    binary's symbol table or DWARF again; the first one still names its own run."""
+    binary = build(tmp_path / "b")
+    link = sample_addresses(binary)
+    first = symbolizer(binary)
+    before = [our_chain(first.call_site(BASE + a + 1)) for a in link]
+    shift = 0x10000000
+    other = first.for_modules(module_maps.module_map(binary, BASE + shift))
+    fresh = _core.Symbolizer(module_maps.module_map(binary, BASE + shift), str(binary), cache_dir=None,
+                             progress=False)
+    again = [our_chain(other.call_site(BASE + shift + a + 1)) for a in link]
+    assert again == [our_chain(fresh.call_site(BASE + shift + a + 1)) for a in link] == before
+    main = next(a for a, (n, _) in functions_of(binary).items() if n == "main")
+    assert other.function_at(BASE + shift + main).function_address == BASE + shift + main
+    assert first.function_at(BASE + main).function_address == BASE + main
+    stats = other.stats  # the file's counters are shared: the second run decoded nothing new
+    assert (stats.symbol_tables_read, stats.dwarf_opened, stats.decoded) == (1, 1, len(set(link)))
+
+
+def test_a_plain_mapping_of_a_loaded_file_is_not_its_image(tmp_path):
+    """A process that reads its own libraries (the Python process of in-process markers)
+    also maps them as plain files: that copy, at offset 0 below or above the loaded
+    image, must not move the image's load bias."""
+    binary = build(tmp_path / "b")
+    size = binary.stat().st_size
+    main = next(a for a, (n, _) in functions_of(binary).items() if n == "main")
+    for reader_at in (BASE - 0x1000000, BASE + 0x1000000):
+        maps = module_map(binary) + [_core.Mapping(reader_at, reader_at + size, 0, "r--p", str(binary))]
+        s = _core.Symbolizer(maps, str(binary), cache_dir=None, progress=False)
+        assert s.function_at(BASE + main).function == "main"
+
+
 # --- modules that cannot be read -------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["missing", "not ELF"])

@@ -100,21 +100,46 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::vector<MappedFile> group_by_file(const std::vector<Mapping>& mappings) {
-  std::map<std::string, MappedFile> by_path;
+namespace {
+
+// A file can be mapped more than once: a process that reads its own libraries (the
+// in-process pytest markers profile the Python process, whose symbolizer maps them)
+// holds a plain mapping of a library beside its loaded image. A mapping at file
+// offset 0 that does not continue the one before starts a copy (a small image can
+// map several segments from offset 0, one after the other: lld packs them); the
+// loaded image is the copy that holds executable code.
+std::vector<Mapping> loaded_image(std::vector<Mapping> mappings) {
+  std::sort(mappings.begin(), mappings.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
+  size_t starts = std::count_if(mappings.begin(), mappings.end(), [](const Mapping& m) { return m.offset == 0; });
+  if (starts < 2) return mappings;
+  std::vector<std::vector<Mapping>> copies(1);
   for (const Mapping& m : mappings) {
-    MappedFile& file = by_path[m.path];
-    if (file.mappings.empty()) {
-      file.path = m.path;
-      file.low = m.start;
-      file.high = m.end;
-    }
-    file.low = std::min(file.low, m.start);
-    file.high = std::max(file.high, m.end);
-    file.mappings.push_back(m);
+    if (m.offset == 0 && !copies.back().empty() && m.start != copies.back().back().end) copies.emplace_back();
+    copies.back().push_back(m);
   }
+  for (const auto& copy : copies)
+    for (const Mapping& m : copy)
+      if (m.perms.find('x') != std::string::npos) return copy;
+  return mappings;
+}
+
+}  // namespace
+
+std::vector<MappedFile> group_by_file(const std::vector<Mapping>& mappings) {
+  std::map<std::string, std::vector<Mapping>> by_path;
+  for (const Mapping& m : mappings) by_path[m.path].push_back(m);
   std::vector<MappedFile> out;
-  for (auto& entry : by_path) out.push_back(std::move(entry.second));
+  for (auto& entry : by_path) {
+    MappedFile file;
+    file.path = entry.first;
+    file.mappings = loaded_image(std::move(entry.second));
+    file.low = file.mappings.front().start;
+    for (const Mapping& m : file.mappings) {
+      file.low = std::min(file.low, m.start);
+      file.high = std::max(file.high, m.end);
+    }
+    out.push_back(std::move(file));
+  }
   std::sort(out.begin(), out.end(), [](const MappedFile& a, const MappedFile& b) { return a.low < b.low; });
   return out;
 }

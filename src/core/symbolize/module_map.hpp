@@ -46,7 +46,8 @@ struct MappedFile {
 // The file name of a path: "/usr/lib/libc.so.6" -> "libc.so.6".
 std::string base_name(const std::string& path);
 
-// Groups mappings by path, sorted by their lowest address.
+// Groups mappings by path, sorted by their lowest address. Of a file mapped more
+// than once (a process that also reads it), the loaded image alone.
 std::vector<MappedFile> group_by_file(const std::vector<Mapping>& mappings);
 
 }  // namespace symbolize

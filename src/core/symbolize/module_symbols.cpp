@@ -25,16 +25,15 @@ std::string strip_cold(std::string name) {
 
 }  // namespace
 
-ModuleSymbols::ModuleSymbols(MappedFile file, const ModuleSettings& settings, ModuleCounters& counters)
-    : file_(std::move(file)), settings_(settings), counters_(counters) {}
+ModuleSymbols::ModuleSymbols(std::string path, const ModuleSettings& settings, ModuleCounters& counters)
+    : path_(std::move(path)), settings_(settings), counters_(counters) {}
 
 bool ModuleSymbols::open() {
   if (opened_) return readable_;
   opened_ = true;
   try {
-    elf_ = std::make_unique<ElfFile>(file_.path);
+    elf_ = std::make_unique<ElfFile>(path_);
     segments_ = elf_->load_segments();
-    bias_ = load_bias(segments_, file_.mappings);
   } catch (const NotElfError& e) {
     not_elf_ = true;
     error_ = e.what();
@@ -45,23 +44,15 @@ bool ModuleSymbols::open() {
   }
   readable_ = true;
   if (!settings_.cache_dir.empty()) {
-    cache_file_ = cache_file_path(settings_.cache_dir, cache_key(elf_->build_id(), file_.path));
+    cache_file_ = cache_file_path(settings_.cache_dir, cache_key(elf_->build_id(), path_));
     cached_.load(cache_file_);
   }
   return true;
 }
 
-bool ModuleSymbols::image_contains(uint64_t address) {
-  if (file_.low <= address && address < file_.high) return true;
-  if (address < file_.low || !open()) return false;
-  uint64_t image_end = 0;
-  for (const Segment& s : segments_) image_end = std::max(image_end, s.vaddr + s.memsz);
-  return address < bias_ + image_end;
-}
-
 uint64_t ModuleSymbols::file_size() const {
   struct stat st {};
-  return stat(file_.path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  return stat(path_.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
 // An entry found without lines is decoded again when lines are wanted.
@@ -104,9 +95,9 @@ CodeInfo ModuleSymbols::decode(uint64_t pc, bool lines) {
   std::vector<RawFrame> chain;  // outermost first
   if (lines) {
     if (!dwarf_) {
-      dwarf_ = std::make_unique<DwarfLookup>(file_.path, settings_.debug_roots);
+      dwarf_ = std::make_unique<DwarfLookup>(path_, settings_.debug_roots);
       counters_.dwarf_opened += dwarf_->has_dwarf();
-      if (functions_->size() == 0 && dwarf_->has_dwarf() && dwarf_->debug_file() != file_.path) {
+      if (functions_->size() == 0 && dwarf_->has_dwarf() && dwarf_->debug_file() != path_) {
         try {  // a stripped module: its separate debug file keeps the symbol table
           debug_elf_ = std::make_unique<ElfFile>(dwarf_->debug_file());
           functions_ = std::make_unique<FunctionTable>(*debug_elf_);
@@ -167,14 +158,14 @@ const TagMap& ModuleSymbols::link_tags(const std::string& map_file) {
     try {
       link_tags_ = map_file_type_tags(map_file);
     } catch (const SymbolError& e) {
-      throw SymbolError("cannot read the linker map file of " + file_.path + ": " + e.what());
+      throw SymbolError("cannot read the linker map file of " + path_ + ": " + e.what());
     }
     for (const auto& tag : elf_tags.tags) link_tags_[tag.first] = tag.second;  // the symbols win
   } else if (!elf_tags.tags.empty()) {
     link_tags_ = elf_tags.tags;  // .dynsym alone (GCC exports its unique tag symbols)
   } else {
-    throw SymbolError(file_.path + " is stripped and no linker map file was given: rebuild with -Wl,-Map=" +
-                      base_name(file_.path) + ".map or keep the symbol table");
+    throw SymbolError(path_ + " is stripped and no linker map file was given: rebuild with -Wl,-Map=" +
+                      base_name(path_) + ".map or keep the symbol table");
   }
   has_link_tags_ = true;
   return link_tags_;
@@ -190,7 +181,7 @@ void ModuleSymbols::save_cache() {
     contents.has_tags = true;
     contents.tags = learnt_.tags;
   }
-  contents.binary = file_.path;
+  contents.binary = path_;
   write_cache_file(cache_file_, contents);
   dirty_ = false;
 }

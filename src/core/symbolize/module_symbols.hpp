@@ -1,6 +1,8 @@
-// module_symbols.hpp: what the symbolizer knows about one mapped module, read
+// module_symbols.hpp: what the symbolizer knows about one module file, read
 // lazily: its ELF header (build id, load segments) and cache file first, the
-// symbol table and DWARF only when the cache cannot answer.
+// symbol table and DWARF only when the cache cannot answer. Everything here is
+// at link-time addresses, so the symbolizers of several runs of the same binary
+// (each loaded at its own address) share one ModuleSymbols per file.
 #ifndef HEAPTYPE_CORE_SYMBOLIZE_MODULE_SYMBOLS_HPP
 #define HEAPTYPE_CORE_SYMBOLIZE_MODULE_SYMBOLS_HPP
 
@@ -34,22 +36,18 @@ struct ModuleSettings {
 
 class ModuleSymbols {
  public:
-  ModuleSymbols(MappedFile file, const ModuleSettings& settings, ModuleCounters& counters);
+  ModuleSymbols(std::string path, const ModuleSettings& settings, ModuleCounters& counters);
 
-  const std::string& path() const { return file_.path; }
-  uint64_t low() const { return file_.low; }
-  uint64_t high() const { return file_.high; }
+  const std::string& path() const { return path_; }
 
   // Reads the ELF header and the cache file, once. False when the file cannot
   // be read or is not ELF; error() then says why, naming the file.
   bool open();
   bool not_elf() const { return not_elf_; }
   const std::string& error() const { return error_; }
-  uint64_t bias() const { return bias_; }
+  // The file's PT_LOAD segments (link-time addresses). Requires open().
+  const std::vector<Segment>& segments() const { return segments_; }
   const std::string& cache_file() const { return cache_file_; }
-  // True when the address lies in the module's image, which goes past its
-  // file-backed mappings: the tail of .bss is anonymous memory (tags live there).
-  bool image_contains(uint64_t address);
 
   // What link-time pc is; from the cache when it knows (with lines if asked),
   // else from the symbol table and (with lines) the DWARF. Requires open().
@@ -73,14 +71,13 @@ class ModuleSymbols {
   bool find_cached(uint64_t pc, bool lines, CodeInfo* out) const;
   const std::string& demangled(const char* name);
 
-  MappedFile file_;
+  std::string path_;
   const ModuleSettings& settings_;
   ModuleCounters& counters_;
   bool opened_ = false, readable_ = false, not_elf_ = false;
   std::string error_;
   std::unique_ptr<ElfFile> elf_;
   std::vector<Segment> segments_;
-  uint64_t bias_ = 0;
   std::string cache_file_;
   CacheReader cached_;    // the cache file as it was when opened
   CacheContents learnt_;  // what this process added: entries decoded, the tag table

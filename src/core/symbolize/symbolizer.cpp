@@ -40,17 +40,47 @@ std::string megabytes(uint64_t bytes) {
 struct Symbolizer::Shared {
   ModuleSettings settings;
   ModuleCounters counters;
-  std::unordered_set<const ModuleSymbols*> touched;  // opened for some address
-  std::unordered_set<const ModuleSymbols*> warned;
-  size_t lazily_decoded = 0;
+};
+
+// Where one module file was loaded in this process: the files' own knowledge
+// (symbols) is at link-time addresses and may be shared with other processes'.
+struct Symbolizer::Loaded {
+  MappedFile file;
+  std::shared_ptr<ModuleSymbols> symbols;
+  bool placed = false, readable = false;  // bias known (once placed)
+  uint64_t bias = 0;                      // runtime address - link-time address
+  std::string error;                      // why it is not readable
+  const TagMap* tags = nullptr;           // link-time tags, once asked for (a profile asks per tag)
+  uint64_t low() const { return file.low; }
+  uint64_t high() const { return file.high; }
 };
 
 Symbolizer::Symbolizer(std::vector<Mapping> modules, std::string executable, Options options)
-    : executable_(std::move(executable)), options_(std::move(options)), shared_(new Shared) {
+    : executable_(std::move(executable)), options_(std::move(options)), shared_(std::make_shared<Shared>()) {
   shared_->settings.cache_dir = resolve_cache_dir(options_.cache_dir);
   shared_->settings.debug_roots = options_.debug_roots;
-  for (MappedFile& file : group_by_file(modules))
-    modules_.push_back(std::make_unique<ModuleSymbols>(std::move(file), shared_->settings, shared_->counters));
+  add_modules(modules, nullptr);
+}
+
+Symbolizer::Symbolizer(std::vector<Mapping> modules, const Symbolizer& earlier)
+    : executable_(earlier.executable_), options_(earlier.options_), shared_(earlier.shared_) {
+  add_modules(modules, &earlier);
+}
+
+// One Loaded per file, sorted by address; a file `earlier` knows keeps its symbols.
+void Symbolizer::add_modules(const std::vector<Mapping>& modules, const Symbolizer* earlier) {
+  std::unordered_map<std::string, std::shared_ptr<ModuleSymbols>> known;
+  if (earlier != nullptr)
+    for (const auto& m : earlier->modules_) known.emplace(m->file.path, m->symbols);
+  for (MappedFile& file : group_by_file(modules)) {
+    auto loaded = std::make_unique<Loaded>();
+    auto found = known.find(file.path);
+    loaded->symbols = found != known.end() ? found->second
+                                           : std::make_shared<ModuleSymbols>(file.path, shared_->settings,
+                                                                             shared_->counters);
+    loaded->file = std::move(file);
+    modules_.push_back(std::move(loaded));
+  }
 }
 
 Symbolizer::~Symbolizer() {
@@ -61,23 +91,57 @@ Symbolizer::~Symbolizer() {
   }
 }
 
-ModuleSymbols* Symbolizer::module_at(uint64_t address, bool with_image_tail) {
+Symbolizer::Loaded* Symbolizer::module_at(uint64_t address, bool with_image_tail) {
   auto it = std::upper_bound(modules_.begin(), modules_.end(), address,
-                             [](uint64_t a, const std::unique_ptr<ModuleSymbols>& m) { return a < m->low(); });
+                             [](uint64_t a, const std::unique_ptr<Loaded>& m) { return a < m->low(); });
   if (it == modules_.begin()) return nullptr;
-  ModuleSymbols* module = std::prev(it)->get();
-  bool inside = with_image_tail ? module->image_contains(address) : address < module->high();
+  Loaded* module = std::prev(it)->get();
+  bool inside = with_image_tail ? image_contains(*module, address) : address < module->high();
   return inside ? module : nullptr;
 }
 
-bool Symbolizer::open(ModuleSymbols& module) {
-  if (module.open()) {
-    if (shared_->touched.insert(&module).second && !module.cache_file().empty())
-      stats_.cache_files.push_back(module.cache_file());
+// Opens the file (once for every process sharing it) and finds where this
+// process loaded it. False when the file cannot be read, is not ELF, or its
+// segments do not fit the mappings; module.error says why.
+bool Symbolizer::place(Loaded& module) {
+  if (module.placed) return module.readable;
+  module.placed = true;
+  if (!module.symbols->open()) {
+    module.error = module.symbols->error();
+    return false;
+  }
+  try {
+    module.bias = load_bias(module.symbols->segments(), module.file.mappings);
+  } catch (const SymbolError& e) {
+    module.error = e.what();
+    return false;
+  }
+  module.readable = true;
+  return true;
+}
+
+// The module's image goes past its file-backed mappings: the tail of .bss is
+// anonymous memory (tags live there).
+bool Symbolizer::image_contains(Loaded& module, uint64_t address) {
+  if (module.low() <= address && address < module.high()) return true;
+  if (address < module.low() || !place(module)) return false;
+  uint64_t image_end = 0;
+  for (const Segment& s : module.symbols->segments()) image_end = std::max(image_end, s.vaddr + s.memsz);
+  return address < module.bias + image_end;
+}
+
+void Symbolizer::touch(Loaded& module) {
+  if (touched_.insert(module.symbols.get()).second && !module.symbols->cache_file().empty())
+    stats_.cache_files.push_back(module.symbols->cache_file());
+}
+
+bool Symbolizer::open(Loaded& module) {
+  if (place(module)) {
+    touch(module);
     return true;
   }
-  if (shared_->warned.insert(&module).second)
-    warn(module.error() + ": its addresses are shown as " + base_name(module.path()) + "+offset");
+  if (warned_.insert(module.symbols.get()).second)
+    warn(module.error + ": its addresses are shown as " + base_name(module.file.path) + "+offset");
   return false;
 }
 
@@ -86,22 +150,23 @@ void Symbolizer::warn(const std::string& message) { warnings_.push_back(message)
 Location Symbolizer::locate(uint64_t address, Kind kind) {
   Location location;
   location.address = address;
-  ModuleSymbols* module = module_at(address, false);
+  Loaded* module = module_at(address, false);
   if (module == nullptr) return location;
-  location.module = module->path();
+  location.module = module->file.path;
   if (!open(*module)) {
     location.module_offset = address - module->low();
     return location;
   }
-  location.module_offset = address - module->bias();
+  ModuleSymbols& symbols = *module->symbols;
+  location.module_offset = address - module->bias;
   uint64_t pc = location.module_offset - (kind == Kind::kCallSite ? 1 : 0);
-  CodeInfo info = module->code_info(pc, options_.lines);
-  if (kind == Kind::kFunction && module->lacks_debug_info() && shared_->warned.insert(module).second)
-    warn(module->path() + " has no debug info: its functions come without source lines or inlined frames "
+  CodeInfo info = symbols.code_info(pc, options_.lines);
+  if (kind == Kind::kFunction && symbols.lacks_debug_info() && warned_.insert(&symbols).second)
+    warn(symbols.path() + " has no debug info: its functions come without source lines or inlined frames "
                           "(compile with -g)");
   if (!info.found) return location;
   location.function = std::move(info.function);
-  location.function_address = info.has_start ? info.start + module->bias() : 0;
+  location.function_address = info.has_start ? info.start + module->bias : 0;
   location.frames = std::move(info.frames);
   return location;
 }
@@ -138,7 +203,7 @@ void Symbolizer::prefetch(const std::vector<uint64_t>& addresses, Kind kind) {
   // calls (functions, then call sites) reports once it has taken a second.
   const double earlier = stats_.seconds;
   Stopwatch watch(stats_.seconds);
-  std::vector<ModuleSymbols*> owners;
+  std::vector<Loaded*> owners;
   owners.reserve(wanted.size());
   for (uint64_t a : wanted) owners.push_back(module_at(a, false));
   std::unique_ptr<ProgressTask> task = batch_progress(owners, earlier);
@@ -150,15 +215,15 @@ void Symbolizer::prefetch(const std::vector<uint64_t>& addresses, Kind kind) {
 }
 
 // One task per batch, named after the module holding most of its addresses.
-std::unique_ptr<ProgressTask> Symbolizer::batch_progress(const std::vector<ModuleSymbols*>& owners, double earlier) {
-  std::unordered_map<ModuleSymbols*, size_t> counts;
-  ModuleSymbols* main = nullptr;
-  for (ModuleSymbols* m : owners)
+std::unique_ptr<ProgressTask> Symbolizer::batch_progress(const std::vector<Loaded*>& owners, double earlier) {
+  std::unordered_map<Loaded*, size_t> counts;
+  Loaded* main = nullptr;
+  for (Loaded* m : owners)
     if (m != nullptr && ++counts[m] > (main ? counts[main] : 0)) main = m;
   if (!options_.progress || main == nullptr) return nullptr;
   std::string what = options_.lines ? "reading debug info of " : "reading symbols of ";
   return std::make_unique<ProgressTask>(
-      options_.progress, what + base_name(main->path()) + " (" + megabytes(main->file_size()) + ")",
+      options_.progress, what + base_name(main->file.path) + " (" + megabytes(main->symbols->file_size()) + ")",
       options_.progress_delay, earlier);
 }
 
@@ -167,9 +232,9 @@ void Symbolizer::note_decoded() {
   if (!lazy_progress_) {
     lazy_progress_ = std::make_unique<ProgressTask>(options_.progress, "symbolizing addresses",
                                                     options_.progress_delay, stats_.seconds);
-    shared_->lazily_decoded = 0;
+    lazily_decoded_ = 0;
   }
-  lazy_progress_->update(-1, std::to_string(++shared_->lazily_decoded) + " looked up");
+  lazy_progress_->update(-1, std::to_string(++lazily_decoded_) + " looked up");
 }
 
 void Symbolizer::end_lazy_progress() { lazy_progress_.reset(); }
@@ -197,13 +262,20 @@ std::unordered_map<uint64_t, std::string> Symbolizer::type_names(const std::vect
   for (size_t i = 0; i < tags.size(); ++i) {
     uint64_t tag = tags[i];
     std::string& name = names[tag];
-    ModuleSymbols* module = module_at(tag, true);
+    Loaded* module = module_at(tag, true);
     if (module == nullptr) continue;
-    const TagMap& link = module->link_tags(map_file_for(module->path()));  // throws SymbolError
-    if (module->open() && shared_->touched.insert(module).second && !module->cache_file().empty())
-      stats_.cache_files.push_back(module->cache_file());
-    auto found = link.find(tag - module->bias());
-    if (found != link.end()) name = found->second;
+    if (module->tags == nullptr) {
+      // the map file is looked for once per module: a test binary has a thousand tags
+      const TagMap& link = module->symbols->link_tags(map_file_for(module->file.path));  // throws SymbolError
+      if (!place(*module)) {
+        if (module->symbols->not_elf()) continue;  // data, fonts: no tags
+        throw SymbolError(module->error);
+      }
+      touch(*module);
+      module->tags = &link;
+    }
+    auto found = module->tags->find(tag - module->bias);
+    if (found != module->tags->end()) name = found->second;
     if (task) task->update(static_cast<double>(i + 1) / static_cast<double>(tags.size()));
   }
   return names;
@@ -218,13 +290,13 @@ Stats Symbolizer::stats() const {
   out.symbol_tables_read = c.symbol_tables_read;
   out.type_tables_read = c.type_tables_read;
   out.type_tables_from_cache = c.type_tables_from_cache;
-  out.modules = shared_->touched.size();
-  for (const auto& module : modules_) out.units += module->units_indexed();
+  out.modules = touched_.size();
+  for (const auto& module : modules_) out.units += module->symbols->units_indexed();
   return out;
 }
 
 void Symbolizer::save_cache() {
-  for (const auto& module : modules_) module->save_cache();
+  for (const auto& module : modules_) module->symbols->save_cache();
 }
 
 }  // namespace symbolize

@@ -9,8 +9,11 @@
 // inlined frames and source lines from DWARF through elfutils' libdw (as
 // `addr2line -i` shows them), type tags from the ELF symbols or the linker map
 // file. What is learnt is cached on disk per binary (see symbol_cache.hpp), so
-// a second report of the same build reads no DWARF. Not thread-safe: use one
-// Symbolizer per thread.
+// a second report of the same build reads no DWARF. Another run of the same
+// binaries (a test suite runs one test binary per test, each loaded at its own
+// address) is named by a Symbolizer made with the constructor that takes an
+// earlier one: it shares what was read of each file, in memory. Not thread-safe:
+// use one Symbolizer (and the Symbolizers made from it) per thread.
 #ifndef HEAPTYPE_CORE_SYMBOLIZE_SYMBOLIZER_HPP
 #define HEAPTYPE_CORE_SYMBOLIZE_SYMBOLIZER_HPP
 
@@ -20,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "errors.hpp"
@@ -74,6 +78,13 @@ class Symbolizer {
   // `modules`: the process's module map (parse_module_map); `executable`: the
   // profiled program's path (for the map_files key "").
   Symbolizer(std::vector<Mapping> modules, std::string executable, Options options = Options());
+  // Another process of the same binaries: `modules` is its module map. What
+  // `earlier` read of each file (symbol tables, DWARF, type tags, cache) is
+  // shared, so only the addresses differ; its executable and options apply. The
+  // files must not have changed since (the caller knows their identity).
+  // Counters of Stats that count the files' work (symbol_tables_read,
+  // type_tables_read, decoded, ...) are shared with `earlier`.
+  Symbolizer(std::vector<Mapping> modules, const Symbolizer& earlier);
   ~Symbolizer();  // saves the cache
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
@@ -105,12 +116,17 @@ class Symbolizer {
 
  private:
   enum class Kind { kFunction, kCallSite };
+  struct Loaded;  // one module file of this process, where it was loaded
+  void add_modules(const std::vector<Mapping>& modules, const Symbolizer* earlier);
   const Location& lookup(uint64_t address, Kind kind);
   void prefetch(const std::vector<uint64_t>& addresses, Kind kind);
-  std::unique_ptr<ProgressTask> batch_progress(const std::vector<ModuleSymbols*>& owners, double earlier);
+  std::unique_ptr<ProgressTask> batch_progress(const std::vector<Loaded*>& owners, double earlier);
   Location locate(uint64_t address, Kind kind);
-  ModuleSymbols* module_at(uint64_t address, bool with_image_tail);
-  bool open(ModuleSymbols& module);
+  Loaded* module_at(uint64_t address, bool with_image_tail);
+  bool place(Loaded& module);
+  bool open(Loaded& module);
+  bool image_contains(Loaded& module, uint64_t address);
+  void touch(Loaded& module);
   std::string map_file_for(const std::string& path) const;
   void note_decoded();
   void end_lazy_progress();
@@ -118,12 +134,15 @@ class Symbolizer {
 
   std::string executable_;
   Options options_;
-  std::vector<std::unique_ptr<ModuleSymbols>> modules_;  // sorted by low address
+  struct Shared;  // settings and counters of the files' work, shared with later Symbolizers
+  std::shared_ptr<Shared> shared_;
+  std::vector<std::unique_ptr<Loaded>> modules_;  // sorted by low address
   std::unordered_map<uint64_t, Location> functions_, call_sites_;
   std::vector<std::string> warnings_;
   Stats stats_;
-  struct Shared;
-  std::unique_ptr<Shared> shared_;
+  std::unordered_set<const ModuleSymbols*> touched_;  // opened for some address
+  std::unordered_set<const ModuleSymbols*> warned_;
+  size_t lazily_decoded_ = 0;
   std::unique_ptr<ProgressTask> lazy_progress_;  // lookups one by one that add up
 };
 

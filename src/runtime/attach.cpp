@@ -1,0 +1,90 @@
+#include "attach.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "got_patch.hpp"
+#include "profile_writer.hpp"
+#include "tracker.hpp"
+
+namespace heaptype {
+namespace runtime {
+namespace {
+
+bool g_attached = false;
+char g_attach_output[4096];
+
+void say(const char* text) {
+  if (write(STDERR_FILENO, text, std::strlen(text)) < 0) return;
+}
+
+// The file name of the module holding the runtime: the program itself when it is
+// linked statically.
+const char* runtime_module() {
+  Dl_info here;
+  return dladdr(reinterpret_cast<void*>(&runtime_module), &here) && here.dli_fname ? here.dli_fname : "";
+}
+
+const char* base_name(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+// LD_PRELOAD names the runtime's file (by path or by name).
+bool named_in_preload(const char* module) {
+  const char* preload = getenv("LD_PRELOAD");
+  const char* name = base_name(module);
+  return preload && *name && std::strstr(preload, name) != nullptr;
+}
+
+}  // namespace
+
+format::RuntimeMode entry_mode() {
+  if (g_attached) return format::RuntimeMode::kAttached;
+  return named_in_preload(runtime_module()) ? format::RuntimeMode::kPreloaded : format::RuntimeMode::kLinked;
+}
+
+const char* attach_output() { return g_attached ? g_attach_output : nullptr; }
+
+}  // namespace runtime
+}  // namespace heaptype
+
+namespace rt = heaptype::runtime;
+
+extern "C" {
+
+// Called by `heaptype attach` (through gdb) after dlopen() of this library: starts
+// recording into `output` and routes the process's allocations here. 1 on success.
+__attribute__((visibility("default"))) int heaptype_attach(const char* output) {
+  if (rt::g_state.load() != rt::kUninitialized) {
+    rt::say("heaptype: attach: the runtime is already running in this process (linked, preloaded, or "
+            "attached before)\n");
+    return 0;
+  }
+  if (!output || !*output || std::strlen(output) >= sizeof rt::g_attach_output) return 0;
+  std::memcpy(rt::g_attach_output, output, std::strlen(output) + 1);
+  rt::g_attached = true;
+  if (rt::ensure_initialized() != rt::kActive) return 0;
+  void* self = dlopen(rt::runtime_module(), RTLD_NOW | RTLD_NOLOAD);  // kept open: never unloaded
+  if (!self) return 0;
+  // Every release entry first: once any allocation gets a header, whatever frees it
+  // must be able to take the header off.
+  rt::patch_hooks(self, rt::HookGroup::kRelease);
+  return rt::patch_hooks(self, rt::HookGroup::kAllocate) ? 1 : 0;
+}
+
+// Called by `heaptype detach`: allocations go straight to glibc again, the profile
+// is finished and closed. 1 on success.
+__attribute__((visibility("default"))) int heaptype_detach(void) {
+  if (!rt::g_attached || rt::g_state.load() != rt::kActive) return 0;
+  rt::restore_allocation_hooks();
+  rt::g_recording.store(false);
+  rt::finish(false);
+  rt::writer_close();
+  return 1;
+}
+
+}  // extern "C"

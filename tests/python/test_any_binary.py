@@ -115,7 +115,7 @@ def test_linkage_tells_plain_from_linked(held, cpp_programs, tmp_path):
     script = tmp_path / "wrapper.sh"
     script.write_text("#!/bin/sh\nexec true\n")
     assert runtime_linkage(str(held)) is Linkage.PLAIN
-    assert runtime_linkage(str(cpp_programs.program("objects"))) is Linkage.LINKED
+    assert runtime_linkage(str(cpp_programs.program("objects"))) is Linkage.LINKED  # static runtime
     assert runtime_linkage(str(script)) is Linkage.UNKNOWN
 
 
@@ -134,7 +134,7 @@ def test_plain_program_is_preloaded_and_the_header_says_so(held, tmp_path):
     main = function_row(profile, "main")
     assert (main.self.allocations, main.self.bytes) == (5 + 100, 5 * 1000 + 100 * 64)
     text = subprocess.run([*CLI, "report", str(out)], capture_output=True, text=True, check=True).stdout
-    assert "  mode       preloaded into a program built without HeapType" in text
+    assert "  mode       preloaded (the program does not link the runtime): call paths by stack walking" in text
 
 
 def test_no_preload_keeps_the_old_refusal(held, tmp_path):
@@ -311,3 +311,35 @@ def test_detach_without_attach_is_an_error(held):
     stepper.step("alloc", "allocated")
     stepper.step("free", "freed")
     assert "done" in stepper.finish()
+
+
+# --- mixed programs ----------------------------------------------------------------------
+
+
+def test_mixed_program_gets_types_and_walked_stacks(tmp_path):
+    """A plain executable using a library built with HeapType: the library needs the
+    runtime, but loads it after libc, so `heaptype run` preloads it (the library's need
+    is met by the same file); its new-expressions are typed, and the plain code's
+    allocations get their call paths from stack walks."""
+    from heaptype import flags
+
+    cxx = require_tool("g++")
+    cpp = SOURCE.parent
+    lib = tmp_path / "libmixed.so"
+    subprocess.run([cxx, "-O2", "-g", "-fPIC", "-shared", *flags.compile_flags(cxx=cxx), str(cpp / "mixed_lib.cpp"),
+                    *flags.link_flags(shared=True), "-o", str(lib)], check=True, capture_output=True)
+    exe = tmp_path / "mixed"
+    subprocess.run([cxx, "-O2", "-g", str(cpp / "mixed_main.cpp"), f"-L{tmp_path}", "-lmixed",
+                    f"-Wl,-rpath,{tmp_path}", "-o", str(exe)], check=True, capture_output=True)
+    assert runtime_linkage(str(exe)) is Linkage.PLAIN
+    out = tmp_path / "mixed.htp"
+    done = subprocess.run([*CLI, "run", "-o", str(out), "--", str(exe)], capture_output=True, text=True,
+                          env=clean_env())
+    assert done.returncode == 0, done.stderr
+    profile = heaptype.load(out)
+    assert profile.mode == "preloaded"
+    widget = profile.type_row("Widget")
+    assert (widget.allocations, widget.bytes, widget.live_bytes) == (10, 320, 0)
+    plain = function_row(profile, "make_plain()")
+    assert (plain.self.allocations, plain.self.bytes) == (7, 7 * 48)
+    assert function_row(profile, "main").total.allocations == 17

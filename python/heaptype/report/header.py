@@ -28,8 +28,8 @@ def header_lines(profile: Profile) -> list[str]:
 
 MODES = {
     "linked": "linked (built with HeapType): types from new-expressions and typed allocators",
-    "preloaded": "preloaded into a program built without HeapType: call paths by stack walking, "
-                 "types inferred from allocator frames",
+    "preloaded": "preloaded (the program does not link the runtime): call paths by stack walking; types "
+                 "where code was built with HeapType, else inferred from allocator frames",
     "attached": "attached to the running process: only what happened after the attach",
 }
 

@@ -15,6 +15,8 @@ namespace runtime {
 namespace {
 
 bool g_attached = false;
+bool g_detached = false;
+void* g_self = nullptr;  // this library's dlopen handle, kept open: never unloaded
 char g_attach_output[4096];
 
 void say(const char* text) {
@@ -68,18 +70,32 @@ __attribute__((visibility("default"))) int heaptype_attach(const char* output) {
   std::memcpy(rt::g_attach_output, output, std::strlen(output) + 1);
   rt::g_attached = true;
   if (rt::ensure_initialized() != rt::kActive) return 0;
-  void* self = dlopen(rt::runtime_module(), RTLD_NOW | RTLD_NOLOAD);  // kept open: never unloaded
-  if (!self) return 0;
+  rt::g_self = dlopen(rt::runtime_module(), RTLD_NOW | RTLD_NOLOAD);
+  if (!rt::g_self) return 0;
   // Every release entry first: once any allocation gets a header, whatever frees it
   // must be able to take the header off.
-  rt::patch_hooks(self, rt::HookGroup::kRelease);
-  return rt::patch_hooks(self, rt::HookGroup::kAllocate) ? 1 : 0;
+  rt::patch_hooks(rt::g_self, rt::HookGroup::kRelease);
+  return rt::patch_hooks(rt::g_self, rt::HookGroup::kAllocate) ? 1 : 0;
+}
+
+// The attached process's dlopen: the new library's entries are patched as the others
+// were (allocation entries only until the detach).
+__attribute__((visibility("default"))) void* heaptype_dlopen_patched(const char* file, int mode) {
+  static void* (*const real)(const char*, int) =
+      reinterpret_cast<void* (*)(const char*, int)>(dlsym(RTLD_DEFAULT, "dlopen"));
+  void* handle = real(file, mode);
+  if (handle && rt::g_self) {
+    rt::patch_hooks(rt::g_self, rt::HookGroup::kRelease);
+    if (!rt::g_detached) rt::patch_hooks(rt::g_self, rt::HookGroup::kAllocate);
+  }
+  return handle;
 }
 
 // Called by `heaptype detach`: allocations go straight to glibc again, the profile
 // is finished and closed. 1 on success.
 __attribute__((visibility("default"))) int heaptype_detach(void) {
-  if (!rt::g_attached || rt::g_state.load() != rt::kActive) return 0;
+  if (!rt::g_attached || rt::g_detached || rt::g_state.load() != rt::kActive) return 0;
+  rt::g_detached = true;
   rt::restore_allocation_hooks();
   rt::g_recording.store(false);
   rt::finish(false);

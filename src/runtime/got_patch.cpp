@@ -13,8 +13,10 @@ namespace heaptype {
 namespace runtime {
 namespace {
 
+// dlopen is in the release group: a library loaded later gets the release entries
+// (it may free the blocks of others), and the allocation ones while attached.
 const char* const kReleaseNames[] = {
-    "free", "realloc", "reallocarray", "malloc_usable_size",
+    "free", "realloc", "reallocarray", "malloc_usable_size", "dlopen",
     "_ZdlPv", "_ZdaPv", "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t", "_ZdlPvm", "_ZdaPvm",
     "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t", "_ZdlPvSt11align_val_tRKSt9nothrow_t",
     "_ZdaPvSt11align_val_tRKSt9nothrow_t", "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t", nullptr};
@@ -155,7 +157,9 @@ size_t patch_hooks(void* self, HookGroup group) {
   job.self_base = reinterpret_cast<uintptr_t>(here.dli_fbase);
   job.save = group == HookGroup::kAllocate;
   for (const char* const* name = group == HookGroup::kAllocate ? kAllocateNames : kReleaseNames; *name; ++name) {
-    void* ours = dlsym(self, *name);  // the runtime's definition, not the first in the global scope
+    // The runtime's definition, not the first in the global scope; its dlopen has
+    // another name, so that preloading the runtime leaves dlopen alone.
+    void* ours = dlsym(self, std::strcmp(*name, "dlopen") == 0 ? "heaptype_dlopen_patched" : *name);
     if (ours && job.hook_count < kMaxHooks) job.hooks[job.hook_count++] = {*name, reinterpret_cast<uintptr_t>(ours)};
   }
   dl_iterate_phdr(patch_object, &job);

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "spinlock.hpp"
+
 namespace heaptype {
 namespace runtime {
 namespace {
@@ -44,6 +46,7 @@ struct SavedSlot {
 // runtime allocates nothing through the tracked path.
 SavedSlot g_saved[kMaxSaved];
 size_t g_saved_count = 0;
+SpinLock g_lock;  // two threads' dlopen() patch at once; detach restores
 
 struct PatchJob {
   Hook hooks[kMaxHooks];
@@ -150,6 +153,7 @@ int patch_object(dl_phdr_info* object, size_t, void* data) {
 }  // namespace
 
 size_t patch_hooks(void* self, HookGroup group) {
+  LockGuard guard(g_lock);
   PatchJob job;
   std::memset(&job, 0, sizeof job);
   Dl_info here;
@@ -167,6 +171,7 @@ size_t patch_hooks(void* self, HookGroup group) {
 }
 
 void restore_allocation_hooks() {
+  LockGuard guard(g_lock);
   for (size_t i = 0; i < g_saved_count; ++i) write_slot(g_saved[i].slot, g_saved[i].original, g_saved[i].relro);
   g_saved_count = 0;
 }

@@ -148,8 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--interval", type=float, default=1.0, metavar="S", help="with --watch: seconds between "
                                                                              "refreshes (1)")
     run.add_argument("--report", action="store_true", help="print the report when the program has exited")
-    run.add_argument("--by", choices=("type", "function"), default="type",
-                     help="with --watch or --report: by type (default) or by function")
+    run.add_argument("--by", choices=("type", "function", "callpath"), default="type",
+                     help="with --watch or --report: by type (default), by function or by call path")
     run.add_argument("--top", type=positive_int, default=10, help="with --watch or --report: rows shown (10)")
     run.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     run.set_defaults(handler=cmd_run)

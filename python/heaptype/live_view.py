@@ -10,12 +10,14 @@ second ago. On a terminal the table is redrawn in place (rich's Live); elsewhere
 from __future__ import annotations
 
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .units import format_bytes, format_count, format_seconds
 
-WATCH_VIEWS = ("type", "function")
+WATCH_VIEWS = ("type", "function", "callpath")
+PATH_FRAMES = 4  # a call path shows its innermost frames: the table stays readable
 
 
 @dataclass
@@ -45,19 +47,30 @@ def read_live_state(path: Path, by: str = "type", top: int = 10) -> LiveState | 
         if by == "function":
             rows = [LiveRow(g.function, g.self.live_bytes, g.self.live_blocks, g.self.allocations)
                     for g in profile.by_function(sort="live") if g.self.live_bytes]
+        elif by == "callpath":
+            rows = [LiveRow(path_label(r.path, r.type_label), r.figures.live_bytes, r.figures.live_blocks,
+                            r.figures.allocations) for r in profile.call_paths(sort="live") if r.figures.live_bytes]
         else:
             rows = [LiveRow(g.label, g.live_bytes, g.live_blocks, g.allocations)
                     for g in profile.by_type(sort="live", infer=True) if g.live_bytes]
     except (ProfileError, OSError):
         return None
     rows.sort(key=lambda r: (-r.live_bytes, r.label))
-    return LiveState(totals.duration_us, totals.live_bytes, totals.live_blocks, rows[:top])
+    # Wall time since the profile began: the last event's time stands still while the
+    # program holds its memory and allocates nothing.
+    elapsed_us = max(0, int((time.time_ns() - profile.raw.start_unix_ns) / 1000))
+    return LiveState(elapsed_us, totals.live_bytes, totals.live_blocks, rows[:top])
+
+
+def path_label(path: tuple[str, ...], type_label: str) -> str:
+    shown = " > ".join(path[-PATH_FRAMES:])
+    return f"{'… > ' if len(path) > PATH_FRAMES else ''}{shown} [{type_label}]"
 
 
 def live_table(state: LiveState, by: str):
     from rich.table import Table
 
-    table = Table(title=f"live at {format_seconds(state.elapsed_us)}: {format_bytes(state.live_bytes)} in "
+    table = Table(title=f"live after {format_seconds(state.elapsed_us)}: {format_bytes(state.live_bytes)} in "
                         f"{format_count(state.live_blocks)} blocks", title_justify="left")
     table.add_column(by)
     table.add_column("live bytes", justify="right")

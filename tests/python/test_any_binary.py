@@ -23,6 +23,7 @@ import pytest
 
 import heaptype
 from heaptype.linkage import Linkage, runtime_linkage
+from heaptype.live_view import read_live_state
 from tooling import require_tool
 
 SOURCE = Path(__file__).resolve().parents[1] / "cpp" / "held_blocks.cpp"
@@ -156,6 +157,10 @@ def test_report_reads_a_running_program(held, tmp_path):
     assert wait_for(lambda: held_live(out), timeout=5) == (32 * HELD, 32)
     report, warnings = report_json(out)
     assert not report["complete"] and "not finished" in warnings
+    # The live view's rows, from the same growing file.
+    paths = {row.label: row for row in read_live_state(out, by="callpath").rows}
+    row = paths["main > make_held(int) [(untyped)]"]
+    assert (row.live_bytes, row.live_blocks, row.allocations) == (32 * HELD, 32, 32)
     stepper.step("free", "freed")
     assert wait_for(lambda: held_live(out) == (16 * HELD, 16), timeout=5)
     stepper.finish()

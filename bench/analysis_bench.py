@@ -12,6 +12,8 @@ once to record a profile. Then, in interleaved rounds, each analyser reads its p
     heaptype report PROFILE.htp --format json
     heaptrack_print PROFILE.zst
 
+`heaptype timeline PROFILE.htp --format json` and `heaptype diff PROFILE.htp PROFILE.htp
+--format json` (the profile against itself: two full passes) are timed the same way.
 Every analysis is measured by GNU time (`/usr/bin/time`, Debian's package `time`): wall
 time and the peak RSS of the analyser. The figures are medians over the rounds, reported
 as ratios, with the machine's load average before and after: a figure taken on a busy
@@ -110,12 +112,16 @@ def cross_check(report: Path, heaptrack_out: Path) -> str:
 
 def bench_scale(scale: int, plain: Path, profiled: Path, work: Path, rounds: int) -> dict:
     htp, trace = record(plain, profiled, scaled_args(scale), work, scale)
-    commands = {"heaptype report": [*heaptype_command(), "report", str(htp), "--format", "json"],
+    heaptype = heaptype_command()
+    commands = {"heaptype report": [*heaptype, "report", str(htp), "--format", "json"],
+                "heaptype timeline": [*heaptype, "timeline", str(htp), "--format", "json"],
+                # two full passes: the profile against itself
+                "heaptype diff": [*heaptype, "diff", str(htp), str(htp), "--format", "json"],
                 "heaptrack_print": ["heaptrack_print", str(trace)]}
     results: dict[str, list[tuple[float, int]]] = {name: [] for name in commands}
     load_before = load_average()
     for r in range(rounds):
-        order = list(commands) if r % 2 == 0 else list(reversed(commands))
+        order = list(commands)[r % len(commands):] + list(commands)[:r % len(commands)]  # rotated
         for name in order:
             out = work / f"{name.replace(' ', '_')}_{scale}x.out"
             results[name].append(measured(commands[name], out))
@@ -133,15 +139,13 @@ def bench_scale(scale: int, plain: Path, profiled: Path, work: Path, rounds: int
 def print_report(results: list[dict]) -> None:
     print("analysis of alloc_bench profiles: medians over interleaved rounds (GNU time)")
     for r in results:
-        ours_w, ours_m = r["medians"]["heaptype report"]
         theirs_w, theirs_m = r["medians"]["heaptrack_print"]
         print(f"\n{r['scale']}x ({' '.join(r['args'])}), load average {r['load_before']} before, "
-              f"{r['load_after']} after")
-        print(f"  {'':18} {'wall':>8} {'peak RSS':>10}  profile")
-        print(f"  {'heaptype report':18} {ours_w:7.2f}s {ours_m / 1024:8.1f} MiB  {r['profile_bytes'] / 1e6:.1f} MB")
-        print(f"  {'heaptrack_print':18} {theirs_w:7.2f}s {theirs_m / 1024:8.1f} MiB  "
-              f"{r['heaptrack_bytes'] / 1e6:.1f} MB (zstd)")
-        print(f"  ratio heaptype / heaptrack_print: wall {ours_w / theirs_w:.2f}x, peak RSS {ours_m / theirs_m:.2f}x")
+              f"{r['load_after']} after; profiles: HeapType {r['profile_bytes'] / 1e6:.1f} MB, "
+              f"heaptrack {r['heaptrack_bytes'] / 1e6:.1f} MB (zstd)")
+        print(f"  {'':18} {'wall':>8} {'peak RSS':>10}  {'x heaptrack_print (wall, RSS)':>30}")
+        for name, (wall, rss) in r["medians"].items():
+            print(f"  {name:18} {wall:7.2f}s {rss / 1024:8.1f} MiB  {wall / theirs_w:14.2f}x {rss / theirs_m:8.2f}x")
         print(f"  {r['cross_check']}")
 
 

@@ -1,5 +1,5 @@
 # heaptype_instrument(<target>
-#     [CALLSTACK instrument|frame-pointer|none]   calling contexts (default instrument)
+#     [CALLSTACK frame-pointer|instrument|none]   calling contexts (default frame-pointer)
 #     [TYPES ON|OFF]          type every new-expression (force-included heaptype/new.hpp)
 #     [STL_TYPES ON|OFF]      type std::allocator allocations (libstdc++ shim)
 #     [MAP_FILE ON|OFF]       write <binary>.map, to name types of stripped binaries
@@ -42,6 +42,13 @@ function(_heaptype_options_from_json out json)
     endforeach()
   endif()
   set(${out} "${result}" PARENT_SCOPE)
+endfunction()
+
+# The calling-context mode every integration uses unless told (flags.json).
+function(_heaptype_default_callstack out)
+  file(READ "${HeapType_FLAGS_FILE}" flags)
+  string(JSON mode GET "${flags}" default_callstack)
+  set(${out} "${mode}" PARENT_SCOPE)
 endfunction()
 
 # heaptype_compile_options(<out-var> TYPES ON|OFF STL_TYPES ON|OFF CALLSTACK <mode>
@@ -102,7 +109,7 @@ function(heaptype_instrument target)
     endif()
   endforeach()
   if(NOT DEFINED HT_CALLSTACK)
-    set(HT_CALLSTACK instrument)
+    _heaptype_default_callstack(HT_CALLSTACK)
   endif()
   if(NOT HT_CALLSTACK MATCHES "^(instrument|frame-pointer|none)$")
     message(FATAL_ERROR "heaptype_instrument(${target}): CALLSTACK takes instrument, frame-pointer "

@@ -77,6 +77,24 @@ def size_value(text: str) -> int:
     return parse_size(text)
 
 
+DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def duration_value(text: str) -> float:
+    """A duration in seconds: '2.5', '10ms', '3us', '500ns'."""
+    text = text.strip()
+    for unit in sorted(DURATION_UNITS, key=len, reverse=True):
+        if text.endswith(unit) and text[:-len(unit)].strip():
+            number, scale = text[:-len(unit)], DURATION_UNITS[unit]
+            break
+    else:
+        number, scale = text, 1.0
+    value = float(number) * scale
+    if value < 0:
+        raise ValueError(f"a duration is not negative: {text!r}")
+    return value
+
+
 def when(text: str) -> str | float:
     if text == "peak":
         return text
@@ -100,6 +118,10 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time", type=span(float), metavar="A:B",
                         help="only what happened between A and B seconds: allocations made then, peaks reached "
                              "then, live figures at B")
+    parser.add_argument("--lifetime", type=span(duration_value), metavar="MIN:MAX",
+                        help="only blocks that lived this long from allocation to free, e.g. :1ms (short-lived) "
+                             "or 1s: (long-lived; a block never freed lives forever); units s, ms, us, ns "
+                             "(default s). Needs a profile recorded with HEAPTYPE_ADDRESSES=1")
     parser.add_argument("--at", type=when, metavar="peak|SECONDS",
                         help="the heap as it stood at the peak, or at that time: live_bytes and live_blocks are "
                              "what was live then")
@@ -118,9 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--shared", action="store_true", help="with --ldflags: link the shared runtime")
     parser.add_argument("--no-stl-types", action="store_true",
                         help="with --cflags: leave std::allocator untyped (no libstdc++ shim)")
-    parser.add_argument("--callstack", choices=flags.CALLSTACK_MODES, default="instrument",
-                        help="with --cflags: how allocations get their calling context "
-                             "(default: instrument, -finstrument-functions without system headers)")
+    parser.add_argument("--callstack", choices=flags.CALLSTACK_MODES, default=flags.DEFAULT_CALLSTACK,
+                        help="with --cflags: how allocations get their calling context (default: "
+                             f"{flags.DEFAULT_CALLSTACK}; frame-pointer: the stack walked at each allocation; "
+                             "instrument: -finstrument-functions without system headers; none: the call site only)")
     parser.add_argument("--cxx", dest="flags_cxx", metavar="COMPILER",
                         help="with --cflags: the compiler the flags are for (default: $CXX or g++)")
     parser.add_argument("--include-dir", action="store_true", help="print the public header directory")
@@ -358,7 +381,7 @@ def filtered_profile(args, path: str | None = None):
     profile = load_profile(path or args.profile, parse_map_options(args.map) or None)
     try:
         profile = profile.filter(types=args.types, functions=args.functions, threads=args.threads, sizes=args.size,
-                                 time=args.time)
+                                 time=args.time, lifetime=args.lifetime)
         if args.at is not None:
             profile = profile.at(args.at)
     except ProfileError as e:

@@ -17,7 +17,7 @@ at any one moment.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from . import _core
@@ -49,8 +49,11 @@ class Filters:
     (by name or label), with a frame matching one of ``functions`` on their call
     path, made by one of ``threads``, of a block size within ``sizes`` (bytes, either
     end None for open), and what happened within ``time`` (microseconds): allocations
-    made then, peaks reached then, live figures at its end. ``stop_after_events``
-    stops the reading there (a snapshot, e.g. at the peak). Empty means everything."""
+    made then, peaks reached then, live figures at its end. ``lifetime``
+    (microseconds, either end None for open) keeps the blocks that lived that long
+    from allocation to free; a block never freed lives forever (profiles recorded
+    with addresses). ``stop_after_events`` stops the reading there (a snapshot, e.g.
+    at the peak). Empty means everything."""
 
     types: tuple[str, ...] = ()
     functions: tuple[str, ...] = ()
@@ -58,13 +61,14 @@ class Filters:
     sizes: tuple[int | None, int | None] = (None, None)
     time: tuple[int | None, int | None] = (None, None)
     stop_after_events: int = 0
+    lifetime: tuple[int | None, int | None] = (None, None)
 
     def __bool__(self) -> bool:
         return bool(self.types or self.functions or self.threads or self.sizes != (None, None)
-                    or self.time != (None, None) or self.stop_after_events)
+                    or self.time != (None, None) or self.stop_after_events or self.lifetime != (None, None))
 
     def and_(self, types=None, functions=None, threads=None, sizes=None, time=None,
-             stop_after_events: int = 0) -> "Filters":
+             stop_after_events: int = 0, lifetime=None) -> "Filters":
         def narrower(old, new):
             if new is None:
                 return old
@@ -76,12 +80,19 @@ class Filters:
 
         return Filters(self.types + tuple(as_list(types)), self.functions + tuple(as_list(functions)),
                        self.threads + tuple(int(t) for t in (threads or ())), narrower(self.sizes, sizes),
-                       narrower(self.time, time), stop_after_events or self.stop_after_events)
+                       narrower(self.time, time), stop_after_events or self.stop_after_events,
+                       narrower(self.lifetime, lifetime))
 
     def core_options(self) -> dict:
         return dict(types=list(self.types), functions_on_path=list(self.functions), threads=list(self.threads),
                     min_size=self.sizes[0] or 0, max_size=self.sizes[1] if self.sizes[1] is not None else 2**64 - 1,
-                    begin_us=self.time[0], end_us=self.time[1], stop_after_events=self.stop_after_events)
+                    begin_us=self.time[0], end_us=self.time[1], stop_after_events=self.stop_after_events,
+                    min_lifetime_us=self.lifetime[0], max_lifetime_us=self.lifetime[1])
+
+
+def _microseconds(span: tuple[float | None, float | None] | None) -> tuple[int | None, int | None] | None:
+    """A (low, high) span in seconds, in whole microseconds."""
+    return None if span is None else tuple(None if t is None else int(round(t * 1e6)) for t in span)
 
 
 @dataclass(frozen=True)
@@ -185,28 +196,33 @@ class Profile:
         return seen
 
     def bookkeeping_bytes(self) -> int | None:
-        """Memory the runtime used for itself: buffers, tables and the registry."""
+        """The most memory the runtime's buffers and tables took (None: no end record)."""
         end = self._raw.end
-        return end["buffer_bytes"] + end["registry_bytes"] if end else None
+        return end["buffer_bytes"] if end else None
 
-    def registry_bytes_per_live_block(self) -> float | None:
-        """The registry's memory over the most blocks live at once."""
+    def registry_bytes_at_exit(self) -> int | None:
+        """What the runtime kept beside the blocks live at exit: their headers (and
+        its table of memory it did not allocate). None: no end record."""
         end = self._raw.end
-        peak = self.totals.peak_live_blocks
-        return end["registry_bytes"] / peak if end and peak else None
+        return end["registry_bytes"] if end else None
 
     # --- views --------------------------------------------------------------------------
 
     def filter(self, types: str | Sequence[str] | None = None, functions: str | Sequence[str] | None = None,
                threads: Sequence[int | str] | None = None, sizes: tuple[int | None, int | None] | None = None,
-               time: tuple[float | None, float | None] | None = None) -> "Profile":
+               time: tuple[float | None, float | None] | None = None,
+               lifetime: tuple[float | None, float | None] | None = None) -> "Profile":
         """This profile with more filters (see Filters): every view of the result keeps
         only the allocations of a matching type (glob on the name or label), with a
         matching function anywhere on their call path, made by one of the threads
-        (numbers, or names globbed), of a block size within ``sizes``; ``time`` (in
-        seconds) keeps what happened in that span."""
-        micro = None if time is None else tuple(None if t is None else int(round(t * 1e6)) for t in time)
-        return self._with(self.filters.and_(types, functions, self._thread_numbers(threads), sizes, micro))
+        (numbers, or names globbed), of a block size within ``sizes``, whose block
+        lived within ``lifetime`` (seconds; never freed is forever; needs a profile
+        recorded with addresses); ``time`` (in seconds) keeps what happened in that span."""
+        if lifetime is not None and lifetime != (None, None) and not self.has_addresses:
+            raise ProfileError(f"{self.path}: recorded without addresses, so lifetimes are unknown: run the "
+                               "program with HEAPTYPE_ADDRESSES=1 to filter by lifetime")
+        return self._with(self.filters.and_(types, functions, self._thread_numbers(threads), sizes,
+                                            _microseconds(time), lifetime=_microseconds(lifetime)))
 
     def at(self, when: str | float) -> "Profile":
         """This profile as it stood at one moment: ``"peak"`` (the moment the kept
@@ -351,7 +367,8 @@ class Profile:
         if len(groups) > len(chosen) or any(raw["other"]):
             series.append(TimelineSeries("other", raw["other"]))
         return Timeline(by, [t / 1e6 for t in raw["times_us"]], series, raw["totals"],
-                        analysis.selected.peak_bytes, analysis.selected.peak_time_us / 1e6)
+                        analysis.selected.peak_bytes, analysis.selected.peak_time_us / 1e6, raw["stack"],
+                        analysis.totals.stack_peak_bytes)
 
     def _any_analysis(self) -> "_core.Analysis":
         """A pass over the whole file already made, for what every such pass knows
@@ -432,7 +449,9 @@ class TimelineSeries:
 @dataclass
 class Timeline:
     """Live bytes over time: ``times_s`` (each point's moment), one series per group
-    (and "other"), the ``totals`` they stack up to, and the exact peak."""
+    (and "other"), the ``totals`` they stack up to, and the exact peak. Beside the
+    heap, ``stack_bytes``: how deep the threads' stacks went together at each point
+    (the deepest within its span; all 0 when the runtime recorded no stack depths)."""
 
     by: str
     times_s: list[float]
@@ -440,11 +459,14 @@ class Timeline:
     totals: list[int]
     peak_bytes: int
     peak_time_s: float
+    stack_bytes: list[int] = field(default_factory=list)
+    stack_peak_bytes: int = 0
 
     def as_dict(self) -> dict:
         return {"by": self.by, "times_s": self.times_s, "series": [{"name": s.name, "bytes": s.bytes}
                                                                   for s in self.series],
-                "totals": self.totals, "peak_bytes": self.peak_bytes, "peak_time_s": self.peak_time_s}
+                "totals": self.totals, "peak_bytes": self.peak_bytes, "peak_time_s": self.peak_time_s,
+                "stack_bytes": self.stack_bytes, "stack_peak_bytes": self.stack_peak_bytes}
 
 
 def _timeline_groups(analysis: "_core.Analysis", by: str) -> list[tuple[int, str, int]]:

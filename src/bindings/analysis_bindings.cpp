@@ -42,6 +42,7 @@ struct TotalsOut {
   core::Totals t;
   uint64_t peak_time_us;
   uint64_t duration_us;
+  uint64_t stack_peak_time_us;
 };
 
 struct TypeGroupOut {
@@ -180,11 +181,12 @@ py::object timeline_dict(const Session& s) {
   const core::Timeline* t = s.analysis->timeline();
   if (!t) return py::none();
   std::vector<uint64_t> times;
-  std::vector<int64_t> totals, other;
+  std::vector<int64_t> totals, other, stack;
   std::vector<std::vector<int64_t>> series(t->series());
   for (size_t k = 0; k < t->points(); ++k) {
     times.push_back(s.us(t->time(k)));
     totals.push_back(t->total(k));
+    stack.push_back(t->stack(k));
     for (size_t i = 0; i < t->series(); ++i) series[i].push_back(t->value(k, i));
     other.push_back(t->value(k, t->series()));
   }
@@ -193,6 +195,7 @@ py::object timeline_dict(const Session& s) {
   d["totals"] = totals;
   d["series"] = series;
   d["other"] = other;
+  d["stack"] = stack;
   return std::move(d);
 }
 
@@ -284,12 +287,17 @@ their thread before it allocated anything else).)doc");
       .def_property_readonly("events", [](const TotalsOut& o) { return o.t.events; }, "Events applied.")
       .def_property_readonly("peak_event", [](const TotalsOut& o) { return o.t.peak_event; },
                              "The event (counted from 1) at which the kept allocations peaked.")
+      .def_property_readonly("stack_peak_bytes", [](const TotalsOut& o) { return o.t.stack_peak_bytes; },
+                             "The deepest the threads' stacks went together, in bytes (0: not recorded).")
+      .def_property_readonly("stack_peak_time_us", [](const TotalsOut& o) { return o.stack_peak_time_us; })
       .def("as_dict", [](const TotalsOut& o) {
         py::dict d = figures_dict(FiguresOut{o.t, o.peak_time_us});
         d["frees"] = o.t.frees;
         d["unmatched_frees"] = o.t.unmatched_frees;
         d["peak_live_blocks"] = o.t.peak_live_blocks;
         d["duration_us"] = o.duration_us;
+        d["stack_peak_bytes"] = o.t.stack_peak_bytes;
+        d["stack_peak_time_us"] = o.stack_peak_time_us;
         return d;
       });
 
@@ -356,6 +364,8 @@ their thread before it allocated anything else).)doc");
   figure_attributes(thread_group, [](const ThreadGroupOut& o) { return out(*o.s, o.g().figures); });
   thread_group.def_property_readonly("thread", [](const ThreadGroupOut& o) { return o.g().thread; })
       .def_property_readonly("id", [](const ThreadGroupOut& o) { return o.index; })
+      .def_property_readonly("stack_peak_bytes", [](const ThreadGroupOut& o) { return o.g().stack_peak_bytes; },
+                             "The deepest its stack went, in bytes (0: not recorded).")
       .def_property_readonly("figures", [](const ThreadGroupOut& o) { return out(*o.s, o.g().figures); });
 
   py::class_<NodeOut>(m, "Node", "A node of a merged call tree: a frame, a type (the leaves), or the root.")
@@ -402,7 +412,8 @@ their thread before it allocated anything else).)doc");
                        std::vector<uint32_t> threads, uint64_t min_size, uint64_t max_size, py::object begin_us,
                        py::object end_us, uint64_t stop_after_events, const std::string& timeline,
                        std::vector<uint32_t> timeline_groups, size_t timeline_points, bool addresses,
-                       std::vector<uint64_t> bucket_ends_us, std::vector<uint32_t> bucket_nodes, bool progress) {
+                       std::vector<uint64_t> bucket_ends_us, std::vector<uint32_t> bucket_nodes,
+                       py::object min_lifetime_us, py::object max_lifetime_us, bool progress) {
              AnalysisOptions options;
              options.call_tree = call_tree;
              options.bottom_up = bottom_up;
@@ -430,6 +441,13 @@ their thread before it allocated anything else).)doc");
              options.addresses = addresses;
              for (uint64_t end : bucket_ends_us) options.bucket_ends.push_back(last_tick(end));
              options.bucket_nodes = std::move(bucket_nodes);
+             // A lifetime of n ticks is n * tick_ns nanoseconds: at least the minimum, under
+             // the microsecond after the maximum.
+             auto ticks_at_least = [tick_ns](uint64_t us) {
+               return us > kLastUs ? UINT64_MAX : (us * 1000 + tick_ns - 1) / tick_ns;
+             };
+             if (!min_lifetime_us.is_none()) options.min_lifetime = ticks_at_least(min_lifetime_us.cast<uint64_t>());
+             if (!max_lifetime_us.is_none()) options.max_lifetime = last_tick(max_lifetime_us.cast<uint64_t>());
              return run_analysis(std::move(file), std::move(names), std::move(options), progress);
            }),
            py::arg("file"), py::arg("names"), py::kw_only(), py::arg("call_tree") = false,
@@ -440,7 +458,8 @@ their thread before it allocated anything else).)doc");
            py::arg("end_us") = py::none(), py::arg("stop_after_events") = 0, py::arg("timeline") = "",
            py::arg("timeline_groups") = std::vector<uint32_t>{}, py::arg("timeline_points") = 2000,
            py::arg("addresses") = false, py::arg("bucket_ends_us") = std::vector<uint64_t>{},
-           py::arg("bucket_nodes") = std::vector<uint32_t>{}, py::arg("progress") = false)
+           py::arg("bucket_nodes") = std::vector<uint32_t>{}, py::arg("min_lifetime_us") = py::none(),
+           py::arg("max_lifetime_us") = py::none(), py::arg("progress") = false)
       .def("buckets", &bucket_list,
            "Per span of bucket_ends_us: {selected, types: {id: figures}, function_self, function_total, nodes: "
            "[figures]}, each figures a dict of that span: counts made in it, its peak, live at its end.")
@@ -458,7 +477,7 @@ their thread before it allocated anything else).)doc");
       .def_property_readonly("totals",
                              [](const Session& s) {
                                const core::Totals& t = s.analysis->totals();
-                               return TotalsOut{t, s.us(t.peak_time), s.us(t.duration)};
+                               return TotalsOut{t, s.us(t.peak_time), s.us(t.duration), s.us(t.stack_peak_time)};
                              })
       .def_property_readonly("selected", [](const Session& s) { return out(s, s.analysis->selected()); },
                              "Figures of the allocations the filters keep.")

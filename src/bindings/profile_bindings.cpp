@@ -58,7 +58,7 @@ py::tuple thread_events(const ProfileFile& file, uint32_t thread) {
   format::ThreadEvents events(file, thread);
   py::list out;
   format::Event e;
-  static const char* const kKinds[] = {"alloc", "free", "move"};
+  static const char* const kKinds[] = {"alloc", "free", "move", "stack"};
   while (events.next(&e))
     out.append(py::make_tuple(kKinds[e.kind], e.thread, e.site, e.new_site, e.time, e.temporary, e.address));
   return py::make_tuple(out, name_text(events.error()));
@@ -138,6 +138,7 @@ void bind_builder(py::module_& m) {
            py::arg("site"), py::arg("address") = 0)
       .def("move", &ProfileBuilder::move, py::arg("thread"), py::arg("time"), py::arg("owner_thread"),
            py::arg("site"), py::arg("new_site"), py::arg("address") = 0)
+      .def("stack", &ProfileBuilder::stack, py::arg("thread"), py::arg("time"), py::arg("bytes"))
       .def("flush", &ProfileBuilder::flush, py::arg("thread"))
       .def("raw_chunk", [](ProfileBuilder& b, uint8_t kind, uint32_t thread,
                            py::bytes payload) { b.raw_chunk(kind, thread, payload); },

@@ -41,6 +41,12 @@ Analysis::Analysis(const format::ProfileFile& file, CodeNames* names, AnalysisOp
   if (options_.addresses && !file.has_addresses())
     warnings_.push_back(file.path() + " was recorded without addresses (HEAPTYPE_ADDRESSES=1 records them): "
                         "no memory view");
+  if (options_.filters_lifetime() && !file.has_addresses()) {
+    warnings_.push_back(file.path() + " was recorded without addresses (HEAPTYPE_ADDRESSES=1 records them): "
+                        "no lifetime filter");
+    options_.min_lifetime = 0;
+    options_.max_lifetime = UINT64_MAX;
+  }
   if (options_.timeline != AnalysisOptions::Series::kNone)
     timeline_.reset(new Timeline(options_.timeline_groups.size(), options_.timeline_points));
   counting_ = options_.window_begin == 0;
@@ -280,7 +286,7 @@ int64_t Analysis::live_blocks_at(uint32_t thread, uint32_t site) {
 template <class Change>
 void Analysis::change_groups(Placement& p, Change&& change) {
   change(p.figures);
-  if (!p.selected) return;
+  if (!p.selected || dropping_event_) return;
   change(selected_);
   change(types_[p.type_group].figures);
   change(threads_[p.thread_group].figures);
@@ -454,6 +460,8 @@ void Analysis::track_address(const Event& e) {
       live.placement = (static_cast<uint64_t>(e.stream) << 32) | e.new_site;
       break;
     }
+    case Event::kStack:
+      break;
   }
 }
 
@@ -463,7 +471,7 @@ void Analysis::count_lifetime(uint64_t key, uint64_t ticks) {
   uint32_t site = static_cast<uint32_t>(key);
   if (thread == placements_.end() || site >= thread->second.size()) return;
   const Placement& p = thread->second[site];
-  if (!p.known || !p.selected || !counting_) return;
+  if (!p.known || !p.selected || !counting_ || dropping_event_) return;
   size_t bucket = kLifetimeBuckets - 1;
   if (ticks != UINT64_MAX) {
     double ns = static_cast<double>(ticks) * static_cast<double>(tick_ns_);
@@ -477,6 +485,7 @@ std::vector<LiveBlock> Analysis::live_blocks() const {
   std::vector<LiveBlock> out;
   out.reserve(live_addresses_.size());
   for (const auto& entry : live_addresses_) {
+    if (dropped_addresses_.count(entry.first)) continue;
     auto thread = placements_.find(static_cast<uint32_t>(entry.second.placement >> 32));
     uint32_t site = static_cast<uint32_t>(entry.second.placement);
     if (thread == placements_.end() || site >= thread->second.size() || !thread->second[site].known) continue;
@@ -487,8 +496,74 @@ std::vector<LiveBlock> Analysis::live_blocks() const {
   return out;
 }
 
+// First pass of the lifetime filter: each allocation's number, and whether its block
+// lived within the limits, known at its free.
+void Analysis::mark_lifetime(const Event& e) {
+  if (e.kind == Event::kAlloc) {
+    births_[e.address] = Birth{allocations_seen_++, e.time};
+    lifetime_kept_.push_back(false);
+    return;
+  }
+  if (e.kind != Event::kFree) return;
+  auto it = births_.find(e.address);
+  if (it == births_.end()) return;
+  uint64_t lifetime = e.time - it->second.time;
+  lifetime_kept_[it->second.allocation] = lifetime >= options_.min_lifetime && lifetime <= options_.max_lifetime;
+  births_.erase(it);
+}
+
+void Analysis::select_by_lifetime(const ProgressFn& progress) {
+  AnalysisOptions first_options;  // no filter: the merge sees the same blocks in both passes
+  first_options.infer = false;
+  Analysis first(file_, names_, first_options);
+  first.marking_lifetimes_ = true;
+  first.options_.min_lifetime = options_.min_lifetime;  // read by mark_lifetime only
+  first.options_.max_lifetime = options_.max_lifetime;
+  first.run(progress);
+  lifetime_kept_ = std::move(first.lifetime_kept_);
+  if (options_.max_lifetime == UINT64_MAX)  // never freed: it lives forever
+    for (const auto& entry : first.births_) lifetime_kept_[entry.second.allocation] = true;
+}
+
+// Second pass: is this event about a block the lifetime filter leaves out?
+bool Analysis::dropped_by_lifetime(const Event& e) {
+  switch (e.kind) {
+    case Event::kAlloc: {
+      uint64_t n = allocations_seen_++;
+      bool dropped = n >= lifetime_kept_.size() || !lifetime_kept_[n];
+      if (dropped) dropped_addresses_.insert(e.address);
+      return dropped;
+    }
+    case Event::kFree:
+      return dropped_addresses_.erase(e.address) > 0;
+    case Event::kMove:
+      return dropped_addresses_.count(e.address) > 0;
+    case Event::kStack:
+      return false;
+  }
+  return false;
+}
+
+// A thread reports how deep its stack went: the stacks' total moves by the change.
+void Analysis::apply_stack(const Event& e) {
+  ThreadGroup& g = threads_[thread_group(e.stream)];
+  totals_.stack_bytes = totals_.stack_bytes - g.stack_bytes + e.address;
+  g.stack_bytes = e.address;
+  g.stack_peak_bytes = std::max(g.stack_peak_bytes, e.address);
+  if (totals_.stack_bytes > totals_.stack_peak_bytes) {
+    totals_.stack_peak_bytes = totals_.stack_bytes;
+    totals_.stack_peak_time = e.time;
+  }
+  if (timeline_) timeline_->stack(static_cast<int64_t>(totals_.stack_bytes));
+}
+
 void Analysis::apply(const Event& e) {
   if (e.time > totals_.duration) totals_.duration = e.time;
+  if (e.kind == Event::kStack) return apply_stack(e);
+  if (marking_lifetimes_)
+    mark_lifetime(e);
+  else if (options_.filters_lifetime())
+    dropping_event_ = dropped_by_lifetime(e);
   if (options_.addresses) track_address(e);
   switch (e.kind) {
     case Event::kAlloc: {
@@ -530,10 +605,13 @@ void Analysis::apply(const Event& e) {
       merge_.on_live_block(e.stream, e.new_site);
       return;
     }
+    case Event::kStack:  // applied above
+      return;
   }
 }
 
 void Analysis::run(const ProgressFn& progress) {
+  if (options_.filters_lifetime() && !marking_lifetimes_) select_by_lifetime(progress);
   ProgressTask task(progress, "reading " + file_.path());
   uint64_t total_bytes = file_.event_bytes() ? file_.event_bytes() : 1;
   Event e;
@@ -554,9 +632,14 @@ void Analysis::run(const ProgressFn& progress) {
     if (options_.stop_after_events && totals_.events >= options_.stop_after_events) break;
   }
   task.finish();
+  dropping_event_ = false;
   take_back_unmatched_frees();
   while (buckets_.size() < ends.size()) close_bucket(ends[buckets_.size()] + 1);
-  for (const auto& entry : live_addresses_) count_lifetime(entry.second.placement, UINT64_MAX);
+  for (const auto& entry : live_addresses_) {
+    dropping_event_ = dropped_addresses_.count(entry.first) > 0;
+    count_lifetime(entry.second.placement, UINT64_MAX);
+  }
+  dropping_event_ = false;
   for (const format::ThreadEvents* stream : merge_.streams())
     if (!stream->error().empty()) warnings_.push_back("damaged events: " + stream->error());
   if (totals_.unmatched_frees)

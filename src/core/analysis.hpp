@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "../format/profile_file.hpp"
@@ -50,6 +51,12 @@ struct AnalysisOptions {
   uint64_t window_begin = 0;
   uint64_t window_end = UINT64_MAX;
   uint64_t stop_after_events = 0;      // stop after this many events (0: never), e.g. at a peak
+  // Blocks that lived this long (clock ticks from allocation to free; one never freed
+  // lives forever). Needs a profile with addresses: a first pass finds each
+  // block's lifetime, the second keeps the blocks within it.
+  uint64_t min_lifetime = 0;
+  uint64_t max_lifetime = UINT64_MAX;
+  bool filters_lifetime() const { return min_lifetime > 0 || max_lifetime != UINT64_MAX; }
   // The timeline: live bytes over time of these groups (and of the rest).
   enum class Series { kNone, kType, kThread, kFunction, kCallPath } timeline = Series::kNone;
   std::vector<uint32_t> timeline_groups;  // type / thread / function groups, or type-leaf tree nodes
@@ -86,6 +93,11 @@ struct Totals : Figures {
   uint64_t unmatched_frees = 0;   // frees and moves of blocks the profile does not hold
   uint64_t peak_live_blocks = 0;  // the most blocks live at once
   uint64_t duration = 0;          // time of the last event
+  // The threads' stacks together (STACK records: their depths in bytes, as last
+  // reported), and the deepest they went at once.
+  uint64_t stack_bytes = 0;
+  uint64_t stack_peak_bytes = 0;
+  uint64_t stack_peak_time = 0;
 };
 
 // Lifetimes of blocks, from their allocation to their free: under 1 us, 10 us,
@@ -113,6 +125,8 @@ struct FunctionGroup {
 struct ThreadGroup {
   uint32_t thread = 0;
   Figures figures;
+  uint64_t stack_bytes = 0;       // how deep its stack went, as last reported (STACK records)
+  uint64_t stack_peak_bytes = 0;  // the deepest it went
 };
 
 // A calling context: where blocks were allocated from.
@@ -194,6 +208,7 @@ class Analysis : public BlockLedger {
   uint32_t bottom_leaf(uint32_t context);
 
   void apply(const format::Event& e);
+  void apply_stack(const format::Event& e);
   void allocate(Placement& p, uint64_t time);
   void release(Placement& p, bool temporary);
   void unallocate(Placement& p);
@@ -203,6 +218,9 @@ class Analysis : public BlockLedger {
   void track_address(const format::Event& e);
   void close_bucket(uint64_t time);
   void count_lifetime(uint64_t placement, uint64_t ticks);
+  void select_by_lifetime(const ProgressFn& progress);
+  void mark_lifetime(const format::Event& e);
+  bool dropped_by_lifetime(const format::Event& e);
   template <class Change>
   void change_groups(Placement& p, Change&& change);
 
@@ -237,6 +255,19 @@ class Analysis : public BlockLedger {
   };
   std::unordered_map<uint64_t, LiveAddress> live_addresses_;
   bool counting_ = true;  // inside the window
+  // The lifetime filter. The first pass marks, per allocation in merged order, whether
+  // its block lived within the limits; the second leaves the others out of every
+  // group (their blocks still count for the whole profile and for the merge).
+  struct Birth {
+    uint64_t allocation;  // its number in merged order
+    uint64_t time;
+  };
+  bool marking_lifetimes_ = false;
+  std::unordered_map<uint64_t, Birth> births_;  // by address, first pass
+  std::vector<bool> lifetime_kept_;             // by allocation number
+  uint64_t allocations_seen_ = 0;
+  std::unordered_set<uint64_t> dropped_addresses_;  // live blocks the filter leaves out
+  bool dropping_event_ = false;                     // the event applied now is one of theirs
   std::vector<BucketSnapshot> buckets_;
   // Hot path: the placements of the thread of the last event.
   uint32_t cached_thread_ = 0;

@@ -12,7 +12,8 @@ Timeline::Timeline(size_t series, size_t max_points)
 }
 
 void Timeline::open(uint64_t index, uint64_t time, int64_t total) {
-  buckets_[index] = Bucket{time, total};
+  // A bucket starts with the stacks as deep as they were last reported.
+  buckets_[index] = Bucket{time, total, stack_now_};
   std::copy(scratch_.begin(), scratch_.end(), values_.begin() + static_cast<long>(index * (series_ + 1)));
 }
 
@@ -23,7 +24,10 @@ void Timeline::compress() {
   for (uint64_t k = 0; 2 * k < used; ++k) {
     uint64_t keep = 2 * k;
     if (2 * k + 1 < used && buckets_[2 * k + 1].total > buckets_[2 * k].total) keep = 2 * k + 1;
+    int64_t stack = buckets_[2 * k].stack;
+    if (2 * k + 1 < used) stack = std::max(stack, buckets_[2 * k + 1].stack);
     buckets_[k] = buckets_[keep];
+    buckets_[k].stack = stack;
     std::copy_n(values_.begin() + static_cast<long>(keep * stride), stride, values_.begin() + static_cast<long>(k * stride));
   }
   current_ /= 2;

@@ -52,16 +52,24 @@ class Timeline {
     read(&values_[current_ * (series_ + 1)]);
   }
 
+  // The threads' stacks together went `bytes` deep in the current bucket.
+  void stack(int64_t bytes) {
+    stack_now_ = bytes;
+    if (started_ && bytes > buckets_[current_].stack) buckets_[current_].stack = bytes;
+  }
+
   size_t series() const { return series_; }
   size_t points() const { return started_ ? current_ + 1 : 0; }
   uint64_t time(size_t point) const { return buckets_[point].time; }
   int64_t total(size_t point) const { return buckets_[point].total; }
+  int64_t stack(size_t point) const { return buckets_[point].stack; }  // deepest in the bucket
   int64_t value(size_t point, size_t series) const { return values_[point * (series_ + 1) + series]; }
 
  private:
   struct Bucket {
     uint64_t time;  // of the highest total in the bucket
     int64_t total;
+    int64_t stack;  // the deepest the stacks went in it (STACK records)
   };
   void open(uint64_t index, uint64_t time, int64_t total);
   void compress();
@@ -74,6 +82,7 @@ class Timeline {
   std::vector<Bucket> buckets_;
   std::vector<int64_t> values_;  // [bucket][series + 1], the last series is "other"
   std::vector<int64_t> scratch_;
+  int64_t stack_now_ = 0;
 };
 
 }  // namespace core

@@ -158,6 +158,11 @@ bool ThreadEvents::next(Event* out) {
         out->site = static_cast<uint32_t>(operands[1]);
         out->new_site = static_cast<uint32_t>(operands[2]);
         return read_address(&out->address, "move");
+      case ControlOp::kStack:
+        if (!read(&operands[0], "stack depth")) return false;
+        out->kind = Event::kStack;
+        out->address = operands[0];
+        return true;
       default:
         return fail("unknown record " + hex(v));
     }

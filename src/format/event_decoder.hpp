@@ -31,7 +31,7 @@ struct SiteDef {
 };
 
 struct Event {
-  enum Kind : uint8_t { kAlloc, kFree, kMove };
+  enum Kind : uint8_t { kAlloc, kFree, kMove, kStack };
   Kind kind;
   bool temporary;      // kFree: the thread freed its last allocation before allocating again
   uint32_t stream;     // the thread whose records hold the event
@@ -39,7 +39,7 @@ struct Event {
   uint32_t site;       // that thread's site number
   uint32_t new_site;   // kMove: the stream's site the block moves to
   uint64_t time;       // clock ticks since the start
-  uint64_t address;    // address mode only, else 0
+  uint64_t address;    // address mode only, else 0; kStack: the stack's depth in bytes
 };
 
 class ThreadEvents {

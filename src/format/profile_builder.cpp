@@ -114,6 +114,11 @@ void ProfileBuilder::move(uint32_t thread, uint64_t time, uint32_t owner_thread,
   address(thread, addr);
 }
 
+void ProfileBuilder::stack(uint32_t thread, uint64_t time, uint64_t bytes) {
+  at(thread, time);
+  put(thread, {control_record_head(ControlOp::kStack), bytes});
+}
+
 void ProfileBuilder::flush(uint32_t thread) {
   Stream& s = stream(thread);
   if (s.pending.empty()) return;

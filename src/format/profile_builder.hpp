@@ -38,6 +38,8 @@ class ProfileBuilder {
   void free_remote(uint32_t thread, uint64_t time, uint32_t owner_thread, uint32_t site, uint64_t address = 0);
   void move(uint32_t thread, uint64_t time, uint32_t owner_thread, uint32_t site, uint32_t new_site,
             uint64_t address = 0);
+  // A STACK record: the thread's stack went `bytes` deep in the tick before `time`.
+  void stack(uint32_t thread, uint64_t time, uint64_t bytes);
 
   // Ends `thread`'s current events chunk: it goes into the file now, after every
   // chunk flushed before it. Threads are flushed in number order by finish().

@@ -126,6 +126,10 @@ enum class ControlOp : uint8_t {
                      // from now on. The runtime moves a block when it learns its type
                      // late (its constructor allocated first, or heaptype::tag<T>),
                      // and later frees name the new site.
+  kStack = 7,        // varint bytes: the deepest this thread's stack went (from the top
+                     // of its stack to the deepest frame the runtime saw: at
+                     // allocations, and at function entries in instrument mode) during
+                     // the clock tick of the records before it. Written when it changes.
 };
 
 // A site is what an allocation has in common with others of its kind.

@@ -324,6 +324,7 @@ __attribute__((visibility("default"), no_instrument_function)) void __cyg_profil
   uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16;
   rt::ThreadState* t = rt::tls_thread_state;
   if (__builtin_expect(!t || !t->context.frames || t->context.in_hook, 0)) return rt::enter_slow(fn, cs, sp);
+  rt::note_stack_depth(t, sp);
   rt::CallContext& c = t->context;
   uint32_t d = c.depth;
   if (__builtin_expect(d >= rt::kMaxShadowDepth, 0)) {

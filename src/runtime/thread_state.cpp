@@ -185,6 +185,8 @@ void reset_stream(ThreadState* t, uint32_t number) {
   t->last_alloc.address = 0;
   t->hint_block = 0;
   t->last_time = 0;
+  t->stack_deepest = UINTPTR_MAX;
+  t->stack_reported = 0;
   if (t->sites.capacity) std::memset(t->sites.slots, 0, t->sites.capacity * sizeof(SiteSlot));
   t->sites.used = 0;
   t->probation_count = 0;
@@ -234,6 +236,7 @@ void retire(ThreadState* t) {
 void on_thread_exit(void* state) {
   ThreadState* t = static_cast<ThreadState*>(state);
   if (g_on_exit) g_on_exit(t);
+  report_stack_depth(t);
   flush_own(t);
   tls_thread_state = nullptr;
   LockGuard guard(g_list_lock);
@@ -281,7 +284,18 @@ const SiteKey* site_definition(const ThreadState* t, uint32_t site) {
   return site < t->sites.used ? &t->sites.by_id[site] : nullptr;
 }
 
+// The tick ends: a STACK record says how deep the stack went in it, when that changed.
+void report_stack_depth(ThreadState* t) {
+  if (!t->stack.high || t->stack_deepest == UINTPTR_MAX || t->stack_deepest > t->stack.high) return;
+  uint64_t bytes = t->stack.high - t->stack_deepest;
+  t->stack_deepest = UINTPTR_MAX;
+  if (bytes == t->stack_reported) return;
+  emit_control(t, format::ControlOp::kStack, {bytes});
+  t->stack_reported = bytes;
+}
+
 void emit_time_record(ThreadState* t, uint64_t time) {
+  report_stack_depth(t);
   emit_control(t, format::ControlOp::kTime, {time - t->last_time});
   t->last_time = time;
 }

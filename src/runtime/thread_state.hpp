@@ -92,6 +92,10 @@ struct ThreadState {
   CallSiteTypes call_sites;
   CallContext context;
   StackBounds stack;
+  // The deepest frame seen in the current clock tick (allocations, and function
+  // entries in instrument mode), and the depth last written (STACK records).
+  uintptr_t stack_deepest;
+  uint64_t stack_reported;
   ProbationBlock probation[kProbationSlots];
   uint32_t probation_count;
   // Counters for the END chunk: written by the owner only (relaxed), read by the finisher.
@@ -151,6 +155,8 @@ void emit_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t ca
 void flush_own(ThreadState* t);
 // A TIME record: the thread's clock moves on to `time`.
 void emit_time_record(ThreadState* t, uint64_t time);
+// A STACK record of the tick that ends, if the depth changed (the owner only).
+void report_stack_depth(ThreadState* t);
 
 // Room for one record (and a TIME record before it).
 inline void reserve_record(ThreadState* t) {
@@ -172,8 +178,14 @@ inline void put_address(ThreadState* t, uintptr_t address) {
     put_record_varint(t, format::encode_address_delta(address, t->last_address));
 }
 
+// How deep the stack goes: frames lie below the top, the deepest at the lowest address.
+__attribute__((always_inline)) inline void note_stack_depth(ThreadState* t, uintptr_t frame) {
+  if (frame < t->stack_deepest) t->stack_deepest = frame;
+}
+
 __attribute__((always_inline)) inline void emit_alloc(ThreadState* t, uint32_t site, uintptr_t address,
                                                      uint64_t time) {
+  note_stack_depth(t, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
   reserve_record(t);
   stamp(t, time);
   put_record_varint(t, format::alloc_record_head(site));

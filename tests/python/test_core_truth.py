@@ -365,3 +365,86 @@ def test_spans_compose_to_the_whole_run(seed, tmp_path):
         per_span = [b["types"].get(i) for b in buckets for i, label in labels.items() if label == g.label]
         assert sum(f["allocations"] for f in per_span if f) == g.allocations
         assert max((f["peak_bytes"] for f in per_span if f), default=0) == g.peak_bytes
+
+
+# --- the lifetime filter ---------------------------------------------------------------------------
+
+def lifetime_history(rng: random.Random) -> tuple[bytes, list, list]:
+    """One thread's random history with addresses: (file, blocks, ops), each block
+    (site, size, allocated at, freed at or None), each op (block, allocated?) in file order."""
+    b = _core.ProfileBuilder(clock_tick_ns=1000, addresses=True)
+    b.thread(1, 1, "main")
+    sizes = [16, 1024, 4096]
+    sites = [b.site(1, size, 1, 0xA0 + i, 0x1000 + 0x10 * i, 0) for i, size in enumerate(sizes)]
+    blocks, live, ops, time = [], [], [], 0
+    for _ in range(rng.randint(20, 200)):
+        time += rng.choice([0, 1, 1, 5, 100, 2000])
+        if live and rng.random() < 0.45:
+            block = live.pop(rng.randrange(len(live)))
+            site, _, born, _ = blocks[block]
+            blocks[block] = (site, sizes[site], born, time)
+            ops.append((block, False))
+            b.free(1, time, sites[site], 0x100000 + 0x10000 * block)
+        else:
+            site = rng.randrange(len(sites))
+            blocks.append((site, sizes[site], time, None))
+            live.append(len(blocks) - 1)
+            ops.append((len(blocks) - 1, True))
+            b.alloc(1, time, sites[site], 0x100000 + 0x10000 * (len(blocks) - 1))
+    return b.finish(), blocks, ops
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_lifetime_filter_keeps_exactly_the_blocks_that_lived_that_long(seed, tmp_path):
+    rng = random.Random(7000 + seed)
+    data, blocks, ops = lifetime_history(rng)
+    path = tmp_path / "lifetimes.htp"
+    path.write_bytes(data)
+    file = _core.ProfileFile(str(path))
+    names = _core.TableCodeNames()
+    for low, high in [(None, 0), (1, None), (None, 99), (100, 2000), (2001, None), (rng.randint(0, 3000), None)]:
+        a = _core.Analysis(file, names, min_lifetime_us=low, max_lifetime_us=high)
+        def kept(block):
+            lifetime = float("inf") if block[3] is None else block[3] - block[2]
+            return (low is None or lifetime >= low) and (high is None or lifetime <= high)
+        expected = {}
+        for site, size, born, freed in filter(kept, blocks):
+            count, total, still = expected.get(site, (0, 0, 0))
+            expected[site] = (count + 1, total + size, still + (size if freed is None else 0))
+        got = {g.type_tag - 0xA0: (g.allocations, g.bytes, g.live_bytes) for g in a.types if g.allocations}
+        assert got == expected, (low, high)
+        live = peak = 0  # the peak of what the filter keeps, replayed in file order
+        for i, allocated in ops:
+            if kept(blocks[i]):
+                live += blocks[i][1] if allocated else -blocks[i][1]
+                peak = max(peak, live)
+        assert a.selected.peak_bytes == peak
+        assert a.totals.allocations == len(blocks)  # the whole profile is still the whole profile
+
+
+# --- stack depth over time -----------------------------------------------------------------------
+
+def test_stack_depths_of_threads_add_up_over_time(tmp_path):
+    """STACK records: each thread's latest depth counts; the stacks' peak is the
+    deepest sum at any moment, and the timeline's stack series reaches it."""
+    b = _core.ProfileBuilder(clock_tick_ns=1000)
+    for t in (1, 2):
+        b.thread(t, t, f"thread-{t}")
+    site = b.site(1, 64, 1, 0xA0, 0x1000, 0)
+    b.alloc(1, 1, site)
+    b.stack(1, 2, 4096)
+    b.stack(2, 3, 10_000)     # together 14,096
+    b.stack(1, 4, 1024)       # 11,024
+    b.stack(2, 5, 20_000)     # 21,024: the peak, at 5 us
+    b.stack(2, 6, 512)        # 1,536
+    b.free(1, 7, site)
+    path = tmp_path / "stacks.htp"
+    path.write_bytes(b.finish())
+    file = _core.ProfileFile(str(path))
+    assert [e[6] for e in file.events(2)[0] if e[0] == "stack"] == [10_000, 20_000, 512]
+    a = _core.Analysis(file, _core.TableCodeNames(), timeline="type", timeline_groups=[])
+    assert (a.totals.stack_peak_bytes, a.totals.stack_peak_time_us) == (21_024, 5)
+    assert {t.thread: t.stack_peak_bytes for t in a.threads} == {1: 4096, 2: 20_000}
+    assert (a.totals.allocations, a.totals.peak_bytes) == (1, 64)  # the heap is the heap
+    timeline = a.timeline()
+    assert max(timeline["stack"]) == 21_024 and timeline["stack"][-1] == 1_536

@@ -239,3 +239,40 @@ def test_size_and_lifetime_histograms(callpath_programs):
     assert sum(rows["Kilo"]["lifetimes"].values()) == 110 and rows["Kilo"]["lifetimes"]["never freed"] == 0
     plain = json.loads(cli("report", str(callpath_programs.profile_path("lifetimes")), "--format", "json"))
     assert all(r["lifetimes"] is None for r in plain["rows"])
+
+
+def test_lifetime_filter_on_a_compiled_program(callpath_programs):
+    """lifetimes.cpp's phases are 3 ms apart: f()'s Kilo and h()'s Quarter die at
+    once, g()'s Kilo live two phases (6 ms and more), Leaked never dies. Whatever the
+    split, the short-lived and the long-lived blocks add up to all of them."""
+    path = str(callpath_programs.profile_path("lifetimes", addresses=True))
+
+    def rows(*args):
+        report = json.loads(cli("report", path, *args, "--format", "json"))
+        return {r["label"]: r["allocations"] for r in report["rows"] if r["allocations"]}
+
+    everything = rows()
+    short, long = rows("--lifetime", ":2ms"), rows("--lifetime", "2001us:")
+    assert {k: short.get(k, 0) + long.get(k, 0) for k in everything} == everything
+    assert (short["Kilo"], short["Quarter"], "Leaked" in short) == (100, 50, False)
+    assert (long["Kilo"], long["Leaked"], "Quarter" in long) == (10, 3, False)
+    for split_us in (0, 500, 5000):
+        low, high = rows("--lifetime", f":{split_us}us"), rows("--lifetime", f"{split_us + 1}us:")
+        assert {k: low.get(k, 0) + high.get(k, 0) for k in everything} == everything
+    plain = subprocess.run([*heaptype_command(), "report", str(callpath_programs.profile_path("lifetimes")),
+                            "--lifetime", ":1ms"], capture_output=True, text=True)
+    assert plain.returncode == 2 and "HEAPTYPE_ADDRESSES=1" in plain.stderr and "Traceback" not in plain.stderr
+    bad = subprocess.run([*heaptype_command(), "report", path, "--lifetime", "1parsec:"], capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "--lifetime" in bad.stderr
+
+
+def test_stack_depth_over_time(callpath_programs, lifetimes):
+    """deep_recursion.cpp recurses 40,000 frames before it allocates: its stack went
+    at least 40,000 return addresses deep, and no deeper than the 8 MiB stack limit."""
+    deep = json.loads(cli("timeline", str(callpath_programs.profile_path("deep")), "--format", "json"))
+    assert 40_000 * 16 <= deep["stack_peak_bytes"] <= 8 << 20
+    assert max(deep["stack_bytes"]) == deep["stack_peak_bytes"]
+    shallow = json.loads(cli("timeline", lifetimes, "--format", "json"))
+    assert 0 < shallow["stack_peak_bytes"] < 64 << 10
+    assert "Stack depth of all threads" in cli("timeline", str(callpath_programs.profile_path("deep")))

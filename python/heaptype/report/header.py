@@ -16,12 +16,11 @@ def header_lines(profile: Profile) -> list[str]:
         f"  peak       {format_bytes(t.peak_bytes)} live at {format_seconds(t.peak_time_us)}",
         f"  at exit    {format_bytes(t.live_bytes)} still live in {format_count(t.live_blocks)} blocks",
     ]
-    per_block = profile.registry_bytes_per_live_block()
-    if per_block is not None:
-        end = profile.runtime_summary
-        lines.append(f"  overhead   {format_bytes(profile.bookkeeping_bytes())} of HeapType bookkeeping: "
-                     f"{format_bytes(end['buffer_bytes'])} of buffers, and a registry of {per_block:.0f} B "
-                     f"per block live at peak ({format_count(t.peak_live_blocks)} blocks)")
+    registry = profile.registry_bytes_at_exit()
+    if registry is not None:
+        per_block = f" ({registry / t.live_blocks:.0f} B per block)" if t.live_blocks > 0 else ""
+        lines.append(f"  overhead   {format_bytes(profile.bookkeeping_bytes())} of HeapType buffers and tables at "
+                     f"most; {format_bytes(registry)} beside the blocks live at exit{per_block}")
     lines += filter_lines(profile)
     return lines
 

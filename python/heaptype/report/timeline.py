@@ -53,4 +53,8 @@ def render_timeline_text(profile: Profile, by: str = "type", top: int = 10, *, i
         label = name if len(name) <= name_width else name[: name_width - 3] + "..."
         lines.append(f"  {label:<{name_width}} |{sparkline(_columns(timeline, values, WIDTH), scale)}| "
                      f"peak {format_bytes(max(values, default=0))}")
+    if timeline.stack_peak_bytes:
+        lines += ["", f"Stack depth of all threads, on its own scale (deepest {format_bytes(timeline.stack_peak_bytes)}):",
+                  f"  {'stack':<{name_width}} |"
+                  f"{sparkline(_columns(timeline, timeline.stack_bytes, WIDTH), timeline.stack_peak_bytes)}|"]
     return "\n".join(lines)

@@ -34,10 +34,11 @@ def render_types_text(profile: Profile, sort: str = "peak", top: int | None = No
     groups = _groups(profile, sort, infer, live)
     shown = groups[:top] if top else groups
     lines = header_lines(profile) + [""]
-    header = ("type", "allocations", "objects", "bytes", "peak", live_column(profile))
-    body = [(g.label, format_count(g.allocations), format_count(g.objects), format_bytes(g.bytes),
-             format_bytes(g.peak_bytes), format_bytes(g.live_bytes)) for g in shown]
-    lines += render_table(header, body, numeric=range(1, 6), widths={0: TYPE_COLUMN_WIDTH})
+    # temporary: freed by its thread before it allocated anything else (heaptrack's definition)
+    header = ("type", "allocations", "temporary", "objects", "bytes", "peak", live_column(profile))
+    body = [(g.label, format_count(g.allocations), format_count(g.temporary_allocations), format_count(g.objects),
+             format_bytes(g.bytes), format_bytes(g.peak_bytes), format_bytes(g.live_bytes)) for g in shown]
+    lines += render_table(header, body, numeric=range(1, 7), widths={0: TYPE_COLUMN_WIDTH})
     if len(groups) > len(shown):
         lines.append(f"... {len(groups) - len(shown)} more types (--top to show more)")
     if any(g.inferred for g in shown):

@@ -251,9 +251,18 @@
       if (i >= rows.length) return rows.length - 1;
       return time - rows[i - 1].time <= rows[i].time - time ? i - 1 : i;
     };
+    // Under the mouse, a pixel column can hold many points: the highest of them, as
+    // drawn (so the peak is what the hover shows at the peak marker).
+    const atPixel = (mx) => {
+      const lo = d3.bisector((r) => r.time).left(rows, x.invert(mx - 1));
+      const hi = d3.bisector((r) => r.time).right(rows, x.invert(mx + 1));
+      let best = -1;
+      for (let k = lo; k < hi; ++k) if (best < 0 || timeline.totals[k] > timeline.totals[best]) best = k;
+      return best >= 0 ? best : nearest(x.invert(mx));
+    };
     function hover() {
       const [mx] = d3.mouse(this);
-      const i = nearest(x.invert(mx));
+      const i = atPixel(mx);
       guide.attr("x1", x(rows[i].time)).attr("x2", x(rows[i].time)).style("display", null);
       const lines = [["time", formatSeconds(rows[i].time)], ["total live", exactBytes(timeline.totals[i])]];
       const present = timeline.series.map((s) => [s.name, s.bytes[i]]).filter(([, v]) => v > 0)
@@ -265,7 +274,7 @@
       showTooltip(lines, d3.event.pageX, d3.event.pageY);
     }
     const seriesAt = (mx, my) => {
-      const i = nearest(x.invert(mx));
+      const i = atPixel(mx);
       const value = y.invert(my);
       const band = stacked.find((s) => s[i][0] <= value && value < s[i][1]);
       return band ? names[band.key] : null;

@@ -154,14 +154,26 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the directory of the Bazel repository (defs.bzl, heaptype.bazelrc)")
     sub = parser.add_subparsers(metavar="command")
 
-    run = sub.add_parser("run", help="run a profiled program and keep its profile",
-                         description="Run PROGRAM (built with heaptype's flags) with profiling on.")
+    run = sub.add_parser("run", help="run a program with profiling on and keep its profile",
+                         description="Run PROGRAM with profiling on. A program built without HeapType gets the "
+                                     "shared runtime preloaded (call paths by stack walking, types inferred).")
     run.add_argument("-o", "--output", help="profile file (default heaptype.<program>.<pid>.htp); "
                      "%%p is replaced by the pid, %%e by the program's name")
     run.add_argument("--budget", metavar="FILE",
                      help="then check the profile against this budget file, as `heaptype check` does "
                           "(exit status 1 when over budget)")
     run.add_argument("--budget-test", metavar="NAME", help="with --budget: whose budgets to apply")
+    run.add_argument("--preload", action="store_true", default=None,
+                     help="preload the shared runtime (default: when the program does not link it)")
+    run.add_argument("--no-preload", dest="preload", action="store_false", help="never preload the runtime")
+    run.add_argument("--watch", action="store_true",
+                     help="show what is live while the program runs (redrawn every --interval), then the report")
+    run.add_argument("--interval", type=float, default=1.0, metavar="S", help="with --watch: seconds between "
+                                                                             "refreshes (1)")
+    run.add_argument("--report", action="store_true", help="print the report when the program has exited")
+    run.add_argument("--by", choices=("type", "function", "callpath"), default="type",
+                     help="with --watch or --report: by type (default), by function or by call path")
+    run.add_argument("--top", type=positive_int, default=10, help="with --watch or --report: rows shown (10)")
     run.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     run.set_defaults(handler=cmd_run)
 
@@ -245,6 +257,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_filter_options(diff)
     diff.set_defaults(handler=cmd_diff)
 
+    attach = sub.add_parser("attach", help="start profiling a running process (with gdb)",
+                            description="Load the runtime into process PID and record its allocations from now "
+                                        "on. Blocks allocated before are unknown: their frees are ignored and "
+                                        "counted. Needs gdb and ptrace permission.")
+    attach.add_argument("pid", type=positive_int)
+    attach.add_argument("-o", "--output", help="profile file (default heaptype.<program>.<pid>.htp here)")
+    attach.set_defaults(handler=cmd_attach)
+    detach = sub.add_parser("detach", help="stop profiling a process attached to, and finish its profile")
+    detach.add_argument("pid", type=positive_int)
+    detach.set_defaults(handler=cmd_detach)
+
     demo = sub.add_parser("demo", help="build and profile a small example program, print its report")
     demo.add_argument("--workdir", help="build here instead of a temporary directory (kept afterwards)")
     demo.add_argument("--cxx", help="C++ compiler (default: $CXX, then g++, clang++, c++)")
@@ -284,15 +307,28 @@ def cmd_run(args) -> int:
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not command:
         raise CommandError("run: no program given (heaptype run [-o FILE] -- PROGRAM ARGS...)")
-    run_command = run_for_budget if args.budget else run_profiled  # a budget's run is made as pytest's
+    watching = None
+    if args.watch:
+        from functools import partial
+
+        from .live_view import watch
+
+        watching = partial(watch, interval=args.interval, by=args.by, top=args.top)
     try:
-        run = run_command(command, output=args.output)
+        if args.budget:  # a budget's run is made as pytest's
+            run = run_for_budget(command, output=args.output)
+        else:
+            run = run_profiled(command, output=args.output, preload=args.preload, while_running=watching)
     except RunError as e:
         raise CommandError(f"run: {e}") from None
     if run.profile_path is None:
         raise CommandError(run.no_profile_text())
     signal_note = f" ({run.exit_text()})" if run.crashed else ""
-    print(f"heaptype: profile written to {run.profile_path}{signal_note}", file=sys.stderr)
+    mode_note = " (runtime preloaded: the program does not link it)" if run.preloaded else ""
+    print(f"heaptype: profile written to {run.profile_path}{signal_note}{mode_note}", file=sys.stderr)
+    if args.watch or args.report:
+        cmd_report(build_parser().parse_args(["report", str(run.profile_path), "--by", args.by,
+                                              "--top", str(args.top)]))
     if not args.budget:
         return run.exit_status
     from .check_command import cmd_check
@@ -303,6 +339,30 @@ def cmd_run(args) -> int:
         print(f"heaptype: {command[0]} failed ({run.exit_text()})", file=sys.stderr)
         return run.exit_status
     return verdict
+
+
+def cmd_attach(args) -> int:
+    from .attach import AttachError, attach, process_name
+
+    output = Path(args.output or f"heaptype.{process_name(args.pid)}.{args.pid}.htp")
+    try:
+        path = attach(args.pid, output)
+    except AttachError as e:
+        raise CommandError(f"attach: {e}") from None
+    print(f"heaptype: attached to process {args.pid}, recording into {path}; `heaptype detach {args.pid}` "
+          "finishes it", file=sys.stderr)
+    return 0
+
+
+def cmd_detach(args) -> int:
+    from .attach import AttachError, detach
+
+    try:
+        detach(args.pid)
+    except AttachError as e:
+        raise CommandError(f"detach: {e}") from None
+    print(f"heaptype: detached from process {args.pid}; its profile is finished", file=sys.stderr)
+    return 0
 
 
 def parse_map_options(options: list[str]) -> dict[str, str]:

@@ -170,6 +170,17 @@ class Profile:
         return self._raw.has_addresses
 
     @property
+    def mode(self) -> str:
+        """How the runtime came into the process: "linked" (built with HeapType),
+        "preloaded" (LD_PRELOAD into a plain program) or "attached" (heaptype attach)."""
+        return self._raw.mode
+
+    @property
+    def snapshot_times_us(self) -> list[float]:
+        """When the program was asked for a snapshot (HEAPTYPE_SIGNAL), in microseconds."""
+        return [t * self._raw.clock_tick_ns / 1000 for t in self._raw.snapshots]
+
+    @property
     def runtime_summary(self) -> dict | None:
         """What the runtime reported at exit: its own counts and bookkeeping cost."""
         return self._raw.end

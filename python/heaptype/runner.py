@@ -16,6 +16,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 DEFAULT_PATTERN = "heaptype.%e.%p.htp"
 NOT_INSTRUMENTED_FIX = ("build it with HeapType: compile with `heaptype --cflags` and link with "
@@ -40,6 +41,7 @@ class ProfiledRun:
     stdout: str | None = None
     stderr: str | None = None
     other_profiles: list[Path] = field(default_factory=list)  # of other processes the run started
+    preloaded: bool = False  # the runtime was preloaded into a program built without it
 
     @property
     def crashed(self) -> bool:
@@ -55,6 +57,10 @@ class ProfiledRun:
 
     def no_profile_text(self) -> str:
         status = f" ({self.exit_text()})" if self.returncode else ""
+        if self.preloaded:
+            return (f"{self.command[0]} wrote no profile{status} although the runtime was preloaded: it ended "
+                    "before its first allocation, or it is linked statically (LD_PRELOAD reaches only "
+                    "dynamically linked programs). Fix: " + NOT_INSTRUMENTED_FIX)
         return (f"{self.command[0]} wrote no profile{status}: it is not built with HeapType, or it did not start. "
                 f"Fix: {NOT_INSTRUMENTED_FIX}")
 
@@ -138,12 +144,35 @@ def find_profile(pattern: str, pid: int, program: str, before: set[Path]) -> tup
     return mine, others
 
 
+def preload_environment(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with the shared runtime ahead of whatever LD_PRELOAD already names."""
+    from . import flags
+
+    library = str(Path(flags.lib_dir()) / "libheaptype.so")
+    earlier = env.get("LD_PRELOAD", "")
+    return {**env, "LD_PRELOAD": f"{library}:{earlier}" if earlier else library}
+
+
+def should_preload(command: list[str], cwd: Path | None, preload: bool | None) -> bool:
+    """``preload`` if given, else whether the program is a plain binary."""
+    if preload is not None:
+        return preload
+    from .linkage import Linkage, runtime_linkage
+
+    return runtime_linkage(command[0], cwd) is Linkage.PLAIN
+
+
 def run_profiled(command: list[str], *, output: str | os.PathLike | None = None, cwd: Path | None = None,
                  env: dict[str, str] | None = None, timeout: float | None = None, capture: bool = False,
-                 keep_settings: bool = True) -> ProfiledRun:
+                 keep_settings: bool = True, preload: bool | None = False,
+                 while_running: Callable[[subprocess.Popen, Path], None] | None = None) -> ProfiledRun:
     """Runs ``command`` with profiling on. ``output`` is the profile's path or pattern
-    (default ``heaptype.%e.%p.htp`` in the working directory); relative to ``cwd``."""
+    (default ``heaptype.%e.%p.htp`` in the working directory); relative to ``cwd``.
+    ``preload``: put the shared runtime into the program; None: when the program does
+    not bring it (see linkage.py). ``while_running(process, profile path)`` runs
+    while the program does (the live view) and returns when it has exited."""
     _check_program(command, cwd)
+    preloaded = should_preload(command, cwd, preload)
     base = Path(cwd) if cwd else Path.cwd()
     pattern = str(base / (os.fspath(output) if output else DEFAULT_PATTERN))
     _prepare_output_dir(Path(pattern).parent)
@@ -152,6 +181,8 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
     if "%p" not in pattern and Path(pattern).exists():
         Path(pattern).unlink()  # a stale file of the same name is not this run's
     environment = profiled_environment(pattern, extra=env, keep_settings=keep_settings)
+    if preloaded:
+        environment = preload_environment(environment)
     started = time.monotonic()
     pipe = subprocess.PIPE if capture else None
     try:
@@ -163,6 +194,8 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
         raise RunError(f"cannot run {command[0]}: {e.strerror}") from None
     timed_out = False
     try:
+        if while_running is not None:
+            while_running(proc, Path(_expand(pattern, proc.pid, os.path.basename(command[0]))))
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
@@ -174,7 +207,7 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
         raise
     duration = time.monotonic() - started
     mine, others = find_profile(pattern, proc.pid, os.path.basename(command[0]), before)
-    return ProfiledRun(list(command), proc.returncode, mine, duration, timed_out, stdout, stderr, others)
+    return ProfiledRun(list(command), proc.returncode, mine, duration, timed_out, stdout, stderr, others, preloaded)
 
 
 def run_for_budget(command: list[str], *, output: str | os.PathLike | None = None, cwd: Path | None = None,

@@ -64,6 +64,18 @@ py::tuple thread_events(const ProfileFile& file, uint32_t thread) {
   return py::make_tuple(out, name_text(events.error()));
 }
 
+const char* mode_name(const ProfileFile& f) {
+  switch (f.mode()) {
+    case heaptype::format::RuntimeMode::kLinked:
+      return "linked";
+    case heaptype::format::RuntimeMode::kPreloaded:
+      return "preloaded";
+    case heaptype::format::RuntimeMode::kAttached:
+      return "attached";
+  }
+  return "unknown";
+}
+
 }  // namespace
 
 void bind_profile_file(py::module_& m) {
@@ -81,6 +93,10 @@ void bind_profile_file(py::module_& m) {
       .def_property_readonly("version", [](const ProfileFile& f) { return f.header().version; })
       .def_property_readonly("has_addresses", &ProfileFile::has_addresses,
                              "True when the records carry block addresses (HEAPTYPE_ADDRESSES=1).")
+      .def_property_readonly("mode", &mode_name,
+                             "How the runtime came into the process: 'linked', 'preloaded' or 'attached'.")
+      .def_property_readonly("snapshots", &ProfileFile::snapshots,
+                             "Times (clock ticks) of the snapshot marks the program was asked for.")
       .def_property_readonly("executable", [](const ProfileFile& f) { return path_text(f.executable()); })
       .def_property_readonly("argv", &argv_list)
       .def_property_readonly("modules", [](const ProfileFile& f) { return path_text(f.modules()); },

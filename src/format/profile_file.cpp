@@ -47,6 +47,7 @@ bool known_kind(uint8_t kind) {
     case ChunkKind::kThread:
     case ChunkKind::kEvents:
     case ChunkKind::kEnd:
+    case ChunkKind::kSnapshot:
       return true;
   }
   return false;
@@ -186,6 +187,12 @@ void ProfileFile::read_process_chunk(const ChunkHeader& h, uint64_t offset) {
       for (uint64_t& value : v)
         if (!get_varint(&p, end, &value)) break;
       end_ = {true, v[0], v[1], v[2], v[3], v[4]};
+      break;
+    }
+    case ChunkKind::kSnapshot: {
+      uint64_t time = 0;
+      const uint8_t* p = begin;
+      if (get_varint(&p, end, &time)) snapshots_.push_back(time);
       break;
     }
     case ChunkKind::kEvents:

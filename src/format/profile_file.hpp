@@ -58,6 +58,9 @@ class ProfileFile {
   const std::string& path() const { return path_; }
   const FileHeader& header() const { return header_; }
   bool has_addresses() const { return (header_.flags & kFlagAddresses) != 0; }
+  RuntimeMode mode() const { return runtime_mode(header_.flags); }
+  // The times (clock ticks) of the snapshot marks, in file order.
+  const std::vector<uint64_t>& snapshots() const { return snapshots_; }
   const std::string& executable() const { return executable_; }
   const std::vector<std::string>& argv() const { return argv_; }
   // The last module map written (the one at exit knows every dlopen'ed library).
@@ -96,6 +99,7 @@ class ProfileFile {
   uint64_t dropped_bytes_ = 0;
   std::string damage_;
   std::vector<std::string> warnings_;
+  std::vector<uint64_t> snapshots_;
 };
 
 }  // namespace format

@@ -48,6 +48,22 @@ constexpr uint32_t kMaxChunkPayload = 1u << 24;  // sanity bound for the reader
 
 // FileHeader::flags
 constexpr uint32_t kFlagAddresses = 1u << 0;  // records carry block addresses
+// Bits 8-9: how the runtime came into the process (RuntimeMode). Files written
+// before these bits existed hold 0 there: linked.
+constexpr unsigned kModeShift = 8;
+constexpr uint32_t kModeMask = 3u << kModeShift;
+
+enum class RuntimeMode : uint32_t {
+  kLinked = 0,     // linked into the program (built with HeapType's flags)
+  kPreloaded = 1,  // LD_PRELOAD into a program that does not link it
+  kAttached = 2,   // loaded into a running process (heaptype attach): blocks from
+                   // before the attach are unknown
+};
+
+inline RuntimeMode runtime_mode(uint32_t flags) {
+  return static_cast<RuntimeMode>((flags & kModeMask) >> kModeShift);
+}
+inline uint32_t mode_flags(RuntimeMode mode) { return static_cast<uint32_t>(mode) << kModeShift; }
 
 struct FileHeader {
   char magic[8];
@@ -71,6 +87,9 @@ enum class ChunkKind : uint8_t {
   kEnd = 6,       // payload: varints allocations, frees, untracked frees, peak bytes of
                   //          the runtime's buffers and tables, bytes of the registry;
                   //          marks a finished profile
+  kSnapshot = 16, // payload: varint time (clock ticks since the start): the program was
+                  //          asked for a snapshot (HEAPTYPE_SIGNAL); every event before it
+                  //          in time is in the file before this chunk
 };
 
 struct ChunkHeader {

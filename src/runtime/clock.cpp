@@ -15,6 +15,7 @@ uint64_t g_start_ns = 0;
 uint64_t g_interval_us = 1000;
 void (*g_on_second)() = nullptr;
 std::atomic<bool> g_running{false};
+std::atomic<bool> g_work_requested{false};
 
 uint64_t read_clock(clockid_t id) {
   timespec ts;
@@ -42,7 +43,9 @@ void* ticker_main(void*) {
     nanosleep(&interval, nullptr);
     publish_now();
     uint64_t now = monotonic_ns();
-    if (now - last_second >= 1000000000ull && g_on_second) {
+    bool asked = g_work_requested.load(std::memory_order_relaxed) &&
+                 g_work_requested.exchange(false, std::memory_order_relaxed);
+    if ((asked || now - last_second >= 1000000000ull) && g_on_second) {
       last_second = now;
       g_on_second();
     }
@@ -74,6 +77,8 @@ uint64_t meeting_tick() noexcept {
   advance_to(tick + 1);
   return tick;
 }
+
+void request_tick_work() { g_work_requested.store(true, std::memory_order_relaxed); }
 
 uint64_t monotonic_ns() { return read_clock(CLOCK_MONOTONIC); }
 uint64_t realtime_ns() { return read_clock(CLOCK_REALTIME); }

@@ -41,6 +41,9 @@ uint64_t realtime_ns();
 // Starts the ticker (idempotent). `on_tick_second` runs on the ticker thread
 // about once a second: the periodic flush.
 void start_clock(uint64_t interval_us, void (*on_tick_second)());
+// Runs `on_tick_second` at the next tick instead of up to a second later.
+// Async-signal-safe (one atomic store): a signal handler's way to get work done.
+void request_tick_work();
 // After fork only the forking thread survives: the child starts a new ticker.
 void clock_after_fork_in_child();
 

@@ -21,7 +21,9 @@
 #include "diagnostics.hpp"
 #include "external_blocks.hpp"
 #include "internal_memory.hpp"
+#include "attach.hpp"
 #include "profile_writer.hpp"
+#include "snapshot_signal.hpp"
 #include "thread_state.hpp"
 #include "tracker.hpp"
 
@@ -115,8 +117,23 @@ void flush_one(ThreadState* t, void*) { collect_events(t); }
 
 void flush_all_threads() { for_each_thread_state(flush_one, nullptr); }
 
+// A snapshot mark promises that every event before its time is in the file.
+void write_snapshot_mark() {
+  uint64_t time = now_tick();
+  flush_all_threads();
+  writer_modules();
+  uint8_t payload[format::kMaxVarint];
+  writer_chunk(format::ChunkKind::kSnapshot, 0, payload, static_cast<size_t>(put_varint(payload, time) - payload));
+}
+
+// On the ticker thread, once a second or when the snapshot signal asks: the file
+// is never more than about a second behind the program.
 void periodic_flush() {
-  if (g_state.load(std::memory_order_acquire) == kActive) flush_all_threads();
+  if (g_state.load(std::memory_order_acquire) != kActive) return;
+  if (take_snapshot_request())
+    write_snapshot_mark();
+  else
+    flush_all_threads();
 }
 
 struct Totals {
@@ -215,7 +232,7 @@ int start_up() {
   if (start && (std::strcmp(start, "stopped") == 0 || std::strcmp(start, "0") == 0))
     g_recording.store(false);
   set_callstack_mode(callstack_mode_from_env());
-  const char* pattern = getenv("HEAPTYPE_OUTPUT");
+  const char* pattern = attach_output() ? attach_output() : getenv("HEAPTYPE_OUTPUT");
   g_output_pattern[0] = '\0';
   size_t used = 0;
   if (!pattern || !*pattern) {
@@ -230,6 +247,7 @@ int start_up() {
   append(g_output_pattern, sizeof g_output_pattern, &used, pattern);
   char path[4096];
   expand_output_path(g_output_pattern, false, path, sizeof path);
+  writer_set_mode(entry_mode());
   if (!writer_open(path, kClockTickNs, env_flag("HEAPTYPE_ADDRESSES"))) {
     say("cannot create the profile file ", path, ": ", strerrordesc_np(errno), "; the program runs unprofiled");
     return kDisabled;
@@ -237,6 +255,7 @@ int start_up() {
   g_seal_secret = process_secret();
   thread_states_init(end_all_probation);
   start_clock(env_number("HEAPTYPE_CLOCK_US", 1000), periodic_flush);
+  install_snapshot_signal();
   if (!g_atfork_installed) g_atfork_installed = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
   return kActive;
 }
@@ -269,11 +288,11 @@ size_t libc_usable_size(void* p) {
 
 bool owns_this_process() { return getpid() == g_pid; }
 
-void finish() {
+void finish(bool process_ends) {
   if (g_state.load(std::memory_order_acquire) != kActive || g_finished) return;
   // As heaptrack and valgrind do: what the C++ runtime keeps for the whole process
-  // is not the program's leak.
-  if (__gnu_cxx::__freeres) __gnu_cxx::__freeres();
+  // is not the program's leak. A detach leaves a program that goes on: it keeps it.
+  if (process_ends && __gnu_cxx::__freeres) __gnu_cxx::__freeres();
   if (ThreadState* t = tls_thread_state) report_stack_depth(t);  // its last tick
   flush_all_threads();
   writer_modules();

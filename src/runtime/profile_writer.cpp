@@ -24,6 +24,7 @@ SpinLock g_lock;
 int g_fd = -1;
 char g_path[4096];
 bool g_open_later = false;
+uint32_t g_mode_flags = 0;
 uint64_t g_clock_tick_ns = 1000;
 bool g_write_failed = false;  // the profile's file stopped taking writes (full disk ...)
 
@@ -209,7 +210,7 @@ bool open_locked(const char* path, uint64_t clock_tick_ns) {
   header.start_unix_ns = realtime_ns();
   header.clock_tick_ns = clock_tick_ns;
   header.pointer_size = sizeof(void*);
-  header.flags = g_write_addresses ? format::kFlagAddresses : 0;
+  header.flags = (g_write_addresses ? format::kFlagAddresses : 0) | g_mode_flags;
   g_fd = fd;
   if (!write_all(fd, &header, sizeof header)) write_failed(errno);
   write_program_chunk();
@@ -238,6 +239,15 @@ void writer_open_later(const char* path, uint64_t clock_tick_ns) {
   remember_path(path);
   g_clock_tick_ns = clock_tick_ns;
   g_open_later = true;
+}
+
+void writer_set_mode(format::RuntimeMode mode) { g_mode_flags = format::mode_flags(mode); }
+
+void writer_close() {
+  LockGuard guard(g_lock);
+  g_open_later = false;
+  if (g_fd >= 0) close(g_fd);
+  g_fd = -1;
 }
 
 const char* writer_path() { return g_path; }

@@ -18,6 +18,10 @@ namespace runtime {
 // `clock_tick_ns` is the unit of the events' TIME deltas; `addresses`: records
 // carry block addresses (format::kFlagAddresses).
 bool writer_open(const char* path, uint64_t clock_tick_ns, bool addresses);
+// How the runtime came into the process, for the file header (before writer_open).
+void writer_set_mode(format::RuntimeMode mode);
+// Closes the file for good (detach): later chunks go nowhere.
+void writer_close();
 
 // Like writer_open, but only when the first chunk is written: a forked child that
 // goes straight to exec() leaves no empty profile behind.

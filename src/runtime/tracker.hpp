@@ -29,7 +29,8 @@ extern bool g_finished;
 inline bool finished() { return __builtin_expect(g_finished, 0); }
 // False in a vfork() child, which shares the parent's runtime state.
 bool owns_this_process();
-void finish();
+// Writes the END chunk. `process_ends`: at exit (not a detach).
+void finish(bool process_ends = true);
 bool dump(const char* path);
 
 inline bool runtime_active() {

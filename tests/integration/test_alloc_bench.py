@@ -2,7 +2,10 @@
 
 Built with HeapType's flags (-O2 -g), its JSON report must give exactly the counts
 the program's own logic implies, and its totals must agree with heaptrack's on the
-same workload (within 0.1%; heaptrack_print rounds its peak to four digits).
+same workload (within 0.1%; heaptrack_print rounds its peak to four digits). Built
+plain (-O2 -g, no frame pointers) and run with ``heaptype run``, which preloads the
+runtime, it must give exactly heaptrack's count on that same binary and name the
+allocating functions from stack walks.
 """
 
 from __future__ import annotations
@@ -85,16 +88,22 @@ def test_types_are_counted_exactly(report):
     assert report["complete"] and not report["warnings"]
 
 
-def test_totals_agree_with_heaptrack(binaries, report, tmp_path):
+@pytest.fixture(scope="module")
+def heaptrack_figures(binaries, tmp_path_factory) -> tuple[int, float]:
+    """heaptrack's allocation calls and peak on the plain build."""
     heaptrack = require_tool("heaptrack")
     printer = require_tool("heaptrack_print")
-    base = tmp_path / "trace"
-    subprocess.run([heaptrack, "-o", str(base), str(binaries["plain"])], check=True, capture_output=True)
-    trace = next(tmp_path.glob("trace*"))
+    out = tmp_path_factory.mktemp("heaptrack")
+    subprocess.run([heaptrack, "-o", str(out / "trace"), str(binaries["plain"])], check=True, capture_output=True)
+    trace = next(out.glob("trace*"))
     text = subprocess.run([printer, str(trace)], check=True, capture_output=True, text=True).stdout
     calls = int(re.search(r"^calls to allocation functions: (\d+)", text, re.M).group(1))
     peak_text = re.search(r"^peak heap memory consumption: ([\d.]+)([KMG]?)B?", text, re.M)
-    peak = float(peak_text.group(1)) * SI[peak_text.group(2)]
+    return calls, float(peak_text.group(1)) * SI[peak_text.group(2)]
+
+
+def test_totals_agree_with_heaptrack(heaptrack_figures, report):
+    calls, peak = heaptrack_figures
     totals = report["totals"]
     assert abs(totals["allocations"] - calls) <= 0.001 * calls, (totals["allocations"], calls)
     assert abs(totals["peak_bytes"] - peak) <= 0.001 * peak, (totals["peak_bytes"], peak)
@@ -111,3 +120,42 @@ def test_profile_is_compact(profile_path, tmp_path):
     subprocess.run([zstd, "-q", "-3", str(profile_path), "-o", str(packed)], check=True)
     assert raw / RECORDED_ALLOCATIONS <= 4.0, raw
     assert packed.stat().st_size / RECORDED_ALLOCATIONS <= 1.5, packed.stat().st_size
+
+
+@pytest.fixture(scope="module")
+def preloaded_profile(binaries, tmp_path_factory) -> Path:
+    """The plain build under `heaptype run`: not built with HeapType, so preloaded."""
+    profile = tmp_path_factory.mktemp("preloaded") / "plain.htp"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+    run = subprocess.run([*heaptype_cli(), "run", "-o", str(profile), "--", str(binaries["plain"])],
+                         capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "runtime preloaded" in run.stderr
+    return profile
+
+
+def test_preloaded_plain_build_counts_what_heaptrack_counts(preloaded_profile, heaptrack_figures):
+    calls, _ = heaptrack_figures
+    profile = heaptype.load(preloaded_profile)
+    assert profile.mode == "preloaded" and profile.complete
+    assert profile.totals.allocations == calls
+
+
+def function_totals(profile: Path) -> dict[str, int]:
+    done = subprocess.run([*heaptype_cli(), "report", str(profile), "--by", "function", "--format", "json"],
+                          capture_output=True, text=True, check=True)
+    return {row["function"]: row["total"]["allocations"] for row in json.loads(done.stdout)["functions"]}
+
+
+def test_preloaded_plain_build_names_the_allocating_functions(preloaded_profile, profile_path):
+    totals = function_totals(preloaded_profile)
+    made = sum(n for name, n in totals.items() if name.startswith(("Small* make_obj", "Medium* make_obj",
+                                                                    "Large* make_obj")))
+    assert made == EXACT["Small"] + EXACT["Medium"] + EXACT["Large"]
+    # make_deep<T> recurses 8 levels above make_obj, seen only by walking the stack; the
+    # same seed gives the instrumented build (its calling contexts from the hooks) the same calls.
+    deep = {name: n for name, n in totals.items() if " make_deep<" in name}
+    assert len(deep) == 3
+    instrumented = function_totals(profile_path)
+    assert deep == {name: instrumented[name] for name in deep}
+    assert totals["phase_map(int)"] == EXACT["std::_Rb_tree_node<std::pair<int const, int>>"]

@@ -11,6 +11,7 @@ def header_lines(profile: Profile) -> list[str]:
     lines = [
         f"HeapType profile {profile.path}",
         f"  program    {' '.join(profile.argv) or profile.executable} (pid {profile.pid})",
+        f"  mode       {mode_text(profile)}",
         f"  allocated  {format_count(t.allocations)} blocks, {format_bytes(t.bytes)} in all",
         f"  peak       {format_bytes(t.peak_bytes)} live at {format_seconds(t.peak_time_us)}",
         f"  at exit    {format_bytes(t.live_bytes)} still live in {format_count(t.live_blocks)} blocks",
@@ -22,6 +23,24 @@ def header_lines(profile: Profile) -> list[str]:
                      f"most; {format_bytes(registry)} beside the blocks live at exit{per_block}")
     lines += filter_lines(profile)
     return lines
+
+
+MODES = {
+    "linked": "linked (built with HeapType): types from new-expressions and typed allocators",
+    "preloaded": "preloaded (the program does not link the runtime): call paths by stack walking; types "
+                 "where code was built with HeapType, else inferred from allocator frames",
+    "attached": "attached to the running process: only what happened after the attach",
+}
+
+
+def mode_text(profile: Profile) -> str:
+    text = MODES.get(profile.mode, profile.mode)
+    end = profile.runtime_summary
+    if profile.mode == "attached" and end:
+        text += f"; {format_count(end['untracked_frees'])} frees of older blocks ignored"
+    if not profile.complete:
+        text += "; unfinished (the program was running, or did not exit normally)"
+    return text
 
 
 def filter_lines(profile: Profile) -> list[str]:
@@ -69,6 +88,7 @@ def report_json_head(profile: Profile, by: str) -> dict:
         "profile": profile.path,
         "executable": profile.executable,
         "complete": profile.complete,
+        "mode": profile.mode,
         "by": by,
         "filters": {"types": list(f.types), "functions": list(f.functions), "threads": list(f.threads)},
         "totals": profile.totals.as_dict(),

@@ -113,7 +113,7 @@ peak = "1 MiB"
 name = "quick"
 command = "build/quick --fast 'two words'"
 cwd = "build"
-env = { OMP_NUM_THREADS = "1", LEVEL = 3 }
+env = { OMP_NUM_THREADS = "1", LEVEL = "3" }
 returncode = 3
 timeout = 5
 types."(untyped)" = { peak = "2 MiB" }
@@ -244,11 +244,22 @@ def test_negative_or_unparsable_sizes_name_their_line(tmp_path, text, position, 
      "timeout must be a positive number of seconds, not 0"),
     ("tests = 3\n", "1:1", "'tests' must be an array of tables: write each test as [[tests]]"),
     ("[ctest]\ntests = 'a*'\n", "1:2", "[ctest] needs build_dir = \"...\": the CMake build tree whose tests to run"),
-    ("[[tests]]\nname = 'a'\ncommand = ['x']\nenv = { A = true }\n", "4:1",
-     "env of test 'a' must be a table of strings, e.g. env = { OMP_NUM_THREADS = \"1\" }"),
+    ("[[tests]]\nname = 'a'\ncommand = ['x']\nenv = { A = true }\n", "4:9",
+     "env of test 'a' must be a table of strings, e.g. env = { OMP_NUM_THREADS = \"1\" }, not A = a boolean"),
+    ("[[tests]]\nname = 'a'\ncommand = ['x']\nenv = { B = 'b', A = 1 }\n", "4:18",
+     "env of test 'a' must be a table of strings, e.g. env = { OMP_NUM_THREADS = \"1\" }, not A = a number"),
+    ("[[tests]]\nname = 'a'\ncommand = [1, 2]\n", "3:1",
+     "command of test 'a' must be a non-empty array of strings, e.g. command = [\"build/app\", \"--quick\"]"),
 ])
 def test_structural_mistakes_are_explained(tmp_path, text, position, message):
     assert load_error(tmp_path, text) == f"{tmp_path / 'heap-budget.toml'}:{position}: {message}"
+
+
+@pytest.mark.parametrize("value", ["[" * 5000 + "]" * 5000, "{a = " * 5000 + "1" + "}" * 5000])
+def test_deep_nesting_is_an_error_naming_its_line(tmp_path, value):
+    text = f"[defaults]\npeak = '1 MiB'\n[[tests]]\nname = 'a'\ncommand = ['x']\nargs = {value}\n"
+    assert load_error(tmp_path, text) == (f"{tmp_path / 'heap-budget.toml'}:6: arrays or inline tables nested "
+                                          "more than 100 deep (a budget file never needs that many)")
 
 
 def test_a_missing_budget_file_is_one_line(tmp_path):

@@ -124,3 +124,12 @@ def test_a_budget_file_that_is_a_directory_is_one_error_line(tmp_path, capsys, g
     status, out, err = heaptype(capsys, "check", good, "--budget", tmp_path)
     assert (status, out) == (2, "")
     assert err == f"heaptype: error: {tmp_path}: cannot read the budget file: Is a directory\n"
+
+
+@pytest.mark.parametrize("args, status", [(["dump", "/nonexistent-dir/snapshot.htp"], 3), (["no-such-mode"], 2)])
+def test_run_keeps_the_programs_own_exit_status(tmp_path, capsys, cpp_programs, args, status):
+    # tests/cpp/control.cpp exits 3 when heaptype::dump() cannot write, 2 for an unknown mode.
+    output = tmp_path / "run.htp"
+    code, _, err = heaptype(capsys, "run", "-o", output, "--", cpp_programs.program("control"), *args)
+    assert code == status and output.stat().st_size > 64
+    assert err.splitlines()[0] == f"heaptype: profile written to {output}"

@@ -121,6 +121,47 @@ regression = { allocations = 100 }
 """
 
 
+# Pieces a hostile budget file is made of: wrong types, deep or unclosed nesting,
+# odd keys and bytes.
+HOSTILE_PIECES = ["[", "]", "{", "}", "[[", "]]", "= 1", "= [1, 2]", "= {A = 1}", "= true", "= -1", "= 1e999",
+                  '= "-5 KiB"', '= "1 PiB"', "= nan", "\"\"\"", "'", "#", "\\u0000", "\n[tests]\n",
+                  "\n[[tests]]\n", "types.", "x.y.z", "[" * 300, "{a = " * 300, "\udcff", "\u00e9", "\t", "\n"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mutated_budget_files_raise_budget_errors_only(tmp_path, seed):
+    """Random cuts, insertions and duplications of a complete file: each one loads, or
+    raises one BudgetError naming the file; nothing else escapes (no RecursionError,
+    TypeError, KeyError...)."""
+    import random
+
+    rng = random.Random(seed)
+    base = textwrap.dedent(COMPLETE).lstrip("\n")
+    path = tmp_path / "heap-budget.toml"
+    loaded = failed = 0
+    for _ in range(250):
+        text = base
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(text) + 1)
+            choice = rng.random()
+            if choice < 0.5:
+                text = text[:at] + rng.choice(HOSTILE_PIECES) + text[at:]
+            elif choice < 0.8:
+                text = text[:at] + text[at + rng.randint(1, 30):]
+            else:
+                line = rng.choice(text.splitlines() or [""])
+                text = text[:at] + "\n" + line + "\n" + text[at:]
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+        try:
+            hb.load_budget_file(path)
+            loaded += 1
+        except hb.BudgetError as e:
+            assert str(e).startswith(f"{path}"), str(e)
+            assert "\n" not in str(e), str(e)
+            failed += 1
+    assert loaded and failed  # the mutations reach both outcomes
+
+
 def test_the_issue_example_parses_completely(tmp_path):
     path = write(tmp_path, COMPLETE)
     budgets = hb.load_budget_file(path)

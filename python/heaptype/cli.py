@@ -4,12 +4,13 @@ lives in its own module (report/, exports, runner, check_command, demo)."""
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import sys
 from pathlib import Path
 
 from . import __version__, flags
-from .console import CommandError, load_profile
+from .console import CommandError, load_profile, warn_found_later
 
 EPILOG = """\
 typical use:
@@ -21,6 +22,16 @@ typical use:
 VIEWS = ("type", "function", "callpath", "thread")
 TIMELINE_VIEWS = ("type", "function", "callpath", "thread")
 SORTS = ("peak", "bytes", "allocations", "objects", "live", "temporary")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with HeapType's one error line, ``heaptype: error: WHAT``, status 2
+    (subcommands' parsers are of this class too)."""
+
+    def error(self, message: str):
+        command = self.prog.partition(" ")[2]
+        where = f"{command}: " if command else ""
+        self.exit(2, f"heaptype: error: {where}{message} (see `{self.prog} --help`)\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as e:  # an output file that cannot be written, a full disk...
+        where = f"{e.filename}: " if e.filename is not None else ""
+        print(f"heaptype: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
+    finally:
+        warn_found_later()
 
 
 def positive_int(text: str) -> int:
@@ -64,9 +81,12 @@ def span(parse):
         if not sep:
             raise argparse.ArgumentTypeError(f"expected LOW:HIGH (either may be empty), not {text!r}")
         try:
-            return (parse(low) if low.strip() else None, parse(high) if high.strip() else None)
+            bounds = (parse(low) if low.strip() else None, parse(high) if high.strip() else None)
         except ValueError as e:
             raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+        if None not in bounds and bounds[0] > bounds[1]:
+            raise argparse.ArgumentTypeError(f"{text!r}: LOW is larger than HIGH")
+        return bounds
 
     return read
 
@@ -90,8 +110,16 @@ def duration_value(text: str) -> float:
     else:
         number, scale = text, 1.0
     value = float(number) * scale
-    if value < 0:
-        raise ValueError(f"a duration is not negative: {text!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{text} is not a duration (0 or more; units s, ms, us, ns)")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A time since the program started: finite and not negative."""
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{text} is not a time since the start (seconds, 0 or more)")
     return value
 
 
@@ -99,9 +127,9 @@ def when(text: str) -> str | float:
     if text == "peak":
         return text
     try:
-        return float(text)
+        return seconds(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'peak' or a time in seconds, not {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected 'peak' or a time in seconds (0 or more), not {text!r}") from None
 
 
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
@@ -115,7 +143,7 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
                              "(repeatable)")
     parser.add_argument("--size", type=span(size_value), metavar="MIN:MAX",
                         help="only blocks of this size, e.g. 64:1KiB or 4096: (either end may be empty)")
-    parser.add_argument("--time", type=span(float), metavar="A:B",
+    parser.add_argument("--time", type=span(seconds), metavar="A:B",
                         help="only what happened between A and B seconds: allocations made then, peaks reached "
                              "then, live figures at B")
     parser.add_argument("--lifetime", type=span(duration_value), metavar="MIN:MAX",
@@ -131,7 +159,7 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="heaptype", description="Type-preserving heap profiler for C++.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"heaptype {__version__}")

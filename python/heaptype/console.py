@@ -15,6 +15,11 @@ def warn(message: str) -> None:
     print(f"heaptype: warning: {message}", file=sys.stderr)
 
 
+# Profiles the command loaded, with the warnings already printed: reading the events
+# (by the first view) can find more, e.g. a damaged record (see warn_found_later).
+_loaded: list = []
+
+
 def load_profile(path: str, map_files: dict[str, str] | None = None):
     """The profile at ``path``, its warnings printed; CommandError when it cannot be read."""
     from .profile import ProfileError, load
@@ -27,4 +32,16 @@ def load_profile(path: str, map_files: dict[str, str] | None = None):
         raise CommandError(str(e)) from None
     for warning in profile.warnings:
         warn(warning)
+    _loaded.append((profile, set(profile.warnings)))
     return profile
+
+
+def warn_found_later() -> None:
+    """Prints, once, what the views found wrong while reading the profiles' events:
+    damage must never pass in silence, even when the figures print fine."""
+    while _loaded:
+        profile, shown = _loaded.pop()
+        for warning in profile.warnings:
+            if warning not in shown:
+                shown.add(warning)
+                warn(warning if warning.startswith(profile.path) else f"{profile.path}: {warning}")

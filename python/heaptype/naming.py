@@ -32,7 +32,7 @@ def rebuilt_modules(raw: "_core.ProfileFile") -> list[str]:
     for module in sorted({m.path for m in _core.parse_module_map(raw.modules)}):
         try:
             modified = os.stat(module).st_mtime_ns
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in a damaged map's path; no such file
             continue
         if started and modified > started:
             warnings.append(f"{module} changed after the profile was taken: if it was rebuilt, "

@@ -14,6 +14,9 @@ namespace bindings {
 // (surrogateescape, as os.fsdecode); names shown to people get U+FFFD.
 pybind11::str path_text(const std::string& bytes);
 pybind11::str name_text(const std::string& bytes);
+// The bytes of a path handed back from Python: str is encoded as os.fsencode does
+// (surrogateescape), so that a path_text() result reaches C++ as the bytes it was.
+std::string path_bytes(const pybind11::handle& text);
 
 void bind_profile_file(pybind11::module_& m);
 void bind_builder(pybind11::module_& m);

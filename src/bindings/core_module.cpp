@@ -24,6 +24,14 @@ py::str name_text(const std::string& bytes) {
   return py::reinterpret_steal<py::str>(text);
 }
 
+std::string path_bytes(const py::handle& text) {
+  if (!py::isinstance<py::str>(text)) return text.cast<std::string>();
+  PyObject* bytes = PyUnicode_AsEncodedString(text.ptr(), "utf-8", "surrogateescape");
+  if (!bytes) throw py::error_already_set();
+  py::bytes owned = py::reinterpret_steal<py::bytes>(bytes);
+  return owned.cast<std::string>();
+}
+
 }  // namespace bindings
 }  // namespace heaptype
 

@@ -81,7 +81,8 @@ const char* mode_name(const ProfileFile& f) {
 void bind_profile_file(py::module_& m) {
   py::class_<ProfileFile, std::shared_ptr<ProfileFile>>(m, "ProfileFile",
                                                         "A profile file: its header, process data and chunk index.")
-      .def(py::init([](const std::string& path) {
+      .def(py::init([](const py::object& path_object) {
+             std::string path = path_bytes(path_object);
              py::gil_scoped_release release;
              return std::make_shared<ProfileFile>(path);
            }),

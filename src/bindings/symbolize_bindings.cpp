@@ -11,6 +11,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "bindings.hpp"
 #include "core/symbolize/elf_file.hpp"
 #include "core/cxx_names.hpp"
 #include "core/symbolize/symbolizer.hpp"
@@ -28,7 +29,7 @@ std::string hex(uint64_t value) {
 }
 
 std::vector<sym::Mapping> mappings_from(const py::object& modules) {
-  if (py::isinstance<py::str>(modules)) return sym::parse_module_map(modules.cast<std::string>());
+  if (py::isinstance<py::str>(modules)) return sym::parse_module_map(heaptype::bindings::path_bytes(modules));
   return modules.cast<std::vector<sym::Mapping>>();
 }
 
@@ -43,7 +44,7 @@ sym::ProgressFn progress_from(const py::object& progress) {
   };
 }
 
-std::unique_ptr<sym::Symbolizer> make_symbolizer(const py::object& modules, const std::string& executable,
+std::unique_ptr<sym::Symbolizer> make_symbolizer(const py::object& modules, const py::object& executable,
                                                  const std::optional<std::string>& cache_dir,
                                                  const std::map<std::string, std::string>& map_files, bool lines,
                                                  const std::optional<std::vector<std::string>>& debug_roots,
@@ -55,7 +56,8 @@ std::unique_ptr<sym::Symbolizer> make_symbolizer(const py::object& modules, cons
   if (debug_roots) options.debug_roots = *debug_roots;
   options.progress = progress_from(progress);
   options.progress_delay = progress_delay;
-  return std::make_unique<sym::Symbolizer>(mappings_from(modules), executable, std::move(options));
+  return std::make_unique<sym::Symbolizer>(mappings_from(modules), heaptype::bindings::path_bytes(executable),
+                                           std::move(options));
 }
 
 std::vector<sym::Location> resolve_all(sym::Symbolizer& s, const std::vector<uint64_t>& addresses, bool calls) {
@@ -83,7 +85,7 @@ class TupleMaker {
                                  f.type_argument_size ? py::int_(f.type_argument_size) : py::object(py::none()));
     }
     bool known = !l.module.empty();
-    return py::make_tuple(l.address, optional_str(l.module), known ? py::int_(l.module_offset) : py::object(py::none()),
+    return py::make_tuple(l.address, known ? py::object(heaptype::bindings::path_text(l.module)) : py::object(py::none()), known ? py::int_(l.module_offset) : py::object(py::none()),
                           optional_str(l.function),
                           l.function_address ? py::int_(l.function_address) : py::object(py::none()), frames);
   }
@@ -92,7 +94,7 @@ class TupleMaker {
   py::object str(const std::string& s) {
     auto found = strings_.find(s);
     if (found != strings_.end()) return found->second;
-    return strings_.emplace(s, py::str(s)).first->second;
+    return strings_.emplace(s, heaptype::bindings::name_text(s)).first->second;
   }
   py::object optional_str(const std::string& s) { return s.empty() ? py::object(py::none()) : str(s); }
 
@@ -130,10 +132,11 @@ void bind_values(py::module_& m) {
       .def_readonly("end", &sym::Mapping::end, "one past its last address")
       .def_readonly("offset", &sym::Mapping::offset, "file offset of its first byte")
       .def_readonly("perms", &sym::Mapping::perms, "permissions, e.g. 'r-xp'")
-      .def_readonly("path", &sym::Mapping::path, "the mapped file")
+      .def_property_readonly("path", [](const sym::Mapping& x) { return heaptype::bindings::path_text(x.path); },
+                             "the mapped file")
       .def(py::self == py::self)
       .def("__hash__", [](const sym::Mapping& x) {
-        return py::hash(py::make_tuple(x.start, x.end, x.offset, x.perms, x.path));
+        return py::hash(py::make_tuple(x.start, x.end, x.offset, x.perms, py::bytes(x.path)));
       })
       .def("__repr__", [](const sym::Mapping& x) {
         return "Mapping(start=" + std::to_string(x.start) + ", end=" + std::to_string(x.end) +
@@ -154,7 +157,8 @@ void bind_values(py::module_& m) {
 
   py::class_<sym::Location>(m, "Location", "What a code address is.")
       .def_readonly("address", &sym::Location::address, "the runtime address")
-      .def_readonly("module", &sym::Location::module, "the file holding it, '' when none")
+      .def_property_readonly("module", [](const sym::Location& l) { return heaptype::bindings::path_text(l.module); },
+                             "the file holding it, '' when none")
       .def_readonly("module_offset", &sym::Location::module_offset, "its link-time address in the module")
       .def_readonly("function", &sym::Location::function, "the out-of-line function (symbol table name); '' unknown")
       .def_readonly("function_address", &sym::Location::function_address, "runtime entry of the function; 0 unknown")
@@ -212,14 +216,20 @@ void bind_symbolizer(py::module_& m) {
       .def("type_names", &sym::Symbolizer::type_names, py::arg("tags"), py::call_guard<py::gil_scoped_release>(),
            "{tag: type name}, '' for addresses that are no tag; raises SymbolError for a stripped module "
            "without map file.")
-      .def_property_readonly("warnings", &sym::Symbolizer::warnings)
+      .def_property_readonly("warnings",
+                             [](const sym::Symbolizer& s) {
+                               py::list out;
+                               for (const std::string& w : s.warnings()) out.append(heaptype::bindings::name_text(w));
+                               return out;
+                             })
       .def_property_readonly("stats", &sym::Symbolizer::stats)
       .def("save_cache", &sym::Symbolizer::save_cache, py::call_guard<py::gil_scoped_release>());
 }
 
 void bind_functions(py::module_& m) {
   m.attr("DEFAULT_CACHE_DIR") = std::string(sym::kDefaultCacheDir);
-  m.def("parse_module_map", &sym::parse_module_map, py::arg("text"),
+  m.def("parse_module_map", [](const py::object& text) { return sym::parse_module_map(heaptype::bindings::path_bytes(text)); },
+        py::arg("text"),
         "The file-backed mappings of /proc/self/maps text (other lines are ignored).");
   m.def("load_bias",
         [](const std::string& path, const std::vector<sym::Mapping>& mappings) {

@@ -16,6 +16,10 @@ std::string hex(uint64_t v) {
 }
 
 constexpr uint64_t kMaxIndex = std::numeric_limits<uint32_t>::max();
+// No process can address a block this large (x86-64 and AArch64 user space is at
+// most 2^48 bytes with 4-level tables): a larger size is damage, and refusing it
+// keeps the analysis' byte sums far from overflowing.
+constexpr uint64_t kMaxBlockSize = uint64_t{1} << 48;
 
 }  // namespace
 
@@ -106,6 +110,7 @@ bool ThreadEvents::next(Event* out) {
         for (int i = 0; i < 5; ++i)
           if (!read(&operands[i], "site")) return false;
         if (operands[4] >= nodes_.size()) return fail("site refers to undefined node " + std::to_string(operands[4]));
+        if (operands[0] > kMaxBlockSize) return fail("site of " + std::to_string(operands[0]) + " bytes, more than any process can address");
         if (sites_.size() >= kMaxIndex) return fail("too many sites");
         SiteDef def;
         def.site = {operands[0], operands[1], operands[2], operands[3], operands[4]};

@@ -113,12 +113,53 @@ peak = "1 MiB"
 name = "quick"
 command = "build/quick --fast 'two words'"
 cwd = "build"
-env = { OMP_NUM_THREADS = "1", LEVEL = 3 }
+env = { OMP_NUM_THREADS = "1", LEVEL = "3" }
 returncode = 3
 timeout = 5
 types."(untyped)" = { peak = "2 MiB" }
 regression = { allocations = 100 }
 """
+
+
+# Pieces a hostile budget file is made of: wrong types, deep or unclosed nesting,
+# odd keys and bytes.
+HOSTILE_PIECES = ["[", "]", "{", "}", "[[", "]]", "= 1", "= [1, 2]", "= {A = 1}", "= true", "= -1", "= 1e999",
+                  '= "-5 KiB"', '= "1 PiB"', "= nan", "\"\"\"", "'", "#", "\\u0000", "\n[tests]\n",
+                  "\n[[tests]]\n", "types.", "x.y.z", "[" * 300, "{a = " * 300, "\udcff", "\u00e9", "\t", "\n"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mutated_budget_files_raise_budget_errors_only(tmp_path, seed):
+    """Random cuts, insertions and duplications of a complete file: each one loads, or
+    raises one BudgetError naming the file; nothing else escapes (no RecursionError,
+    TypeError, KeyError...)."""
+    import random
+
+    rng = random.Random(seed)
+    base = textwrap.dedent(COMPLETE).lstrip("\n")
+    path = tmp_path / "heap-budget.toml"
+    loaded = failed = 0
+    for _ in range(250):
+        text = base
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(text) + 1)
+            choice = rng.random()
+            if choice < 0.5:
+                text = text[:at] + rng.choice(HOSTILE_PIECES) + text[at:]
+            elif choice < 0.8:
+                text = text[:at] + text[at + rng.randint(1, 30):]
+            else:
+                line = rng.choice(text.splitlines() or [""])
+                text = text[:at] + "\n" + line + "\n" + text[at:]
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+        try:
+            hb.load_budget_file(path)
+            loaded += 1
+        except hb.BudgetError as e:
+            assert str(e).startswith(f"{path}"), str(e)
+            assert "\n" not in str(e), str(e)
+            failed += 1
+    assert loaded and failed  # the mutations reach both outcomes
 
 
 def test_the_issue_example_parses_completely(tmp_path):
@@ -244,11 +285,22 @@ def test_negative_or_unparsable_sizes_name_their_line(tmp_path, text, position, 
      "timeout must be a positive number of seconds, not 0"),
     ("tests = 3\n", "1:1", "'tests' must be an array of tables: write each test as [[tests]]"),
     ("[ctest]\ntests = 'a*'\n", "1:2", "[ctest] needs build_dir = \"...\": the CMake build tree whose tests to run"),
-    ("[[tests]]\nname = 'a'\ncommand = ['x']\nenv = { A = true }\n", "4:1",
-     "env of test 'a' must be a table of strings, e.g. env = { OMP_NUM_THREADS = \"1\" }"),
+    ("[[tests]]\nname = 'a'\ncommand = ['x']\nenv = { A = true }\n", "4:9",
+     "env of test 'a' must be a table of strings, e.g. env = { OMP_NUM_THREADS = \"1\" }, not A = a boolean"),
+    ("[[tests]]\nname = 'a'\ncommand = ['x']\nenv = { B = 'b', A = 1 }\n", "4:18",
+     "env of test 'a' must be a table of strings, e.g. env = { OMP_NUM_THREADS = \"1\" }, not A = a number"),
+    ("[[tests]]\nname = 'a'\ncommand = [1, 2]\n", "3:1",
+     "command of test 'a' must be a non-empty array of strings, e.g. command = [\"build/app\", \"--quick\"]"),
 ])
 def test_structural_mistakes_are_explained(tmp_path, text, position, message):
     assert load_error(tmp_path, text) == f"{tmp_path / 'heap-budget.toml'}:{position}: {message}"
+
+
+@pytest.mark.parametrize("value", ["[" * 5000 + "]" * 5000, "{a = " * 5000 + "1" + "}" * 5000])
+def test_deep_nesting_is_an_error_naming_its_line(tmp_path, value):
+    text = f"[defaults]\npeak = '1 MiB'\n[[tests]]\nname = 'a'\ncommand = ['x']\nargs = {value}\n"
+    assert load_error(tmp_path, text) == (f"{tmp_path / 'heap-budget.toml'}:6: arrays or inline tables nested "
+                                          "more than 100 deep (a budget file never needs that many)")
 
 
 def test_a_missing_budget_file_is_one_line(tmp_path):

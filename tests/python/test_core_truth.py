@@ -334,6 +334,98 @@ def test_names_that_are_not_utf8_are_read(tmp_path):
     assert file.threads[0]["name"] == "name-\ufffd\ufffd"
 
 
+NODE = 3 << 2 | 2
+DERIVED_SITE = 5 << 2 | 2
+MOVE = 6 << 2 | 2
+HUGE_THREADS = [0xFFFFFFFF, 0xFFFFFFFE, 2**31, 100_000_000]
+
+
+@pytest.mark.parametrize("thread", HUGE_THREADS)
+def test_records_naming_huge_threads_are_unmatched_not_crashes(thread, tmp_path):
+    # Thread 1 allocates twice; then a remote free, a move and a derived site name a
+    # thread the profile never saw (and sites near 2^32): nothing matches them.
+    def build(b):
+        b.raw_chunk(4, 1, events(SITE, 16, 1, 0, 0x10, 0, 1, 1, FREE_REMOTE, thread, 0xFFFFFFFE,
+                                 MOVE, thread, 0, 0, DERIVED_SITE, thread, 0xFFFFFFFE, 0x40, 1, 3))
+    a = _core.Analysis(_core.ProfileFile(hostile_file(tmp_path, build)), _core.TableCodeNames())
+    # The free and the move match no block; the derived site's block is not counted:
+    # its base is nowhere.
+    assert (a.totals.allocations, a.totals.live_bytes, a.totals.unmatched_frees) == (2, 32, 2)
+    assert any(f"derives from a site the profile does not define" in w for w in a.warnings)
+
+
+def test_a_thread_at_the_top_of_the_numbering_frees_its_own_blocks_remotely(tmp_path):
+    # The (thread, site) key of 0xffffffff's site 0xfffffffe is all ones but one bit:
+    # thread 0xffffffff defines one site and another thread frees its block.
+    def build(b):
+        b.raw_chunk(4, 0xFFFFFFFF, events(SITE, 24, 1, 0, 0x10, 0, 1))
+        b.raw_chunk(4, 7, events(FREE_REMOTE, 0xFFFFFFFF, 0, FREE_REMOTE, 0xFFFFFFFF, 0xFFFFFFFE))
+    a = _core.Analysis(_core.ProfileFile(hostile_file(tmp_path, build)), _core.TableCodeNames())
+    assert (a.totals.allocations, a.totals.frees, a.totals.live_bytes, a.totals.unmatched_frees) == (1, 1, 0, 1)
+
+
+def test_a_site_larger_than_an_address_space_is_damage(tmp_path):
+    def build(b):
+        b.raw_chunk(4, 1, events(SITE, 16, 1, 0, 0x10, 0, 1, SITE, 2**64 - 1, 2**64 - 1, 0, 0x10, 0, 3, 3))
+    a = _core.Analysis(_core.ProfileFile(hostile_file(tmp_path, build)), _core.TableCodeNames())
+    assert (a.totals.allocations, a.totals.bytes, a.totals.live_bytes) == (1, 16, 16)
+    assert a.warnings == ["damaged events: thread 1: site of 18446744073709551615 bytes, more than any "
+                          "process can address"]
+
+
+@pytest.mark.parametrize("record, message", [
+    ((NODE, 5, 0x10, 0x20), "node refers to undefined parent 5"),
+    ((SITE, 16, 1, 0, 0x10, 2**40), "site refers to undefined node 1099511627776"),
+    ((FREE_REMOTE, 0, 1), "remote free names thread 0 site 1"),
+    ((MOVE, 1, 0, 2**33), "move to undefined site 8589934592"),
+    ((DERIVED_SITE, 2**32, 0, 0x40, 1), "derived site names thread 4294967296 site 0"),
+])
+def test_counts_and_indexes_past_what_the_file_defines_end_the_stream(record, message, tmp_path):
+    def build(b):
+        b.raw_chunk(4, 1, events(SITE, 16, 1, 0, 0x10, 0, 1, *record, 1))
+    a = _core.Analysis(_core.ProfileFile(hostile_file(tmp_path, build)), _core.TableCodeNames())
+    assert a.totals.allocations == 1
+    assert a.warnings == [f"damaged events: thread 1: {message}"]
+
+
+def test_module_paths_with_invalid_utf8_and_nul_load_and_name(tmp_path):
+    # The module map goes from the file to Python and back into the symbolizer.
+    from heaptype import profile as hp
+
+    def build(b):
+        b.raw_chunk(2, 0, b"400000-401000 r-xp 00000000 fe:00 12 /tmp/\xffmod\x00ule.so\n"
+                          b"500000-501000 r-xp 00000000 fe:00 13 /tmp/caf\xe9.so\n")
+        b.raw_chunk(1, 0, b"/tmp/\xe9xe\x00arg")
+        b.raw_chunk(4, 1, events(SITE, 16, 1, 0, 0x400010, 0, 1))
+    p = hp.load(hostile_file(tmp_path, build))
+    assert sorted(m.path for m in _core.parse_module_map(p.modules)) == ["/tmp/caf\udce9.so", "/tmp/\udcffmod\x00ule.so"]
+    assert p.executable == "/tmp/\udce9xe" and p.analysis(infer=False).totals.allocations == 1
+
+
+def test_a_file_path_that_is_not_utf8_opens(tmp_path):
+    path = tmp_path / "caf\udce9.htp"  # the bytes b"caf\xe9.htp" on disk
+    path.write_bytes(_core.ProfileBuilder().finish())
+    assert _core.ProfileFile(str(path)).path == str(path)
+
+
+@pytest.mark.parametrize("thread", HUGE_THREADS)
+def test_huge_thread_numbers_allocate_nothing_for_them(thread, tmp_path):
+    """An 89-byte file naming one thread: every view stays within 600 MB of address space."""
+    import resource
+    import subprocess
+
+    path = hostile_file(tmp_path, lambda b: b.raw_chunk(4, thread, events(SITE, 16, 1, 0, 0x10, 0, 1, 1, 2)))
+    limit = 600 << 20
+
+    def cap_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    for view in (["report", "--by", "callpath"], ["report", "--by", "thread"], ["timeline"], ["leaks"]):
+        done = subprocess.run([sys.executable, "-m", "heaptype", view[0], path, *view[1:]], capture_output=True,
+                              text=True, timeout=120, preexec_fn=cap_memory)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (view, done.stderr)
+
+
 def test_header_size_past_the_end_is_an_error(tmp_path):
     path = tmp_path / "bad.htp"
     data = bytearray(_core.ProfileBuilder().finish())

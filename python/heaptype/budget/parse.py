@@ -71,6 +71,40 @@ def read_toml(path: Path) -> tuple[dict, str]:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as e:
         raise BudgetError(_toml_error_text(path, text, e)) from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        line = _deep_nesting_line(text)
+        raise BudgetError(f"{path}:{line}: arrays or inline tables nested more than {MAX_NESTING} deep "
+                          "(a budget file never needs that many)") from None
+
+
+MAX_NESTING = 100
+
+
+def _deep_nesting_line(text: str) -> int:
+    """The line where brackets and braces first nest more than MAX_NESTING deep
+    (strings and comments skipped; 1 when none does)."""
+    depth, line, quote, position = 0, 1, None, 0
+    while position < len(text):
+        char = text[position]
+        if char == "\n":
+            line += 1
+        if quote:
+            if char == "\\" and quote == '"':
+                position += 1
+            elif char == quote:
+                quote = None
+        elif char in "\"'":
+            quote = char
+        elif char == "#":
+            position = text.find("\n", position) - 1 if "\n" in text[position:] else len(text)
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return line
+        elif char in "]}":
+            depth -= 1
+        position += 1
+    return 1
 
 
 def _toml_error_text(path: Path, text: str, error: Exception) -> str:
@@ -249,10 +283,13 @@ class _Parser:
         command = self._command(table, path, name)
         cwd = self._string(table, path, "cwd")
         env = table.get("env", {})
-        if not isinstance(env, dict) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
-                                                for v in env.values()):
-            raise self.src.error(path + ("env",), f"env of test '{name}' must be a table of strings, "
-                                 "e.g. env = { OMP_NUM_THREADS = \"1\" }")
+        # Strings only: `A = 1` may have meant "1" or "1.0"; the file says which.
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            bad = next((k for k, v in env.items() if not isinstance(v, str)), None) if isinstance(env, dict) else None
+            raise self.src.error(path + ("env",) + ((bad,) if bad else ()),
+                                 f"env of test '{name}' must be a table of strings, "
+                                 "e.g. env = { OMP_NUM_THREADS = \"1\" }" +
+                                 (f", not {bad} = {_kind(env[bad])}" if bad else ""))
         returncode = table.get("returncode", 0)
         if isinstance(returncode, bool) or not isinstance(returncode, int):
             raise self.src.error(path + ("returncode",), f"returncode must be a whole number, not {returncode!r}")
@@ -273,10 +310,10 @@ class _Parser:
                 command = shlex.split(command)
             except ValueError as e:
                 raise self.src.error(path + ("command",), f"command of test '{name}': {e}") from None
-        if not isinstance(command, list) or not command or not all(isinstance(a, (str, int)) for a in command):
+        if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
             raise self.src.error(path + ("command",), f"command of test '{name}' must be a non-empty array of "
                                  "strings, e.g. command = [\"build/app\", \"--quick\"]")
-        return [str(a) for a in command]
+        return command
 
     # -- [ctest] --
 

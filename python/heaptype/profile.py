@@ -228,7 +228,7 @@ class Profile:
         """This profile as it stood at one moment: ``"peak"`` (the moment the kept
         allocations peaked) or a time in seconds. Live figures are what was live then."""
         if when == "peak":
-            event = self.analysis(infer=False).totals.peak_event
+            event = self.analysis().totals.peak_event
             return self._with(self.filters.and_(stop_after_events=max(event, 1)))
         return self._with(self.filters.and_(time=(None, int(round(float(when) * 1e6)))))
 
@@ -378,7 +378,7 @@ class Profile:
             spans = isinstance(key[5], tuple) and key[5][:1] == ("spans",)
             if filters.time == (None, None) and not filters.stop_after_events and not spans:
                 return analysis
-        return self._with(Filters()).analysis(infer=False)
+        return self._with(Filters()).analysis()  # the views' default pass: they reuse it
 
     @property
     def totals(self) -> "_core.Totals":
@@ -388,7 +388,7 @@ class Profile:
     @property
     def selected(self) -> "_core.Figures":
         """Figures of the allocations this profile's filters keep."""
-        return self.analysis(infer=False).selected
+        return self.analysis().selected
 
     @property
     def has_call_paths(self) -> bool:
@@ -409,7 +409,7 @@ class Profile:
 
     def by_thread(self, sort: str = "peak") -> list["_core.ThreadGroup"]:
         attribute = sort_attribute(sort)
-        return sorted(self.analysis(infer=False).threads, key=lambda g: (-getattr(g, attribute), g.thread))
+        return sorted(self.analysis().threads, key=lambda g: (-getattr(g, attribute), g.thread))
 
     def by_function(self, sort: str = "bytes", *, types: str | Sequence[str] | None = None, inlined: bool = True,
                     infer: bool = True) -> list["_core.FunctionGroup"]:

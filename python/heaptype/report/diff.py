@@ -3,6 +3,7 @@ rebuilds and moved addresses. A group's delta is B minus A for every figure."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..profile import Profile
@@ -46,7 +47,9 @@ def _groups(profile: Profile, by: str, infer: bool) -> dict[str, dict]:
 
 
 def diff_rows(a: Profile, b: Profile, by: str = "type", *, infer: bool = True) -> list[DiffRow]:
-    before, after = _groups(a, by, infer), _groups(b, by, infer)
+    # The two passes run at once: the core reads each file without holding the GIL.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        before, after = pool.map(lambda profile: _groups(profile, by, infer), (a, b))
     rows = [DiffRow(name, before.get(name, ZERO), after.get(name, ZERO)) for name in set(before) | set(after)]
     return sorted(rows, key=lambda r: (-abs(r.delta["peak_bytes"]), -abs(r.delta["bytes"]), r.name))
 

@@ -132,6 +132,14 @@ def when(text: str) -> str | float:
         raise argparse.ArgumentTypeError(f"expected 'peak' or a time in seconds (0 or more), not {text!r}") from None
 
 
+def add_view_options(parser: argparse.ArgumentParser) -> None:
+    """What every view of a profile takes: text or JSON, type inference, the filters."""
+    parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.add_argument("--no-infer", dest="infer", action="store_false",
+                        help="do not infer types of untyped allocations from allocator frames")
+    add_filter_options(parser)
+
+
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
     """The one filter model: the same flags for every view and export."""
     parser.add_argument("--type", action="append", dest="types", metavar="GLOB",
@@ -212,18 +220,15 @@ def build_parser() -> argparse.ArgumentParser:
                              "merged call tree (callpath)")
     report.add_argument("--bottom-up", action="store_true",
                         help="with --by callpath: start at the allocating functions, then their callers")
-    add_filter_options(report)
+    add_view_options(report)
     report.add_argument("--inlined", action="store_true", default=None,
                         help="count functions inlined at call sites (from DWARF) as frames of their own: the "
                              "default with --by function, as pprof does; --no-inlined turns it off")
     report.add_argument("--no-inlined", dest="inlined", action="store_false", help=argparse.SUPPRESS)
-    report.add_argument("--no-infer", dest="infer", action="store_false",
-                        help="do not infer types of untyped allocations from allocator frames")
     report.add_argument("--top", type=positive_int,
                         help="show only the first N rows (with --by callpath: N children per node)")
     report.add_argument("--sort", choices=SORTS, help="order by (default: peak for --by type and thread, "
                                                       "bytes otherwise)")
-    report.add_argument("--format", choices=["text", "json"], default="text")
     report.add_argument("--progress", action="store_true",
                         help="show progress on stderr (shown anyway on a terminal when a step takes over a second)")
     report.set_defaults(handler=cmd_report)
@@ -250,25 +255,19 @@ def build_parser() -> argparse.ArgumentParser:
                           help="stack by type (default), by function (what each allocated itself), by call path "
                                "(path and type) or by thread")
     timeline.add_argument("--top", type=positive_int, default=10, help="groups shown, the rest is 'other' (10)")
-    timeline.add_argument("--format", choices=["text", "json"], default="text")
-    timeline.add_argument("--no-infer", dest="infer", action="store_false", help="do not infer types")
-    add_filter_options(timeline)
+    add_view_options(timeline)
     timeline.set_defaults(handler=cmd_timeline)
 
     leaks = sub.add_parser("leaks", help="the blocks live at exit, by type and full call stack")
     leaks.add_argument("profile", help="a .htp file")
     leaks.add_argument("--top", type=positive_int, help="show only the N largest")
-    leaks.add_argument("--format", choices=["text", "json"], default="text")
-    leaks.add_argument("--no-infer", dest="infer", action="store_false", help="do not infer types")
-    add_filter_options(leaks)
+    add_view_options(leaks)
     leaks.set_defaults(handler=cmd_leaks)
 
     memory = sub.add_parser("memory", help="the address space: live blocks by address and type (needs a profile "
                                            "recorded with HEAPTYPE_ADDRESSES=1)")
     memory.add_argument("profile", help="a .htp file")
-    memory.add_argument("--format", choices=["text", "json"], default="text")
-    memory.add_argument("--no-infer", dest="infer", action="store_false", help="do not infer types")
-    add_filter_options(memory)
+    add_view_options(memory)
     memory.set_defaults(handler=cmd_memory)
 
     diff = sub.add_parser("diff", help="compare two profiles group by group (matched by name)",
@@ -280,9 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--threshold", type=float, metavar="PCT",
                       help="exit status 1 when a peak grew by more than PCT percent")
     diff.add_argument("--top", type=positive_int, help="show only the N largest changes")
-    diff.add_argument("--format", choices=["text", "json"], default="text")
-    diff.add_argument("--no-infer", dest="infer", action="store_false", help="do not infer types")
-    add_filter_options(diff)
+    add_view_options(diff)
     diff.set_defaults(handler=cmd_diff)
 
     attach = sub.add_parser("attach", help="start profiling a running process (with gdb)",

@@ -260,7 +260,9 @@ class Profile:
         f = self.filters.and_(types)
         tree = call_tree or functions
         for (has_tree, has_bottom_up, has_inlined, has_infer, has_filters, timeline), analysis in self._cache.items():
-            if (has_inlined, has_infer, has_filters, timeline) == (inlined, infer, f, None) and \
+            # A timeline's pass computed every figure too.
+            plain = timeline is None or (isinstance(timeline, tuple) and timeline[0] == "timeline")
+            if (has_inlined, has_infer, has_filters) == (inlined, infer, f) and plain and \
                     (has_tree or not tree) and (has_bottom_up or not bottom_up):
                 return analysis
         analysis = self._run(f, tree=tree, bottom_up=bottom_up, inlined=inlined, infer=infer, progress=progress)
@@ -352,17 +354,16 @@ class Profile:
         if by not in TIMELINE_GROUPINGS:
             raise ValueError(f"unknown timeline grouping {by!r}: use one of {', '.join(TIMELINE_GROUPINGS)}")
         tree = by in ("function", "callpath")
-        first = self.analysis(call_tree=tree, inlined=inlined, infer=infer)
-        groups = _timeline_groups(first, by)
+        key = (tree, False, inlined, infer, self.filters, ("timeline", by, points))
+        analysis = self._cache.get(key)
+        if analysis is None:  # one pass follows every group; the top ones are picked after it
+            analysis = self._run(self.filters, tree=tree, bottom_up=False, inlined=inlined, infer=infer,
+                                 timeline=by, timeline_points=points)
+            self._cache[key] = analysis
+        groups = _timeline_groups(analysis, by)
         groups.sort(key=lambda g: (-g[2], g[1]))
         chosen = groups[:top]
-        key = (tree, False, inlined, infer, self.filters, (by, top, points))
-        analysis = self._cache.get(key)
-        if analysis is None:
-            analysis = self._run(self.filters, tree=tree, bottom_up=False, inlined=inlined, infer=infer,
-                                 timeline=by, timeline_groups=[g[0] for g in chosen], timeline_points=points)
-            self._cache[key] = analysis
-        raw = analysis.timeline()
+        raw = analysis.timeline([g[0] for g in chosen])
         series = [TimelineSeries(name, values) for (_, name, _), values in zip(chosen, raw["series"])]
         if len(groups) > len(chosen) or any(raw["other"]):
             series.append(TimelineSeries("other", raw["other"]))

@@ -177,18 +177,22 @@ AnalysisOptions::Series series_kind(const std::string& name) {
   throw py::value_error("unknown timeline grouping " + name + ": use type, thread, function or callpath");
 }
 
-py::object timeline_dict(const Session& s) {
+// The timeline of the pass: the groups asked for (by id), and what the others held.
+py::object timeline_dict(const Session& s, const std::vector<uint32_t>& groups) {
   const core::Timeline* t = s.analysis->timeline();
   if (!t) return py::none();
   std::vector<uint64_t> times;
-  std::vector<int64_t> totals, other, stack;
-  std::vector<std::vector<int64_t>> series(t->series());
+  std::vector<int64_t> totals, stack;
   for (size_t k = 0; k < t->points(); ++k) {
     times.push_back(s.us(t->time(k)));
     totals.push_back(t->total(k));
     stack.push_back(t->stack(k));
-    for (size_t i = 0; i < t->series(); ++i) series[i].push_back(t->value(k, i));
-    other.push_back(t->value(k, t->series()));
+  }
+  std::vector<int64_t> other = totals;
+  std::vector<std::vector<int64_t>> series;
+  for (uint32_t id : groups) {
+    series.push_back(t->series(id));
+    for (size_t k = 0; k < other.size(); ++k) other[k] -= series.back()[k];
   }
   py::dict d;
   d["times_us"] = times;
@@ -411,7 +415,7 @@ their thread before it allocated anything else).)doc");
                        std::vector<std::string> types, std::vector<std::string> functions_on_path,
                        std::vector<uint32_t> threads, uint64_t min_size, uint64_t max_size, py::object begin_us,
                        py::object end_us, uint64_t stop_after_events, const std::string& timeline,
-                       std::vector<uint32_t> timeline_groups, size_t timeline_points, bool addresses,
+                       size_t timeline_points, bool addresses,
                        std::vector<uint64_t> bucket_ends_us, std::vector<uint32_t> bucket_nodes,
                        py::object min_lifetime_us, py::object max_lifetime_us, bool progress) {
              AnalysisOptions options;
@@ -436,7 +440,6 @@ their thread before it allocated anything else).)doc");
              if (!end_us.is_none()) options.window_end = last_tick(end_us.cast<uint64_t>());
              options.stop_after_events = stop_after_events;
              options.timeline = series_kind(timeline);
-             options.timeline_groups = std::move(timeline_groups);
              options.timeline_points = timeline_points;
              options.addresses = addresses;
              for (uint64_t end : bucket_ends_us) options.bucket_ends.push_back(last_tick(end));
@@ -456,7 +459,7 @@ their thread before it allocated anything else).)doc");
            py::arg("functions_on_path") = std::vector<std::string>{}, py::arg("threads") = std::vector<uint32_t>{},
            py::arg("min_size") = 0, py::arg("max_size") = UINT64_MAX, py::arg("begin_us") = py::none(),
            py::arg("end_us") = py::none(), py::arg("stop_after_events") = 0, py::arg("timeline") = "",
-           py::arg("timeline_groups") = std::vector<uint32_t>{}, py::arg("timeline_points") = 2000,
+           py::arg("timeline_points") = 2000,
            py::arg("addresses") = false, py::arg("bucket_ends_us") = std::vector<uint64_t>{},
            py::arg("bucket_nodes") = std::vector<uint32_t>{}, py::arg("min_lifetime_us") = py::none(),
            py::arg("max_lifetime_us") = py::none(), py::arg("progress") = false)
@@ -472,8 +475,9 @@ their thread before it allocated anything else).)doc");
              return out;
            },
            "(address, size, TypeGroup) of the blocks live when the pass stopped, by address (addresses=True).")
-      .def("timeline", &timeline_dict,
-           "{times_us, totals, series: [[bytes...] per followed group], other}: the timeline asked for.")
+      .def("timeline", &timeline_dict, py::arg("groups") = std::vector<uint32_t>{},
+           "{times_us, totals, series: [[bytes...] per group id asked for], other: the rest, stack}: the "
+           "timeline of a pass made with timeline=GROUPING (every group is followed).")
       .def_property_readonly("totals",
                              [](const Session& s) {
                                const core::Totals& t = s.analysis->totals();

@@ -48,7 +48,7 @@ Analysis::Analysis(const format::ProfileFile& file, CodeNames* names, AnalysisOp
     options_.max_lifetime = UINT64_MAX;
   }
   if (options_.timeline != AnalysisOptions::Series::kNone)
-    timeline_.reset(new Timeline(options_.timeline_groups.size(), options_.timeline_points));
+    timeline_.reset(new Timeline(options_.timeline_points));
   counting_ = options_.window_begin == 0;
 }
 
@@ -306,6 +306,7 @@ void Analysis::change_groups(Placement& p, Change&& change) {
     for (uint32_t n = leaf; n != kNone; n = bottom_up_.node(n).parent) change(bottom_up_.node(n).total);
     change(bottom_up_.node(leaf).self);
   }
+  if (timeline_) follow_in_timeline(p);
 }
 
 void Analysis::allocate(Placement& p, uint64_t time) {
@@ -394,36 +395,29 @@ void Analysis::open_window(uint64_t time) {
     for (Placement& p : entry.second) reset(p.figures);
 }
 
-// The timeline's series now: the followed groups' live bytes, then the rest; returns
-// the total.
-int64_t Analysis::read_series(int64_t* values) const {
+// The timeline follows the group of its grouping that a placement's blocks count in:
+// exactly one per placement (a function's own allocations, a path's type leaf).
+void Analysis::follow_in_timeline(const Placement& p) {
   using Series = AnalysisOptions::Series;
-  int64_t followed = 0;
-  const std::vector<uint32_t>& ids = options_.timeline_groups;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    uint32_t id = ids[i];
-    int64_t v = 0;
-    switch (options_.timeline) {
-      case Series::kType:
-        v = id < types_.size() ? types_[id].figures.live_bytes : 0;
-        break;
-      case Series::kThread:
-        v = id < threads_.size() ? threads_[id].figures.live_bytes : 0;
-        break;
-      case Series::kFunction:
-        v = id < functions_.size() ? functions_[id].self.live_bytes : 0;
-        break;
-      case Series::kCallPath:
-        v = id < tree_.size() ? tree_.node(id).total.live_bytes : 0;
-        break;
-      case Series::kNone:
-        break;
-    }
-    values[i] = v;
-    followed += v;
+  switch (options_.timeline) {
+    case Series::kType:
+      timeline_->change(p.type_group, types_[p.type_group].figures.live_bytes);
+      break;
+    case Series::kThread:
+      timeline_->change(p.thread_group, threads_[p.thread_group].figures.live_bytes);
+      break;
+    case Series::kFunction:
+      if (p.tree_leaf != kNone) {
+        uint32_t group = tree_.node(tree_.node(p.tree_leaf).parent).group;
+        timeline_->change(group, functions_[group].self.live_bytes);
+      }
+      break;
+    case Series::kCallPath:
+      if (p.tree_leaf != kNone) timeline_->change(p.tree_leaf, tree_.node(p.tree_leaf).total.live_bytes);
+      break;
+    case Series::kNone:
+      break;
   }
-  values[ids.size()] = selected_.live_bytes - followed;
-  return selected_.live_bytes;
 }
 
 // A placement left with fewer than zero live blocks was freed more often than the
@@ -616,18 +610,17 @@ void Analysis::run(const ProgressFn& progress) {
   uint64_t total_bytes = file_.event_bytes() ? file_.event_bytes() : 1;
   Event e;
   uint64_t count = 0;
-  auto read = [this](int64_t* values) { return read_series(values); };
   const std::vector<uint64_t>& ends = options_.bucket_ends;
   while (merge_.next(&e)) {
     if (e.time > options_.window_end) break;  // the state at the window's end
     while (buckets_.size() < ends.size() && e.time > ends[buckets_.size()]) close_bucket(ends[buckets_.size()] + 1);
     if (!counting_ && e.time >= options_.window_begin) open_window(e.time);
-    if (timeline_) timeline_->before(e.time, read);
+    if (timeline_) timeline_->before(e.time, selected_.live_bytes);
     uint64_t peak = selected_.peak_bytes;
     apply(e);
     ++totals_.events;
     if (selected_.peak_bytes != peak) totals_.peak_event = totals_.events;
-    if (timeline_) timeline_->after(e.time, selected_.live_bytes, read);
+    if (timeline_) timeline_->after(e.time, selected_.live_bytes);
     if ((++count & 0xffff) == 0) task.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
     if (options_.stop_after_events && totals_.events >= options_.stop_after_events) break;
   }

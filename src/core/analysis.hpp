@@ -57,9 +57,10 @@ struct AnalysisOptions {
   uint64_t min_lifetime = 0;
   uint64_t max_lifetime = UINT64_MAX;
   bool filters_lifetime() const { return min_lifetime > 0 || max_lifetime != UINT64_MAX; }
-  // The timeline: live bytes over time of these groups (and of the rest).
+  // The timeline: live bytes over time of every group of a grouping (type, thread,
+  // function: its own allocations, call path: type-leaf tree nodes); the caller picks
+  // which to show after the pass.
   enum class Series { kNone, kType, kThread, kFunction, kCallPath } timeline = Series::kNone;
-  std::vector<uint32_t> timeline_groups;  // type / thread / function groups, or type-leaf tree nodes
   size_t timeline_points = 2000;
   // Keep the address of every live block (profiles recorded with addresses): the
   // memory view of the moment the pass stops.
@@ -213,7 +214,7 @@ class Analysis : public BlockLedger {
   void release(Placement& p, bool temporary);
   void unallocate(Placement& p);
   void take_back_unmatched_frees();
-  int64_t read_series(int64_t* values) const;
+  void follow_in_timeline(const Placement& p);
   void open_window(uint64_t time);
   void track_address(const format::Event& e);
   void close_bucket(uint64_t time);

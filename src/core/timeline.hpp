@@ -1,8 +1,15 @@
-// timeline.hpp: live bytes over time, stacked by group, in at most `max_points`
-// buckets. A bucket keeps the moment its total was highest and what each group held
-// then, so the stacked series reach the exact peak, at its time. Buckets start one
-// clock tick wide and double (merging pairs, the higher of each pair kept) whenever
-// there would be too many: one pass, memory fixed by max_points.
+// timeline.hpp: live bytes over time of every group of a grouping, in at most
+// `max_points` buckets, in one pass. A bucket keeps the moment its total was highest
+// and what each group held then, so stacked series reach the exact peak, at its time.
+// Buckets start one clock tick wide and double (merging pairs, the higher of each
+// pair kept) whenever there would be too many.
+//
+// Every group is followed, so the caller can pick the series to show (say the top
+// ten by peak) after the pass, from the same pass. Memory stays small because a
+// group is stored only in the buckets in which it changed: an entry holds its bytes
+// at the bucket's highest moment and at the bucket's end; a bucket without an entry
+// carries the end of the group's previous entry. A new high of a bucket rewrites only
+// the groups changed since the bucket's previous high (the dirty list).
 #ifndef HEAPTYPE_CORE_TIMELINE_HPP
 #define HEAPTYPE_CORE_TIMELINE_HPP
 
@@ -15,41 +22,43 @@ namespace core {
 
 class Timeline {
  public:
-  // `series`: the groups followed; one more series holds the rest ("other").
-  Timeline(size_t series, size_t max_points);
+  explicit Timeline(size_t max_points);
 
-  // Before each event at `time`: opens the bucket of `time`; the state carried into
-  // it (and into any bucket skipped) is the one `read` gives now.
-  template <class Read>
-  void before(uint64_t time, Read&& read) {
+  // Before each event at `time`: opens the bucket of `time`. `total` is what is live
+  // now, carried into it and into any bucket skipped.
+  void before(uint64_t time, int64_t total) {
     uint64_t index = time / width_;
     while (index >= max_points_) {
       compress();
       index = time / width_;
     }
     if (started_ && index <= current_) return;
-    int64_t total = 0;
-    scratch_.assign(series_ + 1, 0);
-    total = read(scratch_.data());
-    if (!started_) {
-      started_ = true;
-      current_ = index;
-      open(index, time, total);
-      return;
-    }
-    for (uint64_t k = current_ + 1; k <= index; ++k) open(k, k == index ? time : k * width_, total);
-    current_ = index;
+    open_up_to(index, total);
   }
 
-  // After each event: the total now; the groups' values are read only when the
-  // bucket reaches a new high.
-  template <class Read>
-  void after(uint64_t time, int64_t total, Read&& read) {
+  // During an event: group `series` holds `bytes` now.
+  void change(uint32_t series, int64_t bytes) {
+    if (series >= series_.size()) series_.resize(series + 1);
+    Series& s = series_[series];
+    if (s.entries.empty() || s.entries.back().bucket != current_)
+      s.entries.push_back(Entry{static_cast<uint32_t>(current_), s.now, bytes});
+    else
+      s.entries.back().at_end = bytes;
+    s.now = bytes;
+    if (!s.dirty) {
+      s.dirty = true;
+      dirty_.push_back(series);
+    }
+  }
+
+  // After each event: the total now. At a new high of the bucket, the groups changed
+  // since its previous high take their bytes of now.
+  void after(uint64_t time, int64_t total) {
     Bucket& b = buckets_[current_];
     if (total <= b.total) return;
     b.total = total;
     b.time = time;
-    read(&values_[current_ * (series_ + 1)]);
+    settle();
   }
 
   // The threads' stacks together went `bytes` deep in the current bucket.
@@ -58,12 +67,12 @@ class Timeline {
     if (started_ && bytes > buckets_[current_].stack) buckets_[current_].stack = bytes;
   }
 
-  size_t series() const { return series_; }
   size_t points() const { return started_ ? current_ + 1 : 0; }
   uint64_t time(size_t point) const { return buckets_[point].time; }
   int64_t total(size_t point) const { return buckets_[point].total; }
   int64_t stack(size_t point) const { return buckets_[point].stack; }  // deepest in the bucket
-  int64_t value(size_t point, size_t series) const { return values_[point * (series_ + 1) + series]; }
+  // One group's bytes at each point (0 for a group never met).
+  std::vector<int64_t> series(uint32_t id) const;
 
  private:
   struct Bucket {
@@ -71,17 +80,29 @@ class Timeline {
     int64_t total;
     int64_t stack;  // the deepest the stacks went in it (STACK records)
   };
-  void open(uint64_t index, uint64_t time, int64_t total);
+  struct Entry {
+    uint32_t bucket;
+    int64_t at_high;  // the group's bytes at the bucket's highest moment
+    int64_t at_end;   // and when the bucket ended (or now)
+  };
+  struct Series {
+    std::vector<Entry> entries;  // in bucket order, one per bucket it changed in
+    int64_t now = 0;
+    bool dirty = false;  // changed since the current bucket's high
+  };
+  void open_up_to(uint64_t index, int64_t total);
+  void settle();
   void compress();
+  void compress_series(Series* s) const;
 
-  size_t series_;
   uint64_t max_points_;
   uint64_t width_ = 1;  // clock ticks per bucket
   bool started_ = false;
   uint64_t current_ = 0;
   std::vector<Bucket> buckets_;
-  std::vector<int64_t> values_;  // [bucket][series + 1], the last series is "other"
-  std::vector<int64_t> scratch_;
+  std::vector<Series> series_;
+  std::vector<uint32_t> dirty_;
+  std::vector<uint8_t> keep_odd_;  // compress(): the later of each pair was higher
   int64_t stack_now_ = 0;
 };
 

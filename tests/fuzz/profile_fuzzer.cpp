@@ -59,6 +59,8 @@ void analyse(const heaptype::format::ProfileFile& file, AnalysisOptions options)
   heaptype::core::tree_json(analysis, false, "peak", 3, &out);
   if (analysis.options().bottom_up) heaptype::core::tree_json(analysis, true, "bytes", 0, &out);
   heaptype::core::pprof_text(analysis, file.modules());
+  if (const heaptype::core::Timeline* timeline = analysis.timeline())
+    for (uint32_t id : {0u, 1u, 7u, 0xffffffffu}) timeline->series(id);
 }
 
 }  // namespace
@@ -72,7 +74,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     everything.call_tree = everything.bottom_up = everything.functions = true;
     everything.addresses = true;
     everything.timeline = AnalysisOptions::Series::kType;
-    everything.timeline_groups = {0, 1};
     everything.timeline_points = 16;
     everything.bucket_ends = {1, 10, 1000};
     analyse(file, everything);

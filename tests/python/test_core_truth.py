@@ -17,7 +17,7 @@ import threading
 import pytest
 
 from heaptype import _core
-from synthetic import PathIds, Reference, Scenario, generate, write
+from synthetic import PathIds, Reference, Scenario, folded_ops, generate, write
 
 FIGURES = ("allocations", "objects", "bytes", "peak_bytes", "live_bytes", "live_blocks", "temporary_allocations")
 
@@ -79,6 +79,71 @@ def test_generated_histories_match_the_reference(seed, tmp_path):
     sc = generate(rng, walked=seed % 3 == 2)
     a = analyse(sc, write(sc, rng), tmp_path, call_tree=True, functions=True, infer=False)
     assert_matches(Reference(sc), a)
+
+
+def reference_timeline(sc: Scenario, points: int, by: str) -> list[tuple[int, int, dict]]:
+    """The timeline by brute force: the moments after each event, the bucket width the
+    core ends with (the narrowest power of two that fits the run in ``points``), and
+    per bucket the first moment of its highest total (a bucket opens at its start with
+    what was live before its first event)."""
+    key = (lambda thread, site: sc.type_label(thread, site)) if by == "type" else \
+        (lambda thread, site: sc.base_site(thread, site)[0])
+    live: dict = {}
+    moments = []  # (time, total, {group: bytes})
+    at: dict = {}
+    for op in folded_ops(sc):
+        where = (op.stream, op.site)
+        if op.kind == "alloc":
+            at[op.block] = where
+            live[key(*where)] = live.get(key(*where), 0) + sc.size(*where)
+        elif op.kind == "free":
+            live[key(*at[op.block])] -= sc.size(*at[op.block])
+        else:
+            live[key(*at[op.block])] -= sc.size(*at[op.block])
+            at[op.block] = where
+            live[key(*where)] = live.get(key(*where), 0) + sc.size(*where)
+        moments.append((op.time, sum(live.values()), dict(live)))
+    last = moments[-1][0]
+    width = 1
+    while last // width >= points:
+        width *= 2
+    buckets: dict[int, tuple] = {}
+    before = (moments[0][0], 0, {})
+    for time, total, state in moments:
+        k = time // width
+        if k not in buckets:
+            # skipped buckets and this one open with what was live before the event
+            for skipped in range(max(buckets, default=k - 1) + 1, k):
+                buckets[skipped] = (skipped * width, before[1], before[2])
+            buckets[k] = (k * width, before[1], before[2])
+        if total > buckets[k][1]:
+            buckets[k] = (time, total, state)
+        before = (time, total, state)
+    return [buckets[k] for k in sorted(buckets)]
+
+
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("points", [7, 64])
+@pytest.mark.parametrize("by", ["type", "thread"])
+def test_timeline_points_are_the_buckets_highest_moments(seed, points, by, tmp_path):
+    """Every group is followed in one pass and stored only where it changed; buckets
+    double in width as the run grows. Each point must still be the exact state of
+    the first moment its bucket was highest: its time, its total, every group's bytes."""
+    rng = random.Random(7000 + seed)
+    sc = generate(rng, threads=1 + seed % 4)
+    a = analyse(sc, write(sc, rng), tmp_path, infer=False, timeline=by, timeline_points=points)
+    groups = a.types if by == "type" else a.threads
+    names = [g.label if by == "type" else g.thread for g in groups]
+    raw = a.timeline([g.id for g in groups])
+    expected = reference_timeline(sc, points, by)
+    first = len(raw["totals"]) - len(expected)  # buckets before the first event hold nothing
+    assert first >= 0 and all(t == 0 for t in raw["totals"][:first])
+    assert raw["totals"][first:] == [total for _, total, _ in expected]
+    assert raw["times_us"][first:] == [time for time, _, _ in expected]
+    for name, values in zip(names, raw["series"]):
+        assert values[first:] == [state.get(name, 0) for _, _, state in expected], name
+    assert all(v == 0 for v in raw["other"])
+    assert max(raw["totals"]) == a.selected.peak_bytes
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -534,7 +599,7 @@ def test_stack_depths_of_threads_add_up_over_time(tmp_path):
     path.write_bytes(b.finish())
     file = _core.ProfileFile(str(path))
     assert [e[6] for e in file.events(2)[0] if e[0] == "stack"] == [10_000, 20_000, 512]
-    a = _core.Analysis(file, _core.TableCodeNames(), timeline="type", timeline_groups=[])
+    a = _core.Analysis(file, _core.TableCodeNames(), timeline="type")
     assert (a.totals.stack_peak_bytes, a.totals.stack_peak_time_us) == (21_024, 5)
     assert {t.thread: t.stack_peak_bytes for t in a.threads} == {1: 4096, 2: 20_000}
     assert (a.totals.allocations, a.totals.peak_bytes) == (1, 64)  # the heap is the heap

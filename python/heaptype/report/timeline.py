@@ -12,8 +12,9 @@ WIDTH = 64
 
 
 def timeline_json(profile: Profile, by: str = "type", top: int = 10, *, infer: bool = True) -> dict:
+    timeline = profile.timeline(by, top, infer=infer)  # first: its pass serves the head's totals too
     out = report_json_head(profile, f"timeline by {by}")
-    out.update(profile.timeline(by, top, infer=infer).as_dict())
+    out.update(timeline.as_dict())
     out["warnings"] = profile.warnings
     return out
 

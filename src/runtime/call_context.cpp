@@ -98,6 +98,10 @@ inline void prune_below(CallContext& c, uintptr_t sp) {
 // alternate stack walks nothing.
 constexpr uintptr_t kMaxStackSpan = uintptr_t{1} << 30;
 
+// Linux maps nothing below vm.mmap_min_addr (64 KiB by default): a "return address"
+// there is data read from a frame that code without frame pointers laid out its own way.
+constexpr uintptr_t kLowestCode = uintptr_t{1} << 16;
+
 // The return addresses of the callers of the function whose frame is `frame` (an
 // allocation function: its own return address is the call site), innermost first.
 // Functions without frame pointers at the start (the allocation made inside a
@@ -123,7 +127,7 @@ int walk_callers(FrameRules& rules, uintptr_t frame, uintptr_t high, uintptr_t* 
       rbp = *reinterpret_cast<const uintptr_t*>(at);
     }
     pc = reinterpret_cast<const uintptr_t*>(cfa)[-1];
-    if (!pc) return n;
+    if (pc < kLowestCode) return n;
     out[n++] = pc;
     sp = cfa;
   }
@@ -135,8 +139,12 @@ int walk_callers(FrameRules& rules, uintptr_t frame, uintptr_t high, uintptr_t* 
     // Code that uses rbp for its own ends the chain (libffi's call frames, code
     // built without frame pointers): a "return address" inside the stack is data.
     if (!ra || ra - frame < high - frame) break;
-    out[n] = ra;
-    if (++n == kMaxWalkedFrames) break;
+    // So is one in the first pages, read where such code kept rbp pointing into a
+    // frame of its caller: the chain goes on from there, without that word.
+    if (ra >= kLowestCode) {
+      out[n] = ra;
+      if (++n == kMaxWalkedFrames) break;
+    }
     below = fp;
     fp = f[0];
   }

@@ -27,6 +27,7 @@
 #include "external_blocks.hpp"
 #include "heaptype/type_id.hpp"
 #include "hot_path.hpp"
+#include "sanitizer.hpp"
 
 extern "C" {
 void __libc_free(void* p);

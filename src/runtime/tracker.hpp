@@ -36,6 +36,7 @@ bool dump(const char* path);
 inline bool runtime_active() {
   int state = g_state.load(std::memory_order_acquire);
   if (__builtin_expect(state == kActive, 1)) return true;
+  if (!sanitizer_ready()) return false;  // sanitizer builds: not before the sanitizer is up
   return state == kUninitialized || state == kStarting ? ensure_initialized() == kActive : false;
 }
 

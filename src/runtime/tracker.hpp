@@ -83,6 +83,10 @@ void on_untag(const void* p);
 // The thread exits: its blocks on probation leave it.
 void end_all_probation(ThreadState* t);
 
+// Records what signal handlers did while the thread was inside the runtime (the
+// thread's pending events); the thread is not busy.
+void drain_pending(ThreadState* t);
+
 }  // namespace runtime
 }  // namespace heaptype
 

@@ -33,20 +33,25 @@ def hostile(cpp_programs):
     return cpp_programs.program("hostile")
 
 
-def test_signal_handler_allocating_while_the_thread_is_in_the_runtime(hostile, tmp_path):
-    """A profiling timer's handler allocates whenever it fires, also in the middle of
-    the runtime's own work: no deadlock, and the loop's blocks are counted exactly."""
+@pytest.mark.parametrize("callstack", [None, "none"])
+@pytest.mark.parametrize("scenario,live", [("signal", "all"), ("signal-free", 1)])
+def test_signal_handler_allocating_while_the_thread_is_in_the_runtime(hostile, tmp_path, scenario, live,
+                                                                      callstack):
+    """A profiling timer's handler allocates (signal-free: and frees the block of the
+    time before) whenever it fires, also in the middle of the runtime's own work: no
+    deadlock, and every block is counted exactly, the handler's typed too (the thread
+    records them as it leaves the runtime)."""
     output = tmp_path / "signal.htp"
-    done = run_profiled(hostile, output, "signal", "2000000", timeout=120)
+    env = {"HEAPTYPE_CALLSTACK": callstack} if callstack else {}
+    done = run_profiled(hostile, output, scenario, "2000000", env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     signals = int(re.match(r"signals=(\d+) ", done.stdout).group(1))
+    assert signals > 0
     profile = heaptype.load(output)
-    assert profile.complete
+    assert profile.complete and profile.warnings == []
     assert allocations(profile, "Main") == (2_000_000, 0)
-    # A handler's allocation that interrupts the runtime is passed through unrecorded;
-    # every other one is a typed Sig, none of them freed.
-    sig = allocations(profile, "Sig")
-    assert sig is None or (sig[0] <= signals and sig[1] == sig[0])
+    assert allocations(profile, "Sig") == (signals, signals if live == "all" else live)
+    assert profile.totals.allocations == sum(r.allocations for r in profile.by_type())
 
 
 def test_forked_child_that_execs_a_profiled_program_keeps_the_parent_profile(hostile, tmp_path):

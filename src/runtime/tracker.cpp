@@ -89,8 +89,9 @@ inline size_t cookie_size(size_t elem_align) { return elem_align > sizeof(size_t
 // is the block itself, or the block plus an array cookie (Itanium C++ ABI: arrays
 // of types with non-trivial destructors; the cookie is max(sizeof(size_t),
 // alignof(T)) bytes and its last word holds the element count). Sets the count.
-bool objects_in_block(uintptr_t block, uint64_t size, uintptr_t p, size_t elem_size, size_t elem_align,
-                      uint64_t* count) {
+// (Reading the cookie is the point: Clang's AddressSanitizer poisons it.)
+HEAPTYPE_NO_ASAN bool objects_in_block(uintptr_t block, uint64_t size, uintptr_t p, size_t elem_size,
+                                       size_t elem_align, uint64_t* count) {
   if (!elem_size || size == kSizeSaturated) return false;
   if (p == block) {
     *count = size % elem_size == 0 ? size / elem_size : 1;

@@ -2,9 +2,12 @@
 and the threaded programs under ThreadSanitizer: no report, and every per-type figure
 the same as in the plain build (test_runtime_truth.py's tables).
 
-Built here with g++, whose sanitizer runtimes are shared libraries (libasan, libtsan)
-and so leave the executable's replaced malloc and operator new in place; the runtime
-then takes its blocks from the sanitizer's allocator (src/runtime/sanitizer.hpp).
+Built with g++, whose sanitizer runtimes are shared libraries (libasan, libtsan) and so
+leave the executable's replaced malloc and operator new in place, and ASan also with
+clang++ -shared-libsan (Clang's static runtime defines them too, and Clang's ASan
+poisons array cookies, which the runtime reads); the runtime then takes its blocks
+from the sanitizer's allocator (src/runtime/sanitizer.hpp). Clang's TSan runtime
+(Debian's clang 14) crashes at start with the runtime in the process: not tested.
 
 - ASan + UBSan: the runtime is instrumented, except allocation_hooks.cpp (UBSan only):
   the sanitizer's own start-up calls malloc before its shadow memory exists.
@@ -35,24 +38,33 @@ from tooling import require_tool, run_once
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = sorted((ROOT / "src" / "runtime").glob("*.cpp"))
 HOOKS = "allocation_hooks.cpp"
-# As CMakeLists.txt builds the runtime.
-RUNTIME_FLAGS = [CXX_STD, "-O2", "-g", "-fPIC", "-fno-omit-frame-pointer", "-fno-instrument-functions",
+# As CMakeLists.txt builds the runtime (less -fno-instrument-functions, which clang++ lacks).
+RUNTIME_FLAGS = [CXX_STD, "-O2", "-g", "-fPIC", "-fno-omit-frame-pointer",
                  "-fvisibility=hidden", "-fvisibility-inlines-hidden", f"-I{ROOT / 'src' / 'include'}",
                  "-DHEAPTYPE_SANITIZER=1"]
 UBSAN = ["-fsanitize=undefined", "-fno-sanitize-recover=all"]
 SANITIZERS = {
-    # name: (program flags, runtime flags, flags of allocation_hooks.cpp)
-    "asan": (["-fsanitize=address", *UBSAN], ["-fsanitize=address", *UBSAN], UBSAN),
-    "tsan": (["-fsanitize=thread"], [], []),
+    # name: (compiler, program flags, runtime flags, flags of allocation_hooks.cpp)
+    "asan": ("g++", ["-fsanitize=address", *UBSAN], ["-fsanitize=address", *UBSAN], UBSAN),
+    "tsan": ("g++", ["-fsanitize=thread"], [], []),
+    # Clang links its sanitizer runtime statically unless told: that one defines
+    # operator new and malloc too, beside the runtime's.
+    "clang-asan": ("clang++", ["-fsanitize=address", *UBSAN, "-shared-libsan"], ["-fsanitize=address", *UBSAN],
+                   UBSAN),
 }
 REPORTS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "WARNING: ThreadSanitizer",
            "ERROR: ThreadSanitizer")
 
 
 class SanitizedBuild:
-    def __init__(self, workdir: Path, cxx: str, sanitizer: str):
-        self.workdir, self.cxx, self.sanitizer = workdir, cxx, sanitizer
-        self.program_flags, self.runtime_flags, self.hooks_flags = SANITIZERS[sanitizer]
+    def __init__(self, workdir: Path, sanitizer: str):
+        compiler, self.program_flags, self.runtime_flags, self.hooks_flags = SANITIZERS[sanitizer]
+        self.workdir, self.cxx, self.sanitizer = workdir, require_tool(compiler), sanitizer
+        self.link_flags = []
+        if "-shared-libsan" in self.program_flags:  # where clang's shared sanitizer runtimes are
+            runtime_dir = subprocess.run([self.cxx, "--print-runtime-dir"], capture_output=True, text=True,
+                                         timeout=60).stdout.strip()
+            self.link_flags = [f"-Wl,-rpath,{runtime_dir}"]
 
     def _run(self, command: list[str]) -> None:
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
@@ -81,23 +93,23 @@ class SanitizedBuild:
 
         def make() -> None:
             self._run([self.cxx, CXX_STD, "-O2", "-g", *self.program_flags, *flags.compile_flags(cxx=self.cxx),
-                       str(CPP_DIR / f"{name}.cpp"), *map(str, objects), *flags.link_flags()[1:], "-o", str(exe)])
+                       str(CPP_DIR / f"{name}.cpp"), *map(str, objects), *flags.link_flags()[1:], *self.link_flags,
+                       "-o", str(exe)])
 
         run_once(exe.with_suffix(".built"), make)
         return exe
 
 
 def build_for(tmp_path_factory, sanitizer: str) -> SanitizedBuild:
-    cxx = require_tool("g++")
     base = tmp_path_factory.getbasetemp()
     workdir = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / f"heaptype-{sanitizer}"
     workdir.mkdir(exist_ok=True)
-    return SanitizedBuild(workdir, cxx, sanitizer)
+    return SanitizedBuild(workdir, sanitizer)
 
 
-@pytest.fixture(scope="session")
-def asan(tmp_path_factory) -> SanitizedBuild:
-    return build_for(tmp_path_factory, "asan")
+@pytest.fixture(scope="session", params=["asan", "clang-asan"])
+def asan(request, tmp_path_factory) -> SanitizedBuild:
+    return build_for(tmp_path_factory, request.param)
 
 
 @pytest.fixture(scope="session")
@@ -156,6 +168,7 @@ def test_threads_under_asan_and_ubsan_with_leak_check(asan, tmp_path):
     (("throw", "6"), {"heaptype::constructor_threw": (6, 6, 96, 0)}),
     (("free-array", "4"), {"Counted": (4, 12, 4 * (8 + 3 * 8), 0)}),
     (("signal", "300000"), {"Main": (300_000, 300_000, 300_000 * 24, 0)}),
+    (("signal-free", "300000"), {"Main": (300_000, 300_000, 300_000 * 24, 0)}),
 ])
 def test_hostile_programs_under_asan_and_ubsan(asan, tmp_path, scenario, expected):
     profile = run_clean(asan.program("hostile"), tmp_path / "hostile.htp", *scenario, leaks=False)
@@ -185,10 +198,11 @@ def test_phases_under_tsan(tsan, tmp_path):
         "Alpha": (100, 0), "Beta": (50, 0), "Gamma": (20, 0)}
 
 
-def test_signal_handler_under_tsan(tsan, tmp_path):
+@pytest.mark.parametrize("scenario", ["signal", "signal-free"])
+def test_signal_handler_under_tsan(tsan, tmp_path, scenario):
     # The handler allocates on purpose, which TSan calls signal-unsafe: that report
     # is off; any other (a race with the runtime's clock thread) is not.
-    profile = run_clean(tsan.program("hostile"), tmp_path / "signal.htp", "signal", "300000",
+    profile = run_clean(tsan.program("hostile"), tmp_path / "signal.htp", scenario, "300000",
                         signal_unsafe=False)
     main = profile.type_row("Main")
     assert (main.allocations, main.live_blocks) == (300_000, 0)

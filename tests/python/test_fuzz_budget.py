@@ -3,7 +3,7 @@
 The seed corpus is every budget file of the repository (examples/, tests/data/), the
 TOML examples of docs/budgets.md and the README, each also as a pyproject.toml
 [tool.heaptype] table, and the hostile files of issue 15 (wrong types, deep nesting).
-HEAPTYPE_FUZZ_RUNS sets the fuzzing run's length (CI: 200,000 executions, about two
+HEAPTYPE_FUZZ_RUNS sets the fuzzing run's length (CI: 200,000 executions, 2-4
 minutes); an exception other than BudgetError, or an input that takes more than
 -timeout seconds, fails the test with libFuzzer's report and the input.
 """

@@ -206,3 +206,11 @@ def test_signal_handler_under_tsan(tsan, tmp_path, scenario):
                         signal_unsafe=False)
     main = profile.type_row("Main")
     assert (main.allocations, main.live_blocks) == (300_000, 0)
+
+
+def test_call_paths_of_four_threads_under_tsan(tsan, tmp_path):
+    # callpaths_known.cpp: four threads, each with its own type (and exception unwinding).
+    profile = run_clean(tsan.program("callpaths_known"), tmp_path / "callpaths.htp")
+    rows = typed_rows(profile)
+    assert {name: rows[name]["allocations"] for name in ("ThreadA", "ThreadB", "ThreadC", "ThreadD")} == {
+        "ThreadA": 10, "ThreadB": 20, "ThreadC": 30, "ThreadD": 40}

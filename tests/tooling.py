@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import importlib
 import os
 import shutil
 from pathlib import Path
@@ -31,6 +32,17 @@ def require_file(path: str, package: str) -> Path:
     if Path(path).exists():
         return Path(path)
     message = f"{path} is missing: install {package}"
+    if os.environ.get("HEAPTYPE_REQUIRE_TOOLS") == "1":
+        pytest.fail(f"{message} (HEAPTYPE_REQUIRE_TOOLS=1)", pytrace=False)
+    pytest.skip(message)
+
+
+def require_module(name: str, package: str):
+    """Like require_tool, for a Python module (imported and returned)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        message = f"the Python module {name} is missing: pip install {package}"
     if os.environ.get("HEAPTYPE_REQUIRE_TOOLS") == "1":
         pytest.fail(f"{message} (HEAPTYPE_REQUIRE_TOOLS=1)", pytrace=False)
     pytest.skip(message)

@@ -23,6 +23,7 @@
 
 #include "diagnostics.hpp"
 #include "hot_path.hpp"
+#include "sanitizer.hpp"
 
 extern "C" {
 void* __libc_malloc(size_t size);
@@ -31,6 +32,15 @@ void* __libc_realloc(void* p, size_t size);
 void* __libc_memalign(size_t alignment, size_t size);
 void __libc_free(void* p);
 }
+
+#ifdef HEAPTYPE_SANITIZER
+// See sanitizer.hpp: the executable's constructors run after every sanitizer
+// runtime's start-up, and this one runs before the program's own.
+bool heaptype::runtime::g_sanitizer_ready = false;
+__attribute__((constructor(101))) static void heaptype_sanitizer_is_up() {
+  __atomic_store_n(&heaptype::runtime::g_sanitizer_ready, true, __ATOMIC_RELEASE);
+}
+#endif
 
 namespace {
 
@@ -107,6 +117,7 @@ inline void* allocate_or_null(size_t size, size_t alignment, void* call_site, vo
 // would be handed a pointer that starts no allocation and crash on it; like Valgrind
 // ("mismatched free() / delete / delete []") say so, once, and free the block.
 void* array_block_of(void* p) {
+  if (rt::sanitizer_block(p)) return nullptr;  // the memory before it may be unmapped
   for (size_t cookie : {sizeof(size_t), 2 * sizeof(size_t)}) {
     char* block = static_cast<char*>(p) - cookie;
     unsigned code;

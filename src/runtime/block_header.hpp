@@ -28,6 +28,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "sanitizer.hpp"
+
 namespace heaptype {
 namespace runtime {
 
@@ -84,7 +86,8 @@ inline BlockHeader* header_of(const void* p) {
 // The header of the block at p, or nullptr if p is not a block of ours. `p` must be
 // a pointer the program may free (its 16 bytes below are readable: glibc's own chunk
 // header is there), or have passed header_readable().
-inline BlockHeader* sealed_header(const void* p, unsigned* offset_code) {
+HEAPTYPE_NO_ASAN inline BlockHeader* sealed_header(const void* p, unsigned* offset_code) {
+  if (sanitizer_block(p)) return nullptr;  // sanitizer builds: a block of its own, not one of ours
   BlockHeader* h = header_of(p);
   uint32_t code = h->seal ^ seal_of(reinterpret_cast<uintptr_t>(p));
   if (code > kMaxOffsetCode) return nullptr;

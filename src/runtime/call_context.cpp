@@ -314,6 +314,7 @@ __attribute__((no_instrument_function, noinline)) void enter_slow(uintptr_t func
     uint32_t node = child_node(t, parent, function, call_site);
     t->busy = false;
     end_event(t);
+    if (__atomic_load_n(&t->pending_count, __ATOMIC_RELAXED)) drain_pending(t);  // a signal handler's events
     c.frames[c.depth] = {function, call_site, sp, node, parent};
   }
   ++c.depth;

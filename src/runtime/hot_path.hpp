@@ -26,6 +26,12 @@ inline void clear_hint(ThreadState* t) {
   heaptype_hint.object = nullptr;
 }
 
+// Leaving the runtime: a signal handler that ran meanwhile may have left events.
+__attribute__((always_inline)) inline void leave_runtime(ThreadState* t) {
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // after `busy` is cleared
+  if (__builtin_expect(__atomic_load_n(&t->pending_count, __ATOMIC_RELAXED) != 0, 0)) drain_pending(t);
+}
+
 // The allocation's records for a call site the memo knows; false when it does not.
 __attribute__((always_inline)) inline bool record_known_allocation(ThreadState* t, uintptr_t p, size_t size, uintptr_t call_site, uint32_t node,
                                     uint64_t* owner) {
@@ -55,6 +61,7 @@ __attribute__((always_inline)) inline void on_new_block(void* p, size_t size, ui
   t->busy = false;
   write_header(p, size, 0, owner);
   end_event(t);
+  leave_runtime(t);
 }
 
 // The program frees the sealed block at `p`. False when the memory must stay
@@ -73,6 +80,7 @@ __attribute__((always_inline)) inline bool on_free_block(void* p, BlockHeader* h
   emit_local_free(t, owner_site(owner), address, now_tick());
   t->busy = false;
   end_event(t);
+  leave_runtime(t);
   return true;
 }
 

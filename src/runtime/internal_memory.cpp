@@ -4,6 +4,12 @@
 
 #include <atomic>
 
+#include "sanitizer.hpp"
+
+#ifdef HEAPTYPE_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace heaptype {
 namespace runtime {
 namespace {
@@ -22,6 +28,9 @@ void* map_pages(size_t bytes) {
   bytes = round_to_pages(bytes);
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return nullptr;
+#ifdef HEAPTYPE_LSAN
+  __lsan_register_root_region(p, bytes);  // it names blocks on probation, freed by the program
+#endif
   uint64_t now = g_mapped.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   uint64_t peak = g_mapped_peak.load(std::memory_order_relaxed);
   while (now > peak && !g_mapped_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
@@ -32,6 +41,9 @@ void* map_pages(size_t bytes) {
 void unmap_pages(void* p, size_t bytes) {
   if (!p) return;
   bytes = round_to_pages(bytes);
+#ifdef HEAPTYPE_LSAN
+  __lsan_unregister_root_region(p, bytes);
+#endif
   munmap(p, bytes);
   g_mapped.fetch_sub(bytes, std::memory_order_relaxed);
 }

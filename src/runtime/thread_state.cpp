@@ -177,6 +177,7 @@ void reset_stream(ThreadState* t, uint32_t number) {
   t->owner_base = make_owner(number, 0, false);
   t->os_tid = static_cast<uint64_t>(syscall(SYS_gettid));
   t->busy = false;
+  t->pending_count = 0;
   t->exited = false;
   t->announced = false;
   t->used = t->flushed = 0;

@@ -68,6 +68,23 @@ struct ProbationBlock {
 };
 constexpr uint32_t kProbationSlots = 16;
 
+// What a signal handler did while its thread was inside the runtime (`busy`): the
+// thread's records are half written then, so the handler only notes the event here
+// and the thread records it when it leaves the runtime (drain_pending, tracker.cpp).
+enum class PendingKind : uint8_t { kAlloc, kFree, kType };
+struct PendingEvent {
+  PendingKind kind;
+  uint8_t offset_code;     // kAlloc, kFree: the block's header offset code
+  bool tracked;            // kFree: the block was tracked
+  uintptr_t address;       // the block (kType: the object the new-expression returned)
+  uint64_t size;           // kAlloc: its size; kType: the element size
+  uint64_t owner;          // kFree: its owner word
+  uintptr_t call_site;     // kAlloc
+  uintptr_t type_tag;      // kType
+  uint64_t elem_align;     // kType
+};
+constexpr uint32_t kPendingSlots = 32;
+
 // The thread's stack, for walking frame pointers without leaving it.
 struct StackBounds {
   uintptr_t high;  // frames lie below; 0: unknown (no walking)
@@ -78,7 +95,7 @@ using format::kMaxRecordSize;
 
 struct ThreadState {
   // --- the owner's, on every event
-  bool busy;                 // inside the runtime: a nested call (signal handler) is not recorded
+  bool busy;                 // inside the runtime: a nested call (signal handler) is recorded later
   uint32_t number;           // 1, 2, ... in order of first allocation
   uint64_t owner_base;       // make_owner(number, 0, false): owner words of its blocks
   uint64_t os_tid;
@@ -98,6 +115,10 @@ struct ThreadState {
   uint64_t stack_reported;
   ProbationBlock probation[kProbationSlots];
   uint32_t probation_count;
+  // Signal handlers' events, recorded when the runtime is left (__atomic builtins:
+  // the handler appends, the thread drains).
+  PendingEvent pending[kPendingSlots];
+  uint32_t pending_count;
   // Counters for the END chunk: written by the owner only (relaxed), read by the finisher.
   std::atomic<uint64_t> allocations;
   std::atomic<uint64_t> frees;

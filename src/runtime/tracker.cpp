@@ -1,8 +1,9 @@
 // tracker.cpp: what happens on each allocation, free and type report.
 //
 // Everything here runs on the thread that allocates or frees, inside `busy`: a
-// signal handler that allocates while the thread is in here is passed through
-// unrecorded (its blocks get untracked headers) rather than interleaving records.
+// signal handler that allocates, frees or names a type while the thread is in here
+// does not interleave records with it; it notes the event (pending, see
+// drain_pending) and the thread records it as it leaves the runtime.
 //
 // Probation. operator new names the type of a block itself once its call site is
 // known to be typed (call_site_types.hpp); the first block of a call site, and
@@ -27,6 +28,7 @@
 #include "external_blocks.hpp"
 #include "heaptype/type_id.hpp"
 #include "hot_path.hpp"
+#include "sanitizer.hpp"
 
 extern "C" {
 void __libc_free(void* p);
@@ -69,6 +71,7 @@ class Busy {
     if (!t_) return;
     t_->busy = false;
     end_event(t_);
+    leave_runtime(t_);
   }
   Busy(const Busy&) = delete;
   Busy& operator=(const Busy&) = delete;
@@ -86,8 +89,9 @@ inline size_t cookie_size(size_t elem_align) { return elem_align > sizeof(size_t
 // is the block itself, or the block plus an array cookie (Itanium C++ ABI: arrays
 // of types with non-trivial destructors; the cookie is max(sizeof(size_t),
 // alignof(T)) bytes and its last word holds the element count). Sets the count.
-bool objects_in_block(uintptr_t block, uint64_t size, uintptr_t p, size_t elem_size, size_t elem_align,
-                      uint64_t* count) {
+// (Reading the cookie is the point: Clang's AddressSanitizer poisons it.)
+HEAPTYPE_NO_ASAN bool objects_in_block(uintptr_t block, uint64_t size, uintptr_t p, size_t elem_size,
+                                       size_t elem_align, uint64_t* count) {
   if (!elem_size || size == kSizeSaturated) return false;
   if (p == block) {
     *count = size % elem_size == 0 ? size / elem_size : 1;
@@ -348,12 +352,106 @@ bool record_free(ThreadState* t, uintptr_t p, BlockHeader* h) {
   return true;
 }
 
+// --- signal handlers inside the runtime ---------------------------------------------------
+//
+// A handler that runs while its thread is busy only appends to the thread's pending
+// events (a slot, then the count: nothing the interrupted code touches), and the
+// thread records them in drain_pending as it leaves the runtime. A block the
+// handler allocates carries pending_owner() until then: the probation bit, so that
+// a free of it (by the handler, or by another thread it was handed to) only marks
+// it freed and the thread releases it while draining. When the slots are full the
+// event goes unrecorded, as before they existed.
+
+bool push_pending(ThreadState* t, const PendingEvent& e) {
+  uint32_t n = __atomic_load_n(&t->pending_count, __ATOMIC_RELAXED);
+  if (n == kPendingSlots) return false;
+  t->pending[n] = e;
+  __atomic_store_n(&t->pending_count, n + 1, __ATOMIC_RELEASE);
+  return true;
+}
+
+inline uint64_t pending_owner(const ThreadState* t) { return t->owner_base | kOwnerProbation; }
+
+// A handler's free while its thread is busy. False: the memory stays (a block on
+// probation: its owner releases it, as for another thread's free).
+bool defer_free(void* p, BlockHeader* h) {
+  ThreadState* t = tls_thread_state;
+  uint64_t owner = load_owner(h);
+  if (owner_current(owner) && (owner & kOwnerProbation)) {
+    while (owner & kOwnerProbation)
+      if (replace_owner(h, &owner, owner | kOwnerFreed)) return false;
+  }
+  PendingEvent e{};
+  e.kind = PendingKind::kFree;
+  e.offset_code = static_cast<uint8_t>(h->seal & kMaxOffsetCode);
+  e.tracked = owner_current(owner);
+  e.address = address_of(p);
+  e.owner = owner;
+  push_pending(t, e);  // full: the free goes unrecorded
+  return true;
+}
+
+void defer_type(const void* p, uintptr_t type_tag, size_t elem_size, size_t elem_align) {
+  ThreadState* t = tls_thread_state;
+  if (!t) return;
+  PendingEvent e{};
+  e.kind = PendingKind::kType;
+  e.address = address_of(p);
+  e.type_tag = type_tag;
+  e.size = elem_size;
+  e.elem_align = elem_align;
+  push_pending(t, e);
+}
+
+// The handler's block pending[index]: its ALLOC record, with the type its
+// new-expression reported (a later kType event), at its call site (the handler's
+// frames are gone: no deeper context). Then the owner word takes the site; a block
+// freed meanwhile gets its FREE record and its memory goes.
+void record_pending_alloc(ThreadState* t, uint32_t index, uint32_t count) {
+  const PendingEvent e = t->pending[index];
+  uint64_t n = 0;
+  uint32_t site = 0;
+  bool typed = false;
+  for (uint32_t j = index + 1; j < count && !typed; ++j) {
+    const PendingEvent& r = t->pending[j];
+    if (r.kind == PendingKind::kType &&
+        objects_in_block(e.address, e.size, r.address, r.size, r.elem_align, &n)) {
+      site = site_number(t, {e.size, n, r.type_tag, e.call_site, 0});
+      typed = true;
+    }
+  }
+  if (!typed) site = untyped_site(t, e.size, e.call_site, 0);
+  uint64_t owner = make_owner(t->number, site, typed);
+  emit_alloc(t, site, e.address, now_tick());
+  bump(t->other_header_bytes, other_header_bytes(e.offset_code, true));
+  BlockHeader* h = header_of(reinterpret_cast<void*>(e.address));
+  uint64_t seen = load_owner(h);
+  while (!(seen & kOwnerFreed))
+    if (replace_owner(h, &seen, owner)) return;
+  emit_local_free(t, site, e.address, now_tick());
+  h->seal = 0;
+  bump(t->other_header_bytes, -other_header_bytes(e.offset_code, true));
+  __libc_free(allocation_base(reinterpret_cast<void*>(e.address), e.offset_code));
+}
+
 }  // namespace
 
 void on_block(void* p, size_t size, unsigned offset_code, uintptr_t call_site, uintptr_t frame) {
   ThreadState* t = tls_thread_state;
   if (__builtin_expect(!t, 0)) t = create_thread_state();
   uint64_t owner = 0;
+  if (t && t->busy && g_recording.load(std::memory_order_relaxed)) {
+    PendingEvent e{};
+    e.kind = PendingKind::kAlloc;
+    e.offset_code = static_cast<uint8_t>(offset_code);
+    e.address = address_of(p);
+    e.size = size;
+    e.call_site = call_site;
+    if (push_pending(t, e)) {
+      write_header(p, size, offset_code, pending_owner(t));
+      return;
+    }
+  }
   if (t && !t->busy && g_recording.load(std::memory_order_relaxed)) {
     t->busy = true;
     uintptr_t address = address_of(p);
@@ -365,14 +463,17 @@ void on_block(void* p, size_t size, unsigned offset_code, uintptr_t call_site, u
   write_header(p, size, offset_code, owner);
   if (t) {
     bump(t->other_header_bytes, other_header_bytes(offset_code, owner != 0));
-    if (owner) end_event(t);
+    if (owner) {
+      end_event(t);
+      leave_runtime(t);
+    }
   }
 }
 
 bool on_release(void* p, BlockHeader* h) {
   Busy scope;
   ThreadState* t = scope.get();
-  if (!t) return true;  // a nested call (signal handler): the free goes unrecorded
+  if (!t) return defer_free(p, h);  // a signal handler inside the runtime
   bool tracked = owner_current(load_owner(h));
   bool release = record_free(t, address_of(p), h);
   if (release) bump(t->other_header_bytes, -other_header_bytes(h->seal & kMaxOffsetCode, tracked));
@@ -414,13 +515,19 @@ void on_foreign_release(void* p) {
 void on_tag_new(const void* p, uintptr_t type_tag, size_t elem_size, size_t elem_align) {
   if (!p || !headers_on()) return;
   Busy scope;
-  if (ThreadState* t = scope.get()) type_reported(t, address_of(p), type_tag, elem_size, elem_align);
+  if (ThreadState* t = scope.get())
+    type_reported(t, address_of(p), type_tag, elem_size, elem_align);
+  else
+    defer_type(p, type_tag, elem_size, elem_align);
 }
 
 void on_tag_allocation(const void* p, uintptr_t type_tag, size_t elem_size, size_t count) {
   if (!p || !headers_on() || !count) return;
   Busy scope;
-  if (ThreadState* t = scope.get()) type_reported(t, address_of(p), type_tag, elem_size, 1);
+  if (ThreadState* t = scope.get())
+    type_reported(t, address_of(p), type_tag, elem_size, 1);
+  else
+    defer_type(p, type_tag, elem_size, 1);
 }
 
 void on_tag_block(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t count, uintptr_t call_site,
@@ -473,8 +580,36 @@ void on_untag(const void* ptr) {
 
 // Thread exit: every block on probation leaves it (see the top).
 void end_all_probation(ThreadState* t) {
+  if (__atomic_load_n(&t->pending_count, __ATOMIC_RELAXED)) drain_pending(t);
   t->busy = true;
   while (t->probation_count) end_probation_untyped(t, t->probation_count - 1);
+  t->busy = false;
+  end_event(t);
+}
+
+void drain_pending(ThreadState* t) {
+  t->busy = true;
+  for (uint32_t i = 0;;) {
+    uint32_t count = __atomic_load_n(&t->pending_count, __ATOMIC_ACQUIRE);
+    if (i == count) {
+      // Done, unless a handler added one since (it runs on this thread: a CAS
+      // that fails means it did).
+      if (__atomic_compare_exchange_n(&t->pending_count, &count, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        break;
+      continue;
+    }
+    const PendingEvent& e = t->pending[i];
+    if (e.kind == PendingKind::kAlloc) {
+      record_pending_alloc(t, i, count);
+    } else if (e.kind == PendingKind::kFree) {
+      if (owner_current(e.owner))
+        emit_free(t, e.owner, e.address, owner_thread(e.owner) == t->number ? now_tick() : meeting_tick());
+      else
+        bump(t->untracked_frees, 1);
+      bump(t->other_header_bytes, -other_header_bytes(e.offset_code, e.tracked));
+    }  // kType: the allocation before it took it (a retyping of another block is not replayed)
+    ++i;
+  }
   t->busy = false;
   end_event(t);
 }

@@ -36,6 +36,7 @@ bool dump(const char* path);
 inline bool runtime_active() {
   int state = g_state.load(std::memory_order_acquire);
   if (__builtin_expect(state == kActive, 1)) return true;
+  if (!sanitizer_ready()) return false;  // sanitizer builds: not before the sanitizer is up
   return state == kUninitialized || state == kStarting ? ensure_initialized() == kActive : false;
 }
 
@@ -81,6 +82,10 @@ void on_untag(const void* p);
 
 // The thread exits: its blocks on probation leave it.
 void end_all_probation(ThreadState* t);
+
+// Records what signal handlers did while the thread was inside the runtime (the
+// thread's pending events); the thread is not busy.
+void drain_pending(ThreadState* t);
 
 }  // namespace runtime
 }  // namespace heaptype

@@ -4,6 +4,8 @@
 //   signal N        N typed Main objects in a loop while a profiling timer's signal
 //                   handler allocates a typed Sig object each time it fires, also when
 //                   it interrupts the runtime; prints "signals=K" (K Sig objects)
+//   signal-free N   the same, and the handler deletes the Sig of the time before: one
+//                   Sig is live at the end
 //   fork-exec N     forks a child that execs this program ("alone 7"), with the same
 //                   environment, then makes N typed Main objects and waits for it
 //   alone N         N typed Main objects
@@ -42,11 +44,14 @@ namespace {
 
 std::atomic<long> g_signals{0};
 
+bool g_free_previous = false;
+
 void on_profiling_timer(int) {
   Sig* s = new Sig{{1, 2, 3, 4, 5}};
   if (s->value[4] == 5) g_signals.fetch_add(1, std::memory_order_relaxed);
-  // Kept alive: the test checks that every one was typed.
+  // Kept alive (signal): the test checks that every one was typed.
   static Sig* volatile keep;
+  if (g_free_previous) delete keep;
   keep = s;
 }
 
@@ -130,6 +135,10 @@ int main(int argc, char** argv) {
   if (argc < 3) return 2;
   const char* mode = argv[1];
   if (std::strcmp(mode, "signal") == 0) return run_signal(std::atol(argv[2]));
+  if (std::strcmp(mode, "signal-free") == 0) {
+    g_free_previous = true;
+    return run_signal(std::atol(argv[2]));
+  }
   if (std::strcmp(mode, "fork-exec") == 0) return run_fork_exec(argv[0], std::atol(argv[2]));
   if (std::strcmp(mode, "alone") == 0) return make_mains(std::atol(argv[2])) >= 0 ? 0 : 1;
   if (std::strcmp(mode, "throw") == 0) return run_throw(std::atol(argv[2]));

@@ -33,20 +33,49 @@ def hostile(cpp_programs):
     return cpp_programs.program("hostile")
 
 
-def test_signal_handler_allocating_while_the_thread_is_in_the_runtime(hostile, tmp_path):
-    """A profiling timer's handler allocates whenever it fires, also in the middle of
-    the runtime's own work: no deadlock, and the loop's blocks are counted exactly."""
+@pytest.mark.parametrize("callstack", [None, "none"])
+@pytest.mark.parametrize("scenario,live", [("signal", "all"), ("signal-free", 1)])
+def test_signal_handler_allocating_while_the_thread_is_in_the_runtime(hostile, tmp_path, scenario, live,
+                                                                      callstack):
+    """A profiling timer's handler allocates (signal-free: and frees the block of the
+    time before) whenever it fires, also in the middle of the runtime's own work: no
+    deadlock, and every block is counted exactly, the handler's typed too (the thread
+    records them as it leaves the runtime)."""
     output = tmp_path / "signal.htp"
-    done = run_profiled(hostile, output, "signal", "2000000", timeout=120)
+    env = {"HEAPTYPE_CALLSTACK": callstack} if callstack else {}
+    done = run_profiled(hostile, output, scenario, "2000000", env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    signals = int(re.match(r"signals=(\d+) ", done.stdout).group(1))
+    assert signals > 0
+    profile = heaptype.load(output)
+    assert profile.complete and profile.warnings == []
+    assert allocations(profile, "Main") == (2_000_000, 0)
+    assert allocations(profile, "Sig") == (signals, signals if live == "all" else live)
+    assert profile.totals.allocations == sum(r.allocations for r in profile.by_type())
+
+
+@pytest.fixture(scope="module")
+def hostile_instrumented(tmp_path_factory) -> Path:
+    """tests/cpp/hostile.cpp with -finstrument-functions (the runtime's enter and exit hooks)."""
+    cxx = require_tool("g++")
+    out = tmp_path_factory.mktemp("instrumented") / "hostile"
+    command = [cxx, CXX_STD, "-O2", "-g", *flags.compile_flags(callstack="instrument", cxx=cxx),
+               str(CPP / "hostile.cpp"), *flags.link_flags(), "-o", str(out)]
+    subprocess.run(command, check=True, capture_output=True)
+    return out
+
+
+@pytest.mark.parametrize("scenario,live", [("signal", "all"), ("signal-free", 1)])
+def test_signal_handler_inside_the_instrumentation_hooks(hostile_instrumented, tmp_path, scenario, live):
+    """The same in instrument mode, where the handler also interrupts the hooks."""
+    output = tmp_path / "signal.htp"
+    done = run_profiled(hostile_instrumented, output, scenario, "2000000", timeout=120)
     assert done.returncode == 0, done.stderr
     signals = int(re.match(r"signals=(\d+) ", done.stdout).group(1))
     profile = heaptype.load(output)
-    assert profile.complete
+    assert profile.complete and profile.warnings == []
     assert allocations(profile, "Main") == (2_000_000, 0)
-    # A handler's allocation that interrupts the runtime is passed through unrecorded;
-    # every other one is a typed Sig, none of them freed.
-    sig = allocations(profile, "Sig")
-    assert sig is None or (sig[0] <= signals and sig[1] == sig[0])
+    assert allocations(profile, "Sig") == (signals, signals if live == "all" else live)
 
 
 def test_forked_child_that_execs_a_profiled_program_keeps_the_parent_profile(hostile, tmp_path):

@@ -62,6 +62,11 @@ def read_toml(path: Path) -> tuple[dict, str]:
         raise BudgetError(f"{path}: no such budget file") from None
     except OSError as e:
         raise BudgetError(f"{path}: cannot read the budget file: {e.strerror}") from None
+    return parse_toml(path, raw)
+
+
+def parse_toml(path: Path, raw: bytes) -> tuple[dict, str]:
+    """read_toml for content already read: `path` only names it in errors."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -124,7 +129,18 @@ def load_budget_file(path: str | Path) -> BudgetFile:
     """Parse and check a budget file. Every problem raises one BudgetError whose message
     names the file, line and column (and the closest valid key for a misspelt one)."""
     path = Path(path).resolve()
-    data, text = read_toml(path)
+    return _parse_budget(path, *read_toml(path))
+
+
+def parse_budget_bytes(path: str | Path, raw: bytes) -> BudgetFile:
+    """load_budget_file for content already read (the budget parser's fuzzing target,
+    tests/fuzz/budget_fuzzer.py): `path` names the file in errors, and its name
+    pyproject.toml selects the [tool.heaptype] table. Raises BudgetError only."""
+    path = Path(path)
+    return _parse_budget(path, *parse_toml(path, raw))
+
+
+def _parse_budget(path: Path, data: dict, text: str) -> BudgetFile:
     prefix: tuple = ()
     if path.name == "pyproject.toml":
         tool = data.get("tool", {}).get("heaptype") if isinstance(data.get("tool"), dict) else None

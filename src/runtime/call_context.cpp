@@ -38,6 +38,34 @@ inline ChildCacheEntry& cache_entry(CallContext& c, uint32_t parent, uintptr_t f
   return c.cache[(h * 0x165667B19E3779F9ull) >> (64 - kChildCacheBits)];
 }
 
+inline uint64_t child_hash(uint32_t parent, uintptr_t function, uintptr_t call_site) {
+  uint64_t h = (parent * 0x9E3779B97F4A7C15ull) ^ (function * 0xC2B2AE3D27D4EB4Full) ^ (call_site * 0x165667B19E3779F9ull);
+  return h ^ (h >> 31);
+}
+
+void index_node(CallContext& c, uint32_t id) {
+  const ContextNode& n = c.nodes[id];
+  uint32_t mask = c.index_capacity - 1;
+  for (uint64_t i = child_hash(n.parent, n.function, n.call_site) & mask;; i = (i + 1) & mask) {
+    if (c.child_index[i] == 0) {
+      c.child_index[i] = id;
+      return;
+    }
+  }
+}
+
+bool ensure_index(CallContext& c) {
+  if (c.child_index && (c.node_count + 1) * 2 <= c.index_capacity) return true;
+  uint32_t capacity = c.index_capacity ? c.index_capacity * 2 : 4096;
+  uint32_t* index = static_cast<uint32_t*>(map_pages(capacity * sizeof(uint32_t)));
+  if (!index) return false;
+  if (c.child_index) unmap_pages(c.child_index, c.index_capacity * sizeof(uint32_t));
+  c.child_index = index;
+  c.index_capacity = capacity;
+  for (uint32_t id = 1; id < c.node_count; ++id) index_node(c, id);
+  return true;
+}
+
 // The child of `parent` for (function, call site), created and announced if new.
 uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site) {
   CallContext& c = t->context;
@@ -51,8 +79,12 @@ uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr
     cached = {function, call_site, parent, hint};
     return hint;
   }
-  for (uint32_t child = p.first_child; child; child = c.nodes[child].next_sibling) {
-    if (c.nodes[child].function == function && c.nodes[child].call_site == call_site) {
+  if (!ensure_index(c)) return parent;
+  uint32_t mask = c.index_capacity - 1;
+  for (uint64_t i = child_hash(parent, function, call_site) & mask; c.child_index[i]; i = (i + 1) & mask) {
+    uint32_t child = c.child_index[i];
+    const ContextNode& n = c.nodes[child];
+    if (n.parent == parent && n.function == function && n.call_site == call_site) {
       c.nodes[parent].last_found = child;
       cached = {function, call_site, parent, child};
       return child;
@@ -68,6 +100,7 @@ uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr
   n.next_sibling = c.nodes[parent].first_child;
   c.nodes[parent].first_child = id;
   c.nodes[parent].last_found = id;
+  index_node(c, id);
   cached = {function, call_site, parent, id};
   emit_node(t, parent, function, call_site);
   return id;
@@ -281,6 +314,7 @@ void reset_call_context(ThreadState* t) {
   reset_frame_rules(c.frame_rules);
   if (c.known_paths) std::memset(c.known_paths, 0, sizeof(KnownPath) << kKnownPathBits);
   c.node_count = c.nodes ? 1 : 0;
+  if (c.child_index) std::memset(c.child_index, 0, c.index_capacity * sizeof(uint32_t));
   if (c.nodes) std::memset(&c.nodes[0], 0, sizeof(ContextNode));
   if (c.cache) std::memset(c.cache, 0, kChildCacheSize * sizeof(ChildCacheEntry));
 }

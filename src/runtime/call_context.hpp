@@ -101,6 +101,8 @@ struct CallContext {
   ContextNode* nodes;       // index 0 is the thread's root
   uint32_t node_count;
   uint32_t node_capacity;
+  uint32_t* child_index;    // open addressing: node ids by (parent, function, call site)
+  uint32_t index_capacity;  // a power of two, at least twice the nodes
 };
 
 // True while the enter hook should work (runtime active, mode uses the hooks).

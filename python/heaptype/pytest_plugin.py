@@ -442,13 +442,19 @@ def judge(state: HeapState, test: str, budget: hb.Budget, run: HeapRun,
     process). Warnings about budget patterns wait for the end of the session: a
     pattern that matches in some other test is no mistake."""
     profile = run.profile
-    evaluation = hb.evaluate(budget, hb.measure(profile) if figures is None else figures,
-                             profile_path=str(run.profile_path), complete=profile.complete, hints=state.pattern_hints)
+    stored = state.baseline.figures(test) if state.baseline is not None else None
+    if figures is None:
+        # only the rows this check can show, store, compare or fail (a GoogleTest binary
+        # has a thousand types in every test): the same verdict as hb.measure's rows
+        figures = hb.measure_for_check(profile, budget, wanted=stored or (), complete=profile.complete,
+                                       top=max(state.baseline_top, hb.MEASURED_LARGEST))
+    evaluation = hb.evaluate(budget, figures, profile_path=str(run.profile_path), complete=profile.complete,
+                             hints=state.pattern_hints)
     shown = set(evaluation.shown_labels(budget))
     kept = hb.kept_labels(evaluation.figures, shown, state.baseline_top)
     comparison = None
     if state.baseline is not None:
-        comparison = hb.compare(test, evaluation.figures, state.baseline.figures(test), budget.thresholds, kept)
+        comparison = hb.compare(test, evaluation.figures, stored, budget.thresholds, kept)
     problem = process_problem(run, budget.test)
     record = make_record(test, budget, evaluation, comparison, kept, problem=problem[0] if problem else None)
     problems = [problem[1]] if problem else []

@@ -111,6 +111,7 @@ class HeapState:
         self.collected: set[Path] = set()
         self.summary = option.heap_summary != "no"
         self._profile_dir = Path(option.heap_profile_dir).resolve() if option.heap_profile_dir else None
+        self.explicit_profile_dir = self._profile_dir
         self.baseline_path = self._path(option.heap_baseline, "heap_baseline")
         self.baseline_from_ini = option.heap_baseline is None and self.baseline_path is not None
         self.save_baseline = option.heap_save_baseline
@@ -249,6 +250,16 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 # --- collecting budget files -------------------------------------------------------------
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The profile directory holds no tests: under `pytest --heap-budget` run from a
+    project's directory, walking a suite's thousand profile directories again in every
+    run (and in every xdist worker) cost more than collecting its tests."""
+    state = config.stash.get(STATE, None)
+    if state is not None and state.active and state.explicit_profile_dir == collection_path:
+        return True
+    return None
+
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     state = parent.config.stash.get(STATE, None)

@@ -120,7 +120,7 @@ def check_cost(budget_path: Path, profiles: Path, limit: int) -> dict:
     return {"profiles": len(paths), "median_ms": statistics.median(costs) * 1000,
             "median_cpu_ms": statistics.median(cpu) * 1000,
             "max_ms": max(costs) * 1000, "symbol_tables_read": names.binaries_read, "rows": len(evaluation.figures),
-            "typed_rows": getattr(figures, "typed_rows", len(figures) - 1)}
+            "typed_rows": getattr(figures, "typed_rows", sum(k not in (hb.TOTAL, hb.UNTYPED) for k in figures))}
 
 
 def main() -> None:
@@ -174,7 +174,8 @@ def main() -> None:
           "machine would show, if both runs kept every core busy)")
     print(f"budget check per test (in process)  {cost['median_ms']:7.2f} ms median, {cost['max_ms']:.2f} ms max, "
           f"{cost['median_cpu_ms']:.2f} ms CPU median, "
-          f"{cost['rows']} of {cost['typed_rows'] + 1} rows per profile handed over, "
+          f"{cost['rows']} rows per profile handed over (of {cost['typed_rows']} typed rows, the untyped row and the "
+          f"total), "
           f"symbol tables read: {cost['symbol_tables_read']}")
     print(f"load average before {before[0]:.2f}, after {after[0]:.2f}, after each round "
           f"{', '.join(f'{x:.2f}' for x in loads)} on {cores} cores"

@@ -84,9 +84,15 @@ def measure_for_check(profile, budget: Budget, *, wanted: Iterable[str] = (), to
     default_limits = [(FIELDS.index(name), limit.value) for name, limit in defaults.items()
                       if complete or name != "leaked"]
     patterns = [r.pattern for r in budget.named_patterns() if r.pattern not in (UNTYPED, TOTAL)]
-    rows = _core.BudgetRows(profile.raw, names, patterns=patterns,
-                            wanted=[label for label in wanted if label not in (UNTYPED, TOTAL)],
-                            default_limits=default_limits, top=top)
+    from ..naming import NamingError
+    from ..profile import ProfileError
+
+    try:
+        rows = _core.BudgetRows(profile.raw, names, patterns=patterns,
+                                wanted=[label for label in wanted if label not in (UNTYPED, TOTAL)],
+                                default_limits=default_limits, top=top)
+    except (NamingError, _core.SymbolError) as e:  # as Profile.analysis() says it
+        raise ProfileError(f"{profile.path}: cannot name the types: {e}") from None
     figures = {UNTYPED if name is None else name: Figures(*values) for name, values in rows.rows()}
     figures[TOTAL] = Figures(*rows.totals)
     return CheckFigures(figures, rows)

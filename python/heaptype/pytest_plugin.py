@@ -111,6 +111,7 @@ class HeapState:
         self.collected: set[Path] = set()
         self.summary = option.heap_summary != "no"
         self._profile_dir = Path(option.heap_profile_dir).resolve() if option.heap_profile_dir else None
+        self.explicit_profile_dir = self._profile_dir
         self.baseline_path = self._path(option.heap_baseline, "heap_baseline")
         self.baseline_from_ini = option.heap_baseline is None and self.baseline_path is not None
         self.save_baseline = option.heap_save_baseline
@@ -249,6 +250,16 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 # --- collecting budget files -------------------------------------------------------------
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The profile directory holds no tests: under `pytest --heap-budget` run from a
+    project's directory, walking a suite's thousand profile directories again in every
+    run (and in every xdist worker) cost more than collecting its tests."""
+    state = config.stash.get(STATE, None)
+    if state is not None and state.active and state.explicit_profile_dir == collection_path:
+        return True
+    return None
+
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     state = parent.config.stash.get(STATE, None)
@@ -442,13 +453,19 @@ def judge(state: HeapState, test: str, budget: hb.Budget, run: HeapRun,
     process). Warnings about budget patterns wait for the end of the session: a
     pattern that matches in some other test is no mistake."""
     profile = run.profile
-    evaluation = hb.evaluate(budget, hb.measure(profile) if figures is None else figures,
-                             profile_path=str(run.profile_path), complete=profile.complete, hints=state.pattern_hints)
+    stored = state.baseline.figures(test) if state.baseline is not None else None
+    if figures is None:
+        # only the rows this check can show, store, compare or fail (a GoogleTest binary
+        # has a thousand types in every test): the same verdict as hb.measure's rows
+        figures = hb.measure_for_check(profile, budget, wanted=stored or (), complete=profile.complete,
+                                       top=max(state.baseline_top, hb.MEASURED_LARGEST))
+    evaluation = hb.evaluate(budget, figures, profile_path=str(run.profile_path), complete=profile.complete,
+                             hints=state.pattern_hints)
     shown = set(evaluation.shown_labels(budget))
     kept = hb.kept_labels(evaluation.figures, shown, state.baseline_top)
     comparison = None
     if state.baseline is not None:
-        comparison = hb.compare(test, evaluation.figures, state.baseline.figures(test), budget.thresholds, kept)
+        comparison = hb.compare(test, evaluation.figures, stored, budget.thresholds, kept)
     problem = process_problem(run, budget.test)
     record = make_record(test, budget, evaluation, comparison, kept, problem=problem[0] if problem else None)
     problems = [problem[1]] if problem else []

@@ -22,6 +22,7 @@ void bind_profile_file(pybind11::module_& m);
 void bind_builder(pybind11::module_& m);
 void bind_names(pybind11::module_& m);
 void bind_analysis(pybind11::module_& m);
+void bind_budget_rows(pybind11::module_& m);
 
 }  // namespace bindings
 }  // namespace heaptype

@@ -42,5 +42,6 @@ PYBIND11_MODULE(_core, m) {
   heaptype::bindings::bind_builder(m);
   heaptype::bindings::bind_names(m);
   heaptype::bindings::bind_analysis(m);
+  heaptype::bindings::bind_budget_rows(m);
   bind_symbolize(m);
 }

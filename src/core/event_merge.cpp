@@ -20,9 +20,18 @@ void LookaheadStream::fill() {
       break;
     }
     slot.folded = false;
-    if (slot.event.kind == Event::kMove) ++moves_;
+    if (slot.event.kind == Event::kMove) {
+      ++moves_;
+      ++moves_from_[site_key(slot.event.thread, slot.event.site)];
+    }
     ++size_;
   }
+}
+
+void LookaheadStream::forget_move(const Event& move) {
+  --moves_;
+  auto it = moves_from_.find(site_key(move.thread, move.site));
+  if (it != moves_from_.end() && --it->second == 0) moves_from_.erase(it);
 }
 
 // ALLOC(site A) ... MOVE(this thread's A -> B) with no other event at A between
@@ -30,6 +39,7 @@ void LookaheadStream::fill() {
 void LookaheadStream::fold_move() {
   Event& alloc = at(0).event;
   if (alloc.kind != Event::kAlloc) return;
+  if (moves_from_.find(site_key(alloc.stream, alloc.site)) == moves_from_.end()) return;  // nothing to fold
   size_t limit = size_ < kLookahead ? size_ : kLookahead;
   for (size_t i = 1; i < limit; ++i) {
     Slot& slot = at(i);
@@ -38,7 +48,7 @@ void LookaheadStream::fold_move() {
     if (e.kind != Event::kMove || alloc.address != e.address) return;  // address mode: another block
     alloc.site = e.new_site;
     slot.folded = true;
-    --moves_;
+    forget_move(e);
     return;
   }
 }

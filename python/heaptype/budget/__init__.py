@@ -32,8 +32,8 @@ from __future__ import annotations
 from ..labels import TOTAL, UNTYPED
 from ..tables import render_markdown, render_table, shorten
 from .baseline import BASELINE_FORMAT, BASELINE_TOP, BASELINE_VERSION, Baseline, Change, Comparison, compare, kept_labels
-from .evaluate import (Evaluation, Figures, UnmatchedPattern, Violation, evaluate, measure, pattern_matches, sort_labels,
-                       type_label, unmatched_warnings)
+from .evaluate import (CheckFigures, Evaluation, Figures, UnmatchedPattern, Violation, evaluate, measure,
+                       measure_for_check, pattern_matches, sort_labels, type_label, unmatched_warnings)
 from .matching import close_names, did_you_mean, name_matches, pattern_specificity, type_matches
 from .model import (THRESHOLD_HELP, Budget, BudgetFile, CTestSettings, Limit, Rule, TestEntry, Threshold,
                     command_line_rule, parse_threshold_option, parse_threshold_value)
@@ -41,7 +41,7 @@ from .parse import DEFAULT_FILE, budget_from_mapping, find_budget_file, has_pypr
 from .toml_source import TomlLocator
 from .values import (FIELD_LABEL, FIELD_MEANING, FIELDS, SIZE_FIELDS, SIZE_HELP, BudgetError, HeapBudgetWarning,
                      format_exact, format_size, format_value, parse_count, parse_limit, parse_size)
-from .verdict import (FIGURE_HEADER, MEASURED_HEADER, TABLE_HEADER, CallPath, evaluation_rows, failure_text,
+from .verdict import (FIGURE_HEADER, MEASURED_HEADER, MEASURED_LARGEST, TABLE_HEADER, CallPath, evaluation_rows, failure_text,
                       fold_path, fold_templates, format_path, limits_text, measured_lines, profile_call_paths)
 
 __all__ = [name for name in dir() if not name.startswith("_") and name != "annotations"]

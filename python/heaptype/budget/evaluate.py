@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, NamedTuple
 
+from .. import _core
 from ..labels import TOTAL, UNTYPED
 from ..patterns import is_glob
 from .matching import close_names
@@ -50,6 +51,51 @@ def measure(profile) -> dict[str, Figures]:
     t = profile.totals
     figures[TOTAL] = Figures(t.peak_bytes, t.bytes, t.allocations, t.live_bytes)
     return figures
+
+
+class CheckFigures(dict):
+    """The rows of a profile a budget check uses (``measure_for_check``), as ``measure``
+    gives them, and the names of all its typed rows when a hint needs them."""
+
+    def __init__(self, rows: dict[str, Figures], source: "_core.BudgetRows"):
+        super().__init__(rows)
+        self._source = source
+        self.typed_rows = source.typed_rows
+
+    def typed_labels(self) -> list[str]:
+        """Every typed row's label, not only those at hand (in the order ``measure`` gives)."""
+        return self._source.typed_names()
+
+
+def measure_for_check(profile, budget: Budget, *, wanted: Iterable[str] = (), top: int = 5,
+                      complete: bool = True) -> dict[str, Figures]:
+    """``measure(profile)`` as far as a check of ``budget`` can tell, from one pass in the
+    core that makes no object per type: the rows a named pattern covers, those over a
+    [defaults] limit, the ``top`` typed rows by peak (ties by name), the rows ``wanted``
+    by label (a baseline's), the untyped row and the total. The rows left out are typed
+    rows that only [defaults] cover and that are within those limits: ``evaluate`` gives
+    them the same verdict (passed, not shown), so it judges these figures as it judges
+    measure()'s, apart from the ``limits`` it lists. ``complete``: False when ``leaked``
+    limits do not apply (a profile cut short). A filtered view is measured whole."""
+    names = getattr(profile, "_names", None)
+    if names is None or getattr(profile, "filters", None):
+        return measure(profile)
+    defaults = budget.default_limits
+    default_limits = [(FIELDS.index(name), limit.value) for name, limit in defaults.items()
+                      if complete or name != "leaked"]
+    patterns = [r.pattern for r in budget.named_patterns() if r.pattern not in (UNTYPED, TOTAL)]
+    from ..naming import NamingError
+    from ..profile import ProfileError
+
+    try:
+        rows = _core.BudgetRows(profile.raw, names, patterns=patterns,
+                                wanted=[label for label in wanted if label not in (UNTYPED, TOTAL)],
+                                default_limits=default_limits, top=top)
+    except (NamingError, _core.SymbolError) as e:  # as Profile.analysis() says it
+        raise ProfileError(f"{profile.path}: cannot name the types: {e}") from None
+    figures = {UNTYPED if name is None else name: Figures(*values) for name, values in rows.rows()}
+    figures[TOTAL] = Figures(*rows.totals)
+    return CheckFigures(figures, rows)
 
 
 def sort_labels(labels: Iterable[str]) -> list[str]:
@@ -116,7 +162,7 @@ def evaluate(budget: Budget, figures: Mapping[str, Figures], *, profile_path: st
     short (crash, kill) has no exit: what was live then is not a leak, so `leaked`
     limits are not checked on it. ``hints``: a cache of close names per unmatched
     pattern, kept across the tests of a session (one lookup per pattern, not per test)."""
-    limits: dict[str, dict[str, Limit]] = {}
+    limits: dict[str, dict[str, Limit]] = {}  # of the rows given (measure_for_check leaves some out)
     violations = []
     named = set()
     checks: dict[int, list[tuple[str, int, Limit]]] = {}  # per distinct limits: (field, index, limit)
@@ -185,7 +231,8 @@ def pattern_matches(budget: Budget, figures: Mapping[str, Figures], named: set[s
             matched.add(key)
             continue
         if hints is None or key not in hints:
-            all_typed = [label for label in figures if label not in (UNTYPED, TOTAL)]
+            all_typed = figures.typed_labels() if isinstance(figures, CheckFigures) else \
+                [label for label in figures if label not in (UNTYPED, TOTAL)]
             close = close_names(pattern.replace("*", "") if is_glob(pattern) else pattern, all_typed)
             hint = (tuple(close), len(all_typed))
             if hints is not None:

@@ -156,6 +156,12 @@ class Budget:
                     limits.setdefault(name, limit)
         return {name: limits[name] for name in FIELDS if name in limits}, named
 
+    @property
+    def default_limits(self) -> dict[str, Limit]:
+        """The limits of a typed row that no named pattern covers ([defaults], and the
+        command line's limits for every typed row)."""
+        return self._rule_index[3]
+
     @cached_property
     def _rule_index(self) -> tuple[dict[str, list[Rule]], list[Rule], list[Rule], dict[str, Limit]]:
         """Exact patterns by name, the globs, the [defaults] rules, and the limits of a

@@ -18,6 +18,7 @@ CALL_PATH_SORT = {"peak": ("peak", "peak_bytes"), "bytes": ("bytes", "bytes"),
                   "allocations": ("allocations", "allocations"), "leaked": ("live", "live_bytes")}
 FOLD_LONGER_THAN = 20   # template argument lists longer than this fold to <…>
 PATH_WIDTH = 100        # call paths fold across lines at this width
+MEASURED_LARGEST = 5    # rows by peak a verdict's table shows beside those with limits
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,7 @@ def evaluation_rows(evaluation: "Evaluation", labels: Iterable[str], full_names:
     return rows
 
 
-def measured_lines(evaluation: "Evaluation", budget=None, *, largest: int = 5, full_names: bool = False) -> list[str]:
+def measured_lines(evaluation: "Evaluation", budget=None, *, largest: int = MEASURED_LARGEST, full_names: bool = False) -> list[str]:
     """The table of a verdict: the rows with limits, and the largest rows by peak (a
     crash or a regression is easier to read next to what the program held)."""
     labels = set(evaluation.shown_labels(budget))

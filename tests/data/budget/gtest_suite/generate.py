@@ -152,7 +152,7 @@ def write_budget(path: Path, build_dir: Path) -> Path:
 def generate(out: Path, tests: int, files: int, grow: dict[str, float], leak: set[str]) -> list[str]:
     """Writes the project; returns the case names, in order."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "suite_common.hpp").write_text(COMMON)
+    _write_if_changed(out / "suite_common.hpp", COMMON)
     per_file = -(-tests // files)
     sources = []
     for f in range(files):

@@ -87,6 +87,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write every measured test's figures, verdict and failure text as JSON")
     group.addoption("--heap-full-names", action="store_true", default=False,
                     help="show template names whole in failure texts (by default long argument lists fold to <…>)")
+    group.addoption("--heap-call-paths", choices=("on-failure", "always"), default="on-failure",
+                    help="on-failure (default): budget runs record call sites only, a fifth of the cost on "
+                         "start-up-heavy programs, and a failing run is made once more with call paths for its "
+                         "failure text; always: every run records call paths")
     parser.addini("heap_budget_file", "budget file for --heap-budget (default: heap-budget.toml in the rootdir)")
     parser.addini("heap_baseline", "baseline file for --heap-compare-fail / --heap-save-baseline")
     parser.addini("heap_baseline_top", f"types per test a saved baseline keeps (default {hb.BASELINE_TOP})")
@@ -120,6 +124,7 @@ class HeapState:
         self.baseline_top = self._baseline_top(option.heap_baseline_top)
         self.command_line_rules = self._command_line_rules(option.heap_default_peak, option.heap_leaks)
         self.full_names = option.heap_full_names
+        self.call_paths_always = option.heap_call_paths == "always"
         self.summary_rows = max(option.heap_summary_rows, 1)
         self.report_path = self._path(option.heap_report, None)
         self.json_path = self._path(option.heap_json, None)
@@ -408,13 +413,15 @@ class HeapRun:
 
 
 def run_program(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float | None,
-                out_dir: Path, name: str = "", names: SessionNames | None = None) -> HeapRun:
+                out_dir: Path, name: str = "", names: SessionNames | None = None,
+                call_paths: bool = True) -> HeapRun:
     """Run a command with profiling on (heaptype.runner.run_for_budget, as the CTest
     helper and the Bazel budget test do); the profile lands in ``out_dir``."""
     if out_dir.exists():
         shutil.rmtree(out_dir)
     try:
-        done = run_for_budget(command, output=out_dir / "%e.%p.htp", cwd=cwd, env=env, timeout=timeout, capture=True)
+        done = run_for_budget(command, output=out_dir / "%e.%p.htp", cwd=cwd, env=env, timeout=timeout, capture=True,
+                              call_paths=call_paths)
     except RunError as e:
         raise RunProblem(str(e)) from None
     return HeapRun(done.command, done.returncode, done.stdout or "", done.stderr or "", done.profile_path,
@@ -582,17 +589,35 @@ class BudgetItem(pytest.Item):
         state: HeapState = self.config.stash[STATE]
         budget = self.budget.named(self.nodeid)
         try:
-            run = run_program(self.spec.command, cwd=self.spec.cwd, env=self.spec.env, timeout=self.spec.timeout,
-                              out_dir=state.profile_dir() / safe_name(self.nodeid), name=self.name, names=state.names)
-            run.expect = self.spec.expect
+            run = self._run(state, call_paths=state.call_paths_always)
             self._output_sections(run)
             record, failure = judge(state, self.nodeid, budget, run)
+            if failure and not state.call_paths_always and process_problem(run, budget.test) is None:
+                record, failure = self._judge_with_call_paths(state, budget, record, failure)
         except RunProblem as e:
             raise HeapBudgetFailure(f"{self.nodeid} ({self.spec.where}): {e}\n  command: "
                                     f"{shlex.join(self.spec.command)}") from None
         remember(self, record)
         if failure:
             raise HeapBudgetFailure(failure)
+
+    def _run(self, state: HeapState, *, call_paths: bool, suffix: str = "") -> HeapRun:
+        run = run_program(self.spec.command, cwd=self.spec.cwd, env=self.spec.env, timeout=self.spec.timeout,
+                          out_dir=state.profile_dir() / (safe_name(self.nodeid) + suffix), name=self.name,
+                          names=state.names, call_paths=call_paths)
+        run.expect = self.spec.expect
+        return run
+
+    def _judge_with_call_paths(self, state: HeapState, budget: hb.Budget, record: dict,
+                               failure: str) -> tuple[dict, str]:
+        """A run without call paths failed: the same run again, recording them, for a
+        failure text that shows where. Its verdict is the test's when it fails too."""
+        detail = self._run(state, call_paths=True, suffix="-call-paths")
+        detail_record, detail_failure = judge(state, self.nodeid, budget, detail)
+        if detail_failure:
+            return detail_record, detail_failure
+        return record, (failure + "\n  a second run, recording call paths, passed: this test's heap use "
+                        "differs from run to run (--heap-call-paths=always judges the run that shows them)")
 
     def _output_sections(self, run: HeapRun) -> None:
         if run.stdout:

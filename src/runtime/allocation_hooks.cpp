@@ -252,7 +252,7 @@ HEAPTYPE_EXPORT void operator delete[](void* p, size_t, std::align_val_t) noexce
 namespace {
 
 // `kind` of heaptype_typed_new/delete: what the new-expression allocates.
-enum TypedKind : unsigned { kSingle = 0, kArrayNoCookie = 1, kArrayWithCookie = 2 };
+enum TypedKind : unsigned { kSingle = 0, kArrayNoCookie = 1, kArrayWithCookie = 2, kNothrow = 4 };
 
 inline size_t array_cookie(size_t alignment) { return alignment > sizeof(size_t) ? alignment : sizeof(size_t); }
 
@@ -280,10 +280,19 @@ extern "C" {
 // runtime, with the type and the size together.
 HEAPTYPE_EXPORT void* heaptype_typed_new(size_t size, size_t alignment, const void* type_tag, size_t elem_size,
                                          unsigned kind) {
+  bool nothrow = kind & kNothrow;
+  kind &= ~kNothrow;
   TypedBlock typed = {reinterpret_cast<uintptr_t>(type_tag), elem_size ? elem_size : 1,
                       kind == kArrayWithCookie ? array_cookie(alignment) : 0, kind != kSingle};
-  return allocate_or_throw(size, alignment, kind == kSingle ? rt::kFamilyNew : rt::kFamilyArray, HEAPTYPE_CALLER,
-                           typed);
+  unsigned family = kind == kSingle ? rt::kFamilyNew : rt::kFamilyArray;
+  if (__builtin_expect(nothrow, 0)) {
+    try {
+      return allocate_or_throw(size, alignment, family, HEAPTYPE_CALLER, typed);
+    } catch (...) {
+      return nullptr;
+    }
+  }
+  return allocate_or_throw(size, alignment, family, HEAPTYPE_CALLER, typed);
 }
 
 // `delete p` / `delete[] p` of a type-aware build, with the static type and its size.

@@ -252,7 +252,9 @@ HEAPTYPE_EXPORT void operator delete[](void* p, size_t, std::align_val_t) noexce
 namespace {
 
 // `kind` of heaptype_typed_new/delete: what the new-expression allocates.
-enum TypedKind : unsigned { kSingle = 0, kArrayNoCookie = 1, kArrayWithCookie = 2, kNothrow = 4 };
+// kAllocator: libc++'s std::allocator (heaptype-libcxx/__new/allocate.h): n objects,
+// released with operator delete.
+enum TypedKind : unsigned { kSingle = 0, kArrayNoCookie = 1, kArrayWithCookie = 2, kAllocator = 3, kNothrow = 4 };
 
 inline size_t array_cookie(size_t alignment) { return alignment > sizeof(size_t) ? alignment : sizeof(size_t); }
 
@@ -284,7 +286,7 @@ HEAPTYPE_EXPORT void* heaptype_typed_new(size_t size, size_t alignment, const vo
   kind &= ~kNothrow;
   TypedBlock typed = {reinterpret_cast<uintptr_t>(type_tag), elem_size ? elem_size : 1,
                       kind == kArrayWithCookie ? array_cookie(alignment) : 0, kind != kSingle};
-  unsigned family = kind == kSingle ? rt::kFamilyNew : rt::kFamilyArray;
+  unsigned family = kind == kSingle || kind == kAllocator ? rt::kFamilyNew : rt::kFamilyArray;
   if (__builtin_expect(nothrow, 0)) {
     try {
       return allocate_or_throw(size, alignment, family, HEAPTYPE_CALLER, typed);

@@ -208,3 +208,22 @@ def test_type_aware_builds_what_the_macro_breaks(workdir, tmp_path):
                                               live_blocks=1)
     assert profile.type_row("Pooled") is None  # its own operator new: untyped in this mode
     assert profile.findings == []
+
+
+def test_type_aware_libcxx_containers_are_typed(workdir, tmp_path):
+    """containers.cpp against libc++ (heaptype-libcxx/__new/allocate.h): the same
+    blocks and counts as with libstdc++'s shim, under libc++'s names and sizes."""
+    profile = profile_of(build_type_aware(workdir, "containers"), tmp_path)
+    rows = {r.type: r for r in profile.by_type() if r.type}
+    assert figures(profile, "Token") == dict(allocations=1, objects=100, bytes=1600, peak_bytes=1600, live_bytes=0,
+                                             live_blocks=0)
+    node = rows["std::__1::__tree_node<std::__1::__value_type<int, Foo>, void*>"]
+    size = node.bytes // 42
+    assert (node.allocations, node.objects, node.bytes, node.peak_bytes, node.live_blocks, node.live_bytes) == (
+        42, 42, 42 * size, 37 * size, 5, 5 * size)
+    shared = rows["std::__1::__shared_ptr_emplace<Foo, std::__1::allocator<Foo>>"]
+    assert (shared.allocations, shared.objects, shared.live_blocks) == (3, 3, 0)
+    [map] = [r for name, r in rows.items() if name.startswith("std::__1::map<int, Foo")]
+    assert (map.allocations, map.live_blocks) == (1, 1)
+    assert set(rows) == {"Token", node.type, shared.type, map.type}
+    assert profile.findings == []

@@ -45,6 +45,15 @@ void heaptype_typed_delete(void* p, const void* type_tag, std::size_t size, unsi
 
 namespace heaptype {
 namespace detail {
+// After the runtime call: no tail call, so the function holding the new- or
+// delete-expression stays on the call path the runtime walks (as with the macro,
+// whose report follows operator new).
+[[gnu::always_inline]] inline void* keep_frame(void* p) noexcept {
+  __asm__ volatile("" : "+r"(p));
+  return p;
+}
+[[gnu::always_inline]] inline void keep_frame() noexcept { __asm__ volatile(""); }
+
 // Itanium C++ ABI: new T[n] puts a cookie holding n before the objects when T is not
 // trivially destructible.
 template <class T>
@@ -58,38 +67,40 @@ constexpr unsigned array_kind = std::is_trivially_destructible<T>::value ? 1u : 
 
 template <class T>
 [[gnu::always_inline]] inline void* operator new(std::type_identity<T>, std::size_t size, std::align_val_t align) {
-  return heaptype_typed_new(size, static_cast<std::size_t>(align), ::heaptype::tag_of<T>(), sizeof(T), 0);
+  return ::heaptype::detail::keep_frame(heaptype_typed_new(size, static_cast<std::size_t>(align), ::heaptype::tag_of<T>(), sizeof(T), 0));
 }
 
 template <class T>
 [[gnu::always_inline]] inline void* operator new[](std::type_identity<T>, std::size_t size, std::align_val_t align) {
-  return heaptype_typed_new(size, static_cast<std::size_t>(align), ::heaptype::tag_of<T>(), sizeof(T),
-                            ::heaptype::detail::array_kind<T>);
+  return ::heaptype::detail::keep_frame(heaptype_typed_new(size, static_cast<std::size_t>(align), ::heaptype::tag_of<T>(), sizeof(T),
+                            ::heaptype::detail::array_kind<T>));
 }
 
 template <class T>
 [[gnu::always_inline]] inline void operator delete(std::type_identity<T>, void* p, std::size_t size,
                                                    std::align_val_t) noexcept {
   heaptype_typed_delete(p, ::heaptype::tag_of<T>(), size, 0);
+  ::heaptype::detail::keep_frame();
 }
 
 template <class T>
 [[gnu::always_inline]] inline void operator delete[](std::type_identity<T>, void* p, std::size_t size,
                                                      std::align_val_t) noexcept {
   heaptype_typed_delete(p, ::heaptype::tag_of<T>(), size, ::heaptype::detail::array_kind<T>);
+  ::heaptype::detail::keep_frame();
 }
 
 template <class T>
 [[gnu::always_inline]] inline void* operator new(std::type_identity<T>, std::size_t size, std::align_val_t align,
                                                 const std::nothrow_t&) noexcept {
-  return heaptype_typed_new(size, static_cast<std::size_t>(align), ::heaptype::tag_of<T>(), sizeof(T), 4);
+  return ::heaptype::detail::keep_frame(heaptype_typed_new(size, static_cast<std::size_t>(align), ::heaptype::tag_of<T>(), sizeof(T), 4));
 }
 
 template <class T>
 [[gnu::always_inline]] inline void* operator new[](std::type_identity<T>, std::size_t size, std::align_val_t align,
                                                   const std::nothrow_t&) noexcept {
-  return heaptype_typed_new(size, static_cast<std::size_t>(align), ::heaptype::tag_of<T>(), sizeof(T),
-                            ::heaptype::detail::array_kind<T> | 4);
+  return ::heaptype::detail::keep_frame(heaptype_typed_new(size, static_cast<std::size_t>(align), ::heaptype::tag_of<T>(), sizeof(T),
+                            ::heaptype::detail::array_kind<T> | 4));
 }
 
 // What a nothrow new calls when the constructor throws.
@@ -97,12 +108,14 @@ template <class T>
 [[gnu::always_inline]] inline void operator delete(std::type_identity<T>, void* p, std::size_t size, std::align_val_t,
                                                    const std::nothrow_t&) noexcept {
   heaptype_typed_delete(p, ::heaptype::tag_of<T>(), size, 0);
+  ::heaptype::detail::keep_frame();
 }
 
 template <class T>
 [[gnu::always_inline]] inline void operator delete[](std::type_identity<T>, void* p, std::size_t size,
                                                      std::align_val_t, const std::nothrow_t&) noexcept {
   heaptype_typed_delete(p, ::heaptype::tag_of<T>(), size, ::heaptype::detail::array_kind<T>);
+  ::heaptype::detail::keep_frame();
 }
 
 #pragma clang diagnostic pop

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import heaptype
-from heaptype import flags
+from heaptype import _core, flags
 from heaptype.budget import budget_from_mapping, evaluate, measure
 from heaptype.report import render_types_text, types_json
 from conftest import CPP_DIR, run_profiled
@@ -243,3 +243,58 @@ def test_type_aware_threads_exact_counts(workdir, tmp_path):
     assert profile.warnings == [] and profile.findings == []
     end = profile.runtime_summary
     assert (end["allocations"], end["frees"]) == (profile.totals.allocations, profile.totals.frees)
+
+
+# --- the FINDING record, through the reader and the core ----------------------------------------
+
+def findings_profile(tmp_path, cut: int = 0):
+    """Thread 1 allocates two Derived (tag 0xD0, 40 B); thread 2 deletes one as Base
+    (tag 0xB0, 4 B) twice from the same place and frees one new[] block with free()."""
+    b = _core.ProfileBuilder()
+    b.thread(1, 101, "main")
+    b.thread(2, 102, "worker")
+    main = b.node(1, 0, 0x1000, 0)
+    site = b.site(1, 40, 1, 0xD0, 0x1010, main)
+    array = b.site(1, 64, 8, 0xE0, 0x1020, main)
+    b.alloc(1, 1, site)
+    b.alloc(1, 2, site)
+    b.alloc(1, 3, array)
+    b.flush(1)
+    worker = b.node(2, 0, 0x2000, 0)
+    for t in (4, 5):
+        b.finding(2, t, 0, 1, site, 0xB0, 4, 0x2010, worker)
+        b.free_remote(2, t, 1, site)
+    b.finding(2, 6, 1, 1, array, 2, 0, 0x2020, worker)
+    b.free_remote(2, 6, 1, array)
+    b.end(3, 3)
+    data = b.finish()
+    path = tmp_path / "findings.htp"
+    path.write_bytes(data[:len(data) - cut] if cut else data)
+    names = _core.TableCodeNames()
+    for entry, name in ((0x1000, "main"), (0x2000, "worker()")):
+        names.add_function(entry, name)
+    names.add_call_site(0x1010, "main", 0x1000)
+    names.add_call_site(0x1020, "main", 0x1000)
+    names.add_call_site(0x2010, "worker()", 0x2000)
+    names.add_call_site(0x2020, "worker()", 0x2000)
+    for tag, name in ((0xD0, "Derived"), (0xB0, "Base"), (0xE0, "Elem")):
+        names.add_type(tag, name)
+    return _core.ProfileFile(str(path)), names
+
+
+def test_finding_records_are_read_and_grouped(tmp_path):
+    file, names = findings_profile(tmp_path)
+    a = _core.Analysis(file, names)
+    assert [(f["kind"], f["allocated"], f.get("deleted"), f.get("released_with"), f["count"], f["stack"])
+            for f in a.findings] == [("mismatched_delete", "Derived", "Base", None, 2, ["worker()"]),
+                                     ("mismatched_free", "Elem", None, "free()", 1, ["worker()"])]
+    assert a.findings[0]["allocation_stack"] == ["main"]
+    assert (a.totals.allocations, a.totals.frees, a.totals.live_blocks) == (3, 3, 0)
+    assert a.warnings == []
+
+
+def test_a_file_cut_inside_the_findings_loads_what_came_before(tmp_path):
+    file, names = findings_profile(tmp_path, cut=30)
+    a = _core.Analysis(file, names)
+    assert a.totals.allocations == 3  # thread 1's chunk is whole
+    assert all(f["count"] >= 1 for f in a.findings)

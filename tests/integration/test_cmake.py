@@ -394,3 +394,7 @@ def test_clang_22_gets_the_type_aware_mode(tmp_path):
     done = configure(source, tmp_path / "build", f"-DCMAKE_CXX_COMPILER={wrapper}", f"-DHeapType_DIR={CMAKE_DIR}")
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"HeapType: type capture: type-aware \(Clang 22[.\d]*: type-aware allocation\)", done.stdout)
+    build_ok(tmp_path / "build")
+    profile = run_indexer(tmp_path / "build" / "app", tmp_path)
+    widget = profile.type_row("Widget")
+    assert (widget.allocations, widget.objects, widget.bytes, widget.live_blocks) == (1, 3, 48, 0)

@@ -174,6 +174,13 @@ __attribute__((noinline)) void mismatched_release(void* p, const rt::BlockHeader
                  reinterpret_cast<uintptr_t>(call_site), reinterpret_cast<uintptr_t>(frame));
 }
 
+// Releases the block of ours at p (header h).
+__attribute__((always_inline)) inline void release_sealed(void* p, rt::BlockHeader* h, unsigned code) noexcept {
+  if (!rt::on_free_block(p, h)) return;  // another thread's block on probation: its owner releases it
+  h->seal = 0;                         // a second free of it is a foreign free (glibc reports it)
+  __libc_free(rt::allocation_base(p, code));
+}
+
 // Releases the block at p for a function of `family`; `call_site` and `frame` are
 // the release function's own (for a finding's call path).
 __attribute__((always_inline)) inline void release(void* p, unsigned family, void* call_site, void* frame) noexcept {
@@ -184,9 +191,7 @@ __attribute__((always_inline)) inline void release(void* p, unsigned family, voi
   if (!h) return release_foreign(p, family, call_site, frame);
   if (__builtin_expect(allocated != family && family != rt::kFamilyAny, 0))
     mismatched_release(p, h, allocated, family, call_site, frame);
-  if (!rt::on_free_block(p, h)) return;  // another thread's block on probation: its owner releases it
-  h->seal = 0;                         // a second free of it is a foreign free (glibc reports it)
-  __libc_free(rt::allocation_base(p, code));
+  release_sealed(p, h, code);
 }
 
 // The program's bytes of a block of ours: the header's size, or what glibc gives.
@@ -274,6 +279,15 @@ __attribute__((noinline)) void mismatched_delete(void* p, const rt::BlockHeader*
                  reinterpret_cast<uintptr_t>(frame));
 }
 
+__attribute__((noinline)) void* typed_new_nothrow(size_t size, size_t alignment, unsigned family,
+                                                  const TypedBlock& typed, void* call_site, void* frame) noexcept {
+  try {
+    return allocate_or_throw(size, alignment, family, call_site, frame, typed);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -282,18 +296,23 @@ extern "C" {
 // runtime, with the type and the size together.
 HEAPTYPE_EXPORT void* heaptype_typed_new(size_t size, size_t alignment, const void* type_tag, size_t elem_size,
                                          unsigned kind) {
+  // The common case inline: one object of default alignment, the memo knows its site.
+  if (__builtin_expect(kind == kSingle && alignment <= kDefault && size && rt::headers_on(), 1)) {
+    char* base = static_cast<char*>(__libc_malloc(size + rt::kHeaderSize));
+    if (__builtin_expect(base != nullptr, 1)) {
+      void* p = base + rt::kHeaderSize;
+      rt::on_typed_block(p, size, rt::kFamilyNew, reinterpret_cast<uintptr_t>(type_tag), 1,
+                         reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+                         reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
+      return p;
+    }
+  }
   bool nothrow = kind & kNothrow;
   kind &= ~kNothrow;
   TypedBlock typed = {reinterpret_cast<uintptr_t>(type_tag), elem_size ? elem_size : 1,
                       kind == kArrayWithCookie ? array_cookie(alignment) : 0, kind != kSingle};
   unsigned family = kind == kSingle || kind == kAllocator ? rt::kFamilyNew : rt::kFamilyArray;
-  if (__builtin_expect(nothrow, 0)) {
-    try {
-      return allocate_or_throw(size, alignment, family, HEAPTYPE_CALLER, typed);
-    } catch (...) {
-      return nullptr;
-    }
-  }
+  if (__builtin_expect(nothrow, 0)) return typed_new_nothrow(size, alignment, family, typed, HEAPTYPE_CALLER);
   return allocate_or_throw(size, alignment, family, HEAPTYPE_CALLER, typed);
 }
 
@@ -301,13 +320,15 @@ HEAPTYPE_EXPORT void* heaptype_typed_new(size_t size, size_t alignment, const vo
 HEAPTYPE_EXPORT void heaptype_typed_delete(void* p, const void* type_tag, size_t size, unsigned kind) noexcept {
   if (!p) return;
   unsigned family = kind == kSingle ? rt::kFamilyNew : rt::kFamilyArray;
-  if (rt::headers_on()) {
-    unsigned code, allocated;
-    const rt::BlockHeader* h = rt::sealed_header(p, &code, &allocated);
-    if (h && allocated == family && __builtin_expect(size_disagrees(h, size, kind), 0))
-      mismatched_delete(p, h, type_tag, size, HEAPTYPE_CALLER);
-  }
-  release(p, family, HEAPTYPE_CALLER);
+  if (!rt::headers_on()) return __libc_free(p);
+  unsigned code, allocated;
+  rt::BlockHeader* h = rt::sealed_header(p, &code, &allocated);
+  if (!h) return release_foreign(p, family, HEAPTYPE_CALLER);
+  if (__builtin_expect(allocated != family, 0))
+    mismatched_release(p, h, allocated, family, HEAPTYPE_CALLER);
+  else if (__builtin_expect(size_disagrees(h, size, kind), 0))
+    mismatched_delete(p, h, type_tag, size, HEAPTYPE_CALLER);
+  release_sealed(p, h, code);
 }
 
 }  // extern "C"

@@ -298,3 +298,21 @@ def test_a_file_cut_inside_the_findings_loads_what_came_before(tmp_path):
     a = _core.Analysis(file, names)
     assert a.totals.allocations == 3  # thread 1's chunk is whole
     assert all(f["count"] >= 1 for f in a.findings)
+
+
+def test_heaptype_check_fails_a_budget_of_no_mismatched_deletes(workdir, tmp_path):
+    """`[defaults] mismatched_deletes = 0` in a budget file, checked by `heaptype check`."""
+    program = build_type_aware(workdir, "findings")
+    output = tmp_path / "base.htp"
+    assert run_profiled(program, output, "delete-base", "2").returncode == 0
+    budget = tmp_path / "heap-budget.toml"
+    budget.write_text("[defaults]\nmismatched_deletes = 0\nmismatched_frees = 0\n")
+    done = subprocess.run([sys.executable, "-m", "heaptype", "check", str(output), "--budget", str(budget)],
+                          capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "mismatched deletes 2 > limit 0" in done.stdout + done.stderr
+    clean = tmp_path / "clean.htp"
+    assert run_profiled(program, clean, "free-new", "0").returncode == 0
+    ok = subprocess.run([sys.executable, "-m", "heaptype", "check", str(clean), "--budget", str(budget)],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr

@@ -22,16 +22,17 @@ To profile a whole build without editing BUILD files, see heaptype.bazelrc
 (`--config=heaptype`).
 """
 
-load("@heaptype_install//:flags.bzl", "CALLSTACK", "COMPILE", "DEFAULT_CALLSTACK")
+load("@heaptype_install//:flags.bzl", "CALLSTACK", "CAPTURE", "COMPILE", "DEFAULT_CALLSTACK")
 
 CALLSTACK_MODES = ["frame-pointer", "instrument", "none"]
+CAPTURE_MODES = ["auto", "macro", "type-aware"]
 
 _RUNTIME = Label("//:runtime")
 _HEADERS = Label("//:headers")
 
 # --- flags and macros ---------------------------------------------------------------------
 
-def heaptype_copts(types = True, stl_types = True, debug = True, callstack = DEFAULT_CALLSTACK):
+def heaptype_copts(types = True, stl_types = True, debug = True, callstack = DEFAULT_CALLSTACK, capture = "auto"):
     """The compile options of a profiled target, from the package's flags.json.
 
     Args:
@@ -41,11 +42,17 @@ def heaptype_copts(types = True, stl_types = True, debug = True, callstack = DEF
       callstack: how allocations get their calling context: "frame-pointer" (the
         default: the stack walked at each allocation, -fno-omit-frame-pointer),
         "instrument" (-finstrument-functions, system headers excluded) or "none".
+      capture: how new-expressions report their types: "auto" (the mode chosen for the
+        toolchain's compiler when @heaptype_install was configured: type-aware for Clang
+        21 or later, else the macro; $HEAPTYPE_CAPTURE forces it there), "macro" or
+        "type-aware" (docs/capture.md).
     Returns:
       A list of options; the headers they name come with @heaptype//:headers.
     """
     if callstack not in CALLSTACK_MODES:
         fail("heaptype: callstack = %r: use one of %s" % (callstack, ", ".join(CALLSTACK_MODES)))
+    if capture not in CAPTURE_MODES:
+        fail("heaptype: capture = %r: use one of %s" % (capture, ", ".join(CAPTURE_MODES)))
     groups = ["headers"]
     if types:
         groups.append("types")
@@ -56,6 +63,9 @@ def heaptype_copts(types = True, stl_types = True, debug = True, callstack = DEF
     options = []
     for group in groups:
         for option in COMPILE[group]:
+            options.extend(option)
+    if types:
+        for option in COMPILE["capture"][CAPTURE if capture == "auto" else capture]:
             options.extend(option)
     for option in CALLSTACK[callstack]:
         options.extend(option)

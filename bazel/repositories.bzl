@@ -52,12 +52,15 @@ def _heaptype_install_impl(ctx):
         ctx.path(Label("//tools:configure.py")),
         "--cc",
         _compiler(ctx),
+        "--capture",
+        ctx.os.environ.get("HEAPTYPE_CAPTURE") or "auto",
         "--repo-root",
         "external/" + ctx.name,
     ])
     if result.return_code != 0:
         _fail(ctx, "describing the heaptype install (tools/configure.py)", result)
     info = json.decode(result.stdout)
+    print("heaptype: type capture: %s (%s)" % (info["capture"]["mode"], info["capture"]["reason"]))
     ctx.file("configure.json", result.stdout)
     package = ctx.path(info["package_dir"])
     if str(bazel_dir.dirname) != str(package):
@@ -80,6 +83,8 @@ def _heaptype_install_impl(ctx):
         "COMPILE = %s" % repr(info["compile"]),
         "CALLSTACK = %s" % repr(info["callstack"]),
         "DEFAULT_CALLSTACK = %r" % info["default_callstack"],
+        "CAPTURE = %r" % info["capture"]["mode"],
+        "CAPTURE_REASON = %r" % info["capture"]["reason"],
         "LINKOPTS = %s" % repr(info["link"]["linkopts"]),
         "",
     ]))
@@ -110,7 +115,7 @@ heaptype_install_repository = repository_rule(
             doc = "Interpreter that has heaptype installed: a name looked up on PATH, or a path.",
         ),
     },
-    environ = ["HEAPTYPE_PYTHON", "CC", "PATH"],
+    environ = ["HEAPTYPE_PYTHON", "CC", "PATH", "HEAPTYPE_CAPTURE"],
     configure = True,
     local = True,
 )
@@ -140,6 +145,8 @@ def _heaptype_toolchain_impl(ctx):
     for group in ("headers", "types", "stl_types", "debug"):
         for option in info["compile"][group]:
             flags.extend(option)
+    for option in info["compile"]["capture"][info["capture"]["mode"]]:
+        flags.extend(option)
     for option in info["callstack"][info["default_callstack"]]:
         flags.extend(option)
     build = ctx.read(source.get_child("BUILD"))

@@ -6,6 +6,9 @@
 #     [MAP_FILE ON|OFF]       write <binary>.map, to name types of stripped binaries
 #     [EXCLUDE <dir>...])     more directories whose code is not instrumented
 #
+# -DHEAPTYPE_CAPTURE=auto|macro|type-aware picks how new-expressions report their types
+# (default auto: type-aware for Clang 21 or later, else the new macro; see docs/capture.md).
+#
 # Adds PRIVATE compile options to <target>; executables also link the static
 # runtime. Shared libraries get the compile options only: they use the runtime of
 # the executable that loads them (link HeapType::runtime_shared to a shared library
@@ -51,17 +54,62 @@ endfunction()
 
 # The -Wl options of flags.json's link.static (beyond the library and -pthread, which
 # the imported targets carry), as LINKER: options.
+# A linker without --export-dynamic-symbol (zig's, behind the ziglang wheel's Clang)
+# exports every symbol instead (-rdynamic), as `heaptype --ldflags --cxx` does.
 function(heaptype_static_link_options out)
   file(READ "${HeapType_FLAGS_FILE}" flags)
   string(JSON json GET "${flags}" link static)
   _heaptype_options_from_json(options "${json}")
+  set(exports_symbols TRUE)
+  if(CMAKE_CXX_COMPILER_LOADED AND NOT CMAKE_VERSION VERSION_LESS 3.18)
+    include(CheckLinkerFlag)
+    check_linker_flag(CXX "LINKER:--export-dynamic-symbol=heaptype_start" HEAPTYPE_LINKER_EXPORTS_SYMBOLS)
+    set(exports_symbols ${HEAPTYPE_LINKER_EXPORTS_SYMBOLS})
+  endif()
   set(result "")
   foreach(option IN LISTS options)
     if(option MATCHES "^-Wl,(.*)$")
-      list(APPEND result "LINKER:${CMAKE_MATCH_1}")
+      if(exports_symbols OR NOT option MATCHES "^-Wl,--export-dynamic-symbol=")
+        list(APPEND result "LINKER:${CMAKE_MATCH_1}")
+      else()
+        list(APPEND result "-rdynamic")
+      endif()
     endif()
   endforeach()
   set(${out} "${result}" PARENT_SCOPE)
+endfunction()
+
+# heaptype_capture_mode(<out-var>): how new-expressions report their types
+# (docs/capture.md): HEAPTYPE_CAPTURE when it is macro or type-aware, else (auto)
+# type-aware for Clang at or above flags.json's type_aware_min_clang, the macro for
+# any other compiler. Said once per configure.
+function(heaptype_capture_mode out)
+  file(READ "${HeapType_FLAGS_FILE}" flags)
+  string(JSON min_clang GET "${flags}" type_aware_min_clang)
+  set(requested "${HEAPTYPE_CAPTURE}")
+  if(requested STREQUAL "")
+    set(requested auto)
+  endif()
+  if(NOT requested MATCHES "^(auto|macro|type-aware)$")
+    message(FATAL_ERROR "HEAPTYPE_CAPTURE takes auto, macro or type-aware, not '${requested}'")
+  endif()
+  set(compiler "${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}")
+  if(NOT requested STREQUAL "auto")
+    set(mode ${requested})
+    set(why "${compiler}, forced by HEAPTYPE_CAPTURE")
+  elseif(CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND NOT CMAKE_CXX_COMPILER_VERSION VERSION_LESS min_clang)
+    set(mode type-aware)
+    set(why "${compiler}: type-aware allocation")
+  else()
+    set(mode macro)
+    set(why "${compiler}: no type-aware allocation (Clang ${min_clang} or later has it)")
+  endif()
+  get_property(said GLOBAL PROPERTY HEAPTYPE_CAPTURE_SAID)
+  if(NOT said)
+    set_property(GLOBAL PROPERTY HEAPTYPE_CAPTURE_SAID TRUE)
+    message(STATUS "HeapType: type capture: ${mode} (${why})")
+  endif()
+  set(${out} ${mode} PARENT_SCOPE)
 endfunction()
 
 # heaptype_compile_options(<out-var> TYPES ON|OFF STL_TYPES ON|OFF CALLSTACK <mode>
@@ -84,6 +132,12 @@ function(heaptype_compile_options out)
     _heaptype_options_from_json(group_options "${json}")
     list(APPEND options ${group_options})
   endforeach()
+  if(HT_TYPES)
+    heaptype_capture_mode(capture)
+    string(JSON json GET "${flags}" compile capture ${capture})
+    _heaptype_options_from_json(capture_options "${json}")
+    list(APPEND options ${capture_options})
+  endif()
   foreach(compiler GNU Clang)
     string(JSON json GET "${flags}" callstack ${HT_CALLSTACK} ${compiler})
     _heaptype_options_from_json(stack_options "${json}")
@@ -141,6 +195,14 @@ function(heaptype_instrument target)
     # The LINK_LIBRARIES property, not target_link_libraries(): CMake refuses to mix
     # its plain and keyword signatures on one target, and existing projects use both.
     set_property(TARGET ${target} APPEND PROPERTY LINK_LIBRARIES HeapType::runtime)
+  endif()
+  # zig's linker (the ziglang wheel's Clang) writes no map file: the ELF symbol table names the types then.
+  if(HT_MAP_FILE AND CMAKE_CXX_COMPILER_LOADED AND NOT CMAKE_VERSION VERSION_LESS 3.18)
+    include(CheckLinkerFlag)
+    check_linker_flag(CXX "LINKER:-Map=${CMAKE_BINARY_DIR}/heaptype_map_check.map" HEAPTYPE_LINKER_WRITES_MAPS)
+    if(NOT HEAPTYPE_LINKER_WRITES_MAPS)
+      set(HT_MAP_FILE OFF)
+    endif()
   endif()
   if(HT_MAP_FILE AND type MATCHES "^(EXECUTABLE|SHARED_LIBRARY|MODULE_LIBRARY)$")
     target_link_options(${target} PRIVATE "LINKER:-Map=$<TARGET_FILE:${target}>.map")

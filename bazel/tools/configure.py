@@ -81,6 +81,8 @@ def locate(dist: importlib.metadata.Distribution, top: str) -> Path | None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cc", default="gcc", help="the C/C++ compiler Bazel's toolchain uses ($CC, else gcc)")
+    parser.add_argument("--capture", default="auto",
+                        help="type capture mode: auto (by compiler), macro or type-aware ($HEAPTYPE_CAPTURE)")
     parser.add_argument("--repo-root", required=True,
                         help="the generated repository's path from the execution root (external/<name>)")
     args = parser.parse_args()
@@ -119,9 +121,12 @@ def main() -> int:
         "python_paths": dependency_paths(flags.PACKAGE_DIR),
         "compiler": args.cc,
         "compiler_family": family,
-        "compile": {group: expand(options) for group, options in table["compile"].items()},
+        "compile": {group: ({mode: expand(o) for mode, o in options.items()} if group == "capture" else expand(options))
+                    for group, options in table["compile"].items()},
         "callstack": {mode: expand(by_family.get(family, [])) for mode, by_family in table["callstack"].items()},
         "default_callstack": table["default_callstack"],
+        # How new-expressions report their types, for this compiler (flags.capture_mode).
+        "capture": dict(zip(("mode", "reason"), flags.capture_mode(args.capture, args.cc))),
         # The static runtime; Bazel finds the shared one itself (cc_library srcs, rpath).
         "link": split_link(table["link"]["static"]),
     }

@@ -180,8 +180,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --cflags: how allocations get their calling context (default: "
                              f"{flags.DEFAULT_CALLSTACK}; frame-pointer: the stack walked at each allocation; "
                              "instrument: -finstrument-functions without system headers; none: the call site only)")
+    parser.add_argument("--capture", choices=flags.CAPTURE_MODES, default="auto",
+                        help="with --cflags: how new-expressions report their types (default auto: type-aware for "
+                             f"Clang {flags.TYPE_AWARE_MIN_CLANG} or later, else the new macro); the choice is "
+                             "said on stderr")
     parser.add_argument("--cxx", dest="flags_cxx", metavar="COMPILER",
-                        help="with --cflags: the compiler the flags are for (default: $CXX or g++)")
+                        help="with --cflags, --ldflags: the compiler the flags are for (default: $CXX or g++)")
     parser.add_argument("--include-dir", action="store_true", help="print the public header directory")
     parser.add_argument("--lib-dir", action="store_true", help="print the runtime library directory")
     parser.add_argument("--cmake-dir", "--cmakedir", action="store_true", dest="cmake_dir",
@@ -310,9 +314,12 @@ def print_build_info(args) -> int:
     flags.check_installed()
     out = []
     if args.cflags:
-        out += flags.compile_flags(stl_types=not args.no_stl_types, callstack=args.callstack, cxx=args.flags_cxx)
+        mode, why = flags.capture_mode(args.capture, args.flags_cxx)
+        print(f"heaptype: type capture: {mode} ({why})", file=sys.stderr)
+        out += flags.compile_flags(stl_types=not args.no_stl_types, callstack=args.callstack, cxx=args.flags_cxx,
+                                   capture=mode)
     if args.ldflags:
-        out += flags.link_flags(shared=args.shared)
+        out += flags.link_flags(shared=args.shared, cxx=args.flags_cxx)
     if out:
         print(shlex.join(out))
     if args.include_dir:

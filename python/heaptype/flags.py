@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from functools import lru_cache
@@ -63,16 +64,52 @@ def default_compiler() -> str:
 
 
 @lru_cache(maxsize=None)
+def _version_text(cxx: str) -> str:
+    """``cxx --version``; `cxx` may be a command of several words (``python -m ziglang c++``)."""
+    try:
+        return subprocess.run([*shlex.split(cxx), "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return ""
+
+
+@lru_cache(maxsize=None)
 def compiler_family(cxx: str) -> str:
     """"GNU" or "Clang": the two flag dialects of flags.json."""
-    name = Path(cxx).name
+    name = Path(shlex.split(cxx)[0] if cxx.strip() else cxx).name
     if "clang" in name:
         return "Clang"
-    try:
-        version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return "GNU"
-    return "Clang" if "clang" in version.lower() else "GNU"
+    return "Clang" if "clang" in _version_text(cxx).lower() else "GNU"
+
+
+def compiler_version(cxx: str) -> tuple[str, int | None]:
+    """(family, major version) of a compiler; the version None when unknown."""
+    family = compiler_family(cxx)
+    text = _version_text(cxx)
+    pattern = r"clang version (\d+)" if family == "Clang" else r"\(.*?\)\s+(\d+)\.\d+"
+    match = re.search(pattern, text)
+    return family, int(match.group(1)) if match else None
+
+
+# How new-expressions report their types (docs/capture.md): the `new` macro, or Clang's
+# type-aware operator new (Clang >= TYPE_AWARE_MIN_CLANG). `auto` picks by compiler.
+CAPTURE_MODES = ("auto", "macro", "type-aware")
+TYPE_AWARE_MIN_CLANG: int = _table()["type_aware_min_clang"]
+
+
+def capture_mode(requested: str = "auto", cxx: str | None = None) -> tuple[str, str]:
+    """The capture mode for compiler `cxx` ("macro" or "type-aware") and why, in words:
+    `auto` gives type-aware for Clang >= 21, the macro for anything else (GCC, older
+    Clang); a forced mode is taken as it is."""
+    if requested not in CAPTURE_MODES:
+        raise ValueError(f"unknown capture mode {requested!r}: use one of {', '.join(CAPTURE_MODES)}")
+    cxx = cxx or default_compiler()
+    family, major = compiler_version(cxx)
+    compiler = f"{family} {major}" if major is not None else f"{family} (version unknown)"
+    if requested != "auto":
+        return requested, f"{compiler}, forced"
+    if family == "Clang" and major is not None and major >= TYPE_AWARE_MIN_CLANG:
+        return "type-aware", f"{compiler}: type-aware allocation"
+    return "macro", f"{compiler}: no type-aware allocation (Clang {TYPE_AWARE_MIN_CLANG} or later has it)"
 
 
 @lru_cache(maxsize=None)
@@ -97,13 +134,14 @@ def callstack_flags(mode: str = DEFAULT_CALLSTACK, cxx: str | None = None) -> li
 
 
 def compile_flags(*, types: bool = True, stl_types: bool = True, debug: bool = True,
-                  callstack: str = DEFAULT_CALLSTACK, cxx: str | None = None) -> list[str]:
+                  callstack: str = DEFAULT_CALLSTACK, cxx: str | None = None, capture: str = "auto") -> list[str]:
     """Flags for every compile of a profiled program (for compiler `cxx`, default
-    $CXX or g++)."""
+    $CXX or g++). `capture`: macro, type-aware, or auto (capture_mode)."""
     table = _table()["compile"]
     options = list(table["headers"])
     if types:
         options += table["types"]
+        options += table["capture"][capture_mode(capture, cxx)[0]]
     if stl_types:
         options += table["stl_types"]
     if debug:
@@ -111,9 +149,14 @@ def compile_flags(*, types: bool = True, stl_types: bool = True, debug: bool = T
     return _expand(options) + callstack_flags(callstack, cxx)
 
 
-def link_flags(*, shared: bool = False) -> list[str]:
-    """Flags for linking a profiled program with the runtime (static by default)."""
-    return _expand(_table()["link"]["shared" if shared else "static"])
+def link_flags(*, shared: bool = False, cxx: str | None = None) -> list[str]:
+    """Flags for linking a profiled program with the runtime (static by default).
+    zig's Clang (`python -m ziglang c++`) rejects --export-dynamic-symbol: it exports
+    every symbol instead (-rdynamic)."""
+    out = _expand(_table()["link"]["shared" if shared else "static"])
+    if cxx and "zig" in cxx:
+        out = ["-rdynamic" if token.startswith("-Wl,--export-dynamic-symbol=") else token for token in out]
+    return out
 
 
 def check_installed() -> None:

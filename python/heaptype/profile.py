@@ -392,6 +392,19 @@ class Profile:
         return self.analysis().selected
 
     @property
+    def findings(self) -> list[dict]:
+        """Releases the program got wrong, as the runtime recorded them (the whole
+        profile; filters do not apply), grouped by kind, types and the release's call
+        path, most frequent first. Each a dict: ``kind`` ("mismatched_delete": deleted
+        as a static type whose size disagrees with the block's, seen only in the
+        type-aware capture mode; "mismatched_free": free(), delete or delete[] of a
+        block another family allocated), ``allocated``, ``allocated_bytes``,
+        ``deleted`` and ``deleted_bytes`` or ``allocated_with`` and ``released_with``,
+        ``count``, ``stack`` (the release's call path, root first) and
+        ``allocation_stack``."""
+        return self._any_analysis().findings
+
+    @property
     def has_call_paths(self) -> bool:
         """True when the runtime recorded calling contexts (any mode but none)."""
         return self._any_analysis().has_call_paths

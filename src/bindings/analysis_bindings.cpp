@@ -159,6 +159,49 @@ py::list type_paths(const SessionPtr& s) {
   return out;
 }
 
+py::list path_names(const Analysis& a, uint32_t path) {
+  py::list frames;
+  if (path == core::kNone) return frames;
+  for (const core::PathFrame* f : a.call_paths().frames(path)) frames.append(name_text(a.strings().get(f->name)));
+  return frames;
+}
+
+const char* family_name(uint64_t family, bool release) {
+  switch (family) {
+    case 0:
+      return release ? "free()" : "malloc()";
+    case 1:
+      return release ? "delete" : "new";
+    case 2:
+      return release ? "delete[]" : "new[]";
+  }
+  return "?";
+}
+
+py::list findings_list(const Session& s) {
+  const Analysis& a = *s.analysis;
+  py::list out;
+  for (const core::Finding& f : a.findings()) {
+    py::dict d;
+    bool type_mismatch = f.kind == static_cast<uint64_t>(format::FindingKind::kMismatchedDelete);
+    d["kind"] = type_mismatch ? "mismatched_delete" : f.kind == 1 ? "mismatched_free" : "unknown";
+    d["allocated"] = name_text(a.strings().get(f.allocated));
+    d["allocated_bytes"] = f.allocated_bytes;
+    if (type_mismatch) {
+      d["deleted"] = name_text(a.strings().get(f.deleted));
+      d["deleted_bytes"] = f.deleted_bytes;
+    } else {
+      d["allocated_with"] = family_name(f.allocated_with, false);
+      d["released_with"] = family_name(f.released_with, true);
+    }
+    d["count"] = f.count;
+    d["stack"] = path_names(a, f.path);
+    d["allocation_stack"] = path_names(a, f.allocation_path);
+    out.append(d);
+  }
+  return out;
+}
+
 py::object node_child(const NodeOut& n, const std::string& name) {
   for (uint32_t child : n.tree().children()[n.id]) {
     NodeOut c{n.s, n.bottom_up, child};
@@ -513,6 +556,10 @@ their thread before it allocated anything else).)doc");
         for (const std::string& w : s.analysis->warnings()) out.append(name_text(w));
         return out;
       })
+      .def_property_readonly("findings", [](const Session& s) { return findings_list(s); },
+                             "Releases the program got wrong, grouped: dicts with kind (mismatched_delete, "
+                             "mismatched_free), allocated, allocated_bytes, deleted and deleted_bytes or "
+                             "allocated_with and released_with, count, stack, allocation_stack.")
       .def_property_readonly("has_call_paths", [](const Session& s) { return s.analysis->has_call_paths(); },
                              "True when the runtime recorded calling contexts.")
       .def("code_addresses",

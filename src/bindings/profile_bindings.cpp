@@ -140,6 +140,9 @@ void bind_builder(py::module_& m) {
       .def("move", &ProfileBuilder::move, py::arg("thread"), py::arg("time"), py::arg("owner_thread"),
            py::arg("site"), py::arg("new_site"), py::arg("address") = 0)
       .def("stack", &ProfileBuilder::stack, py::arg("thread"), py::arg("time"), py::arg("bytes"))
+      .def("finding", &ProfileBuilder::finding, py::arg("thread"), py::arg("time"), py::arg("kind"),
+           py::arg("owner_thread"), py::arg("site"), py::arg("a"), py::arg("b"), py::arg("call_site") = 0,
+           py::arg("node") = 0)
       .def("flush", &ProfileBuilder::flush, py::arg("thread"))
       .def("raw_chunk", [](ProfileBuilder& b, uint8_t kind, uint32_t thread,
                            py::bytes payload) { b.raw_chunk(kind, thread, payload); },

@@ -1,6 +1,8 @@
 #include "analysis.hpp"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "cxx_names.hpp"
 #include "patterns.hpp"
@@ -635,9 +637,55 @@ void Analysis::run(const ProgressFn& progress) {
   dropping_event_ = false;
   for (const format::ThreadEvents* stream : merge_.streams())
     if (!stream->error().empty()) warnings_.push_back("damaged events: " + stream->error());
+  collect_findings();
   if (totals_.unmatched_frees)
     warnings_.push_back(std::to_string(totals_.unmatched_frees) +
                         " frees refer to blocks the profile does not hold (their allocation is missing)");
+}
+
+void Analysis::collect_findings() {
+  std::map<std::tuple<uint64_t, uint32_t, uint32_t, uint64_t, uint64_t, uint32_t>, size_t> index;
+  uint32_t unknown_block = strings_.intern("(unknown block)");
+  for (const format::ThreadEvents* stream : merge_.streams()) {
+    for (const auto& entry : stream->findings()) {
+      const format::FindingDef& def = entry.first;
+      Finding f;
+      f.kind = def.kind;
+      f.allocated = unknown_block;
+      uint32_t base_thread = 0;
+      const format::SiteDef* base = def.thread ? base_site(def.thread, def.site, &base_thread) : nullptr;
+      if (base) {
+        const format::SiteDef& own = merge_.stream_of(def.thread)->sites()[def.site];
+        f.allocated_bytes = base->site.size;
+        uint32_t context = context_of(base_thread, base->site.node, base->site.call_site);
+        uint64_t objects = own.site.count ? own.site.count : 1;
+        f.allocated = types_[type_group(own.site.type_tag, context, f.allocated_bytes, &objects)].label;
+        f.allocation_path = context_path(context);
+      }
+      if (def.kind == static_cast<uint64_t>(format::FindingKind::kMismatchedDelete)) {
+        std::string name = def.a ? names_->type_name(def.a) : std::string();
+        if (def.a && name.empty()) name = "(unknown type " + hex(def.a) + ")";
+        f.deleted = def.a ? strings_.intern(name) : untyped_label_;
+        f.deleted_bytes = def.b;
+      } else {
+        f.allocated_with = def.a;
+        f.released_with = def.b;
+      }
+      f.path = context_path(context_of(stream->thread(), def.node, def.call_site));
+      auto key = std::make_tuple(f.kind, f.allocated, f.deleted, f.deleted_bytes + f.allocated_with,
+                                 f.released_with, f.path);
+      auto it = index.find(key);
+      if (it == index.end()) {
+        f.count = entry.second;
+        index.emplace(key, findings_.size());
+        findings_.push_back(f);
+      } else {
+        findings_[it->second].count += entry.second;
+      }
+    }
+  }
+  std::stable_sort(findings_.begin(), findings_.end(),
+                   [](const Finding& a, const Finding& b) { return a.count > b.count; });
 }
 
 }  // namespace core

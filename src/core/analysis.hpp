@@ -156,6 +156,21 @@ struct Placement {
   Figures figures;
 };
 
+// Releases the program got wrong (FINDING records), grouped by kind, the block's
+// type, the type or function family it was released as, and the release's call path.
+struct Finding {
+  uint64_t kind = 0;            // format::FindingKind
+  uint32_t allocated = 0;       // interned type label of the block ("(untyped)", "(unknown block)")
+  uint64_t allocated_bytes = 0; // the block's size
+  uint32_t deleted = 0;         // kMismatchedDelete: interned name of the static type deleted
+  uint64_t deleted_bytes = 0;   // kMismatchedDelete: the bytes that type says
+  uint64_t allocated_with = 0;  // kMismatchedFree: format::AllocFamily of the allocation
+  uint64_t released_with = 0;   // kMismatchedFree: ... and of the release
+  uint64_t count = 0;
+  uint32_t path = kNone;        // CallPaths cell: the release's call path
+  uint32_t allocation_path = kNone;  // ... and the block's allocation's
+};
+
 class Analysis : public BlockLedger {
  public:
   Analysis(const format::ProfileFile& file, CodeNames* names, AnalysisOptions options);
@@ -180,6 +195,8 @@ class Analysis : public BlockLedger {
         if (p.known) visit(p);
   }
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // The FINDING records of the events read, grouped (most frequent first).
+  const std::vector<Finding>& findings() const { return findings_; }
   const Timeline* timeline() const { return timeline_.get(); }
   // The blocks live when the pass stopped, by address (options.addresses).
   std::vector<LiveBlock> live_blocks() const;
@@ -215,6 +232,7 @@ class Analysis : public BlockLedger {
   void unallocate(Placement& p);
   void take_back_unmatched_frees();
   void follow_in_timeline(const Placement& p);
+  void collect_findings();
   void open_window(uint64_t time);
   void track_address(const format::Event& e);
   void close_bucket(uint64_t time);
@@ -248,6 +266,7 @@ class Analysis : public BlockLedger {
   std::unordered_map<uint32_t, uint32_t> group_of_function_;
   std::unordered_map<uint64_t, uint32_t> function_matches_;  // name -> 0/1, cached
   std::vector<std::string> warnings_;
+  std::vector<Finding> findings_;
   uint32_t untyped_label_;
   std::unique_ptr<Timeline> timeline_;
   struct LiveAddress {

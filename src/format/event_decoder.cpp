@@ -20,6 +20,9 @@ constexpr uint64_t kMaxIndex = std::numeric_limits<uint32_t>::max();
 // most 2^48 bytes with 4-level tables): a larger size is damage, and refusing it
 // keeps the analysis' byte sums far from overflowing.
 constexpr uint64_t kMaxBlockSize = uint64_t{1} << 48;
+// Distinct findings kept per thread; more are ignored (a program gets a few kinds wrong
+// at a few places, not millions).
+constexpr size_t kMaxFindings = 1u << 16;
 
 }  // namespace
 
@@ -91,7 +94,7 @@ bool ThreadEvents::next(Event* out) {
       out->site = static_cast<uint32_t>(site);
       return read_address(&out->address, "free");
     }
-    uint64_t operands[5];
+    uint64_t operands[7];
     switch (static_cast<ControlOp>(v >> 2)) {
       case ControlOp::kFreeLast:
         if (!last_alloc_open_) return fail("free of the last allocation with no allocation open");
@@ -168,6 +171,18 @@ bool ThreadEvents::next(Event* out) {
         out->kind = Event::kStack;
         out->address = operands[0];
         return true;
+      case ControlOp::kFinding: {
+        for (int i = 0; i < 7; ++i)
+          if (!read(&operands[i], "finding")) return false;
+        if (operands[1] > kMaxIndex || operands[2] >= kMaxIndex)
+          return fail("finding names thread " + std::to_string(operands[1]) + " site " + std::to_string(operands[2]));
+        if (operands[6] >= nodes_.size()) return fail("finding refers to undefined node " + std::to_string(operands[6]));
+        if (findings_.size() >= kMaxFindings) continue;  // damage: bounded memory, the events stand
+        FindingDef f{operands[0], static_cast<uint32_t>(operands[1]), static_cast<uint32_t>(operands[2]),
+                     operands[3], operands[4], operands[5], operands[6]};
+        ++findings_[f];
+        continue;
+      }
       default:
         return fail("unknown record " + hex(v));
     }

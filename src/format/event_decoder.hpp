@@ -4,6 +4,8 @@
 #define HEAPTYPE_FORMAT_EVENT_DECODER_HPP
 
 #include <cstdint>
+#include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,21 @@ struct SiteDef {
   bool derived = false;
   uint32_t base_thread = 0;
   uint32_t base_site = 0;
+};
+
+// FINDING records of one thread with the same operands, counted (see
+// ControlOp::kFinding): memory grows with distinct findings, not with their number.
+struct FindingDef {
+  uint64_t kind;
+  uint32_t thread;      // the block's (thread, site); thread 0: not in the profile
+  uint32_t site;
+  uint64_t a, b;
+  uint64_t call_site;   // of the release
+  uint64_t node;        // this thread's calling-context node of the release
+  bool operator<(const FindingDef& o) const {
+    return std::tie(kind, thread, site, a, b, call_site, node) <
+           std::tie(o.kind, o.thread, o.site, o.a, o.b, o.call_site, o.node);
+  }
 };
 
 struct Event {
@@ -57,6 +74,8 @@ class ThreadEvents {
   // Definitions so far. nodes()[0] is the root.
   const std::vector<NodeDef>& nodes() const { return nodes_; }
   const std::vector<SiteDef>& sites() const { return sites_; }
+  // FINDING records read so far, each with how many times it occurred.
+  const std::map<FindingDef, uint64_t>& findings() const { return findings_; }
   // Payload bytes consumed so far (whole chunks), for progress.
   uint64_t bytes_done() const { return bytes_done_; }
   uint64_t time() const { return time_; }
@@ -89,6 +108,7 @@ class ThreadEvents {
   bool last_alloc_open_ = false;  // FREE_LAST may follow
   std::vector<SiteDef> sites_;
   std::vector<NodeDef> nodes_{NodeDef{0, 0, 0}};
+  std::map<FindingDef, uint64_t> findings_;
   std::string error_;
 };
 

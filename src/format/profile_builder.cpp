@@ -114,6 +114,12 @@ void ProfileBuilder::move(uint32_t thread, uint64_t time, uint32_t owner_thread,
   address(thread, addr);
 }
 
+void ProfileBuilder::finding(uint32_t thread, uint64_t time, uint64_t kind, uint32_t owner_thread, uint32_t site,
+                             uint64_t a, uint64_t b, uint64_t call_site, uint64_t node) {
+  at(thread, time);
+  put(thread, {control_record_head(ControlOp::kFinding), kind, owner_thread, site, a, b, call_site, node});
+}
+
 void ProfileBuilder::stack(uint32_t thread, uint64_t time, uint64_t bytes) {
   at(thread, time);
   put(thread, {control_record_head(ControlOp::kStack), bytes});

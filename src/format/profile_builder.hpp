@@ -38,6 +38,10 @@ class ProfileBuilder {
   void free_remote(uint32_t thread, uint64_t time, uint32_t owner_thread, uint32_t site, uint64_t address = 0);
   void move(uint32_t thread, uint64_t time, uint32_t owner_thread, uint32_t site, uint32_t new_site,
             uint64_t address = 0);
+  // A FINDING record: `thread` released the block of (owner_thread, site) wrongly
+  // (see ControlOp::kFinding for kind, a and b).
+  void finding(uint32_t thread, uint64_t time, uint64_t kind, uint32_t owner_thread, uint32_t site, uint64_t a,
+               uint64_t b, uint64_t call_site, uint64_t node);
   // A STACK record: the thread's stack went `bytes` deep in the tick before `time`.
   void stack(uint32_t thread, uint64_t time, uint64_t bytes);
 

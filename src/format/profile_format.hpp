@@ -130,6 +130,29 @@ enum class ControlOp : uint8_t {
                      // of its stack to the deepest frame the runtime saw: at
                      // allocations, and at function entries in instrument mode) during
                      // the clock tick of the records before it. Written when it changes.
+  kFinding = 8,      // a release the program got wrong, passed on to the allocator all the
+                     // same: varint kind (FindingKind), varint thread, varint site (the
+                     // block's, as FREE_REMOTE names it; thread 0 when the block was not
+                     // recorded), varint a, varint b (see FindingKind), varint call site
+                     // (the return address of the release call), varint calling-context
+                     // node of this thread (0: none). Readers that predate it stop at it.
+};
+
+// What a FINDING record found.
+enum class FindingKind : uint8_t {
+  kMismatchedDelete = 0,  // a delete (or delete[]) whose static type's size disagrees with
+                          // the block's: a = the static type's tag (as a site's), b = the
+                          // bytes it says (sizeof(T), or the array's with its cookie).
+                          // Only the type-aware capture mode sees static types at delete.
+  kMismatchedFree = 1,    // free(), delete or delete[] of a block another family made:
+                          // a = how it was allocated, b = how it was released (AllocFamily)
+};
+
+// The allocation function families of kMismatchedFree.
+enum class AllocFamily : uint8_t {
+  kMalloc = 0,  // malloc / free
+  kNew = 1,     // operator new / delete
+  kArray = 2,   // operator new[] / delete[]
 };
 
 // A site is what an allocation has in common with others of its kind.
@@ -144,7 +167,8 @@ struct Site {
 // --- varints: LEB128, 7 bits a byte, least significant group first -----------------
 
 constexpr size_t kMaxVarint = 10;
-constexpr size_t kMaxRecordSize = 64;  // the largest record (a SITE) fits with room
+constexpr size_t kMaxRecordSize = 64;  // a SITE fits with room
+constexpr size_t kMaxFindingRecordSize = 8 * kMaxVarint;  // the largest record: a FINDING
 
 inline uint8_t* put_varint(uint8_t* out, uint64_t v) {
   while (v >= 0x80) {

@@ -75,9 +75,21 @@ void* raw_allocate(size_t size, size_t alignment) {
   return __libc_memalign(alignment, size);
 }
 
-// `size` bytes for the program, aligned to `alignment` (a power of two); null when
-// glibc has no memory.
-__attribute__((always_inline)) inline void* allocate(size_t size, size_t alignment, void* call_site, void* frame) {
+// What a type-aware operator new knows of its block: the type and how to count
+// its objects.
+struct TypedBlock {
+  uintptr_t type_tag;  // 0: an untyped allocation
+  size_t elem_size;
+  size_t cookie;       // bytes before the objects (an array cookie), 0 if none
+  bool array;
+};
+
+constexpr TypedBlock kUntyped = {0, 0, 0, false};
+
+// `size` bytes for the program, aligned to `alignment` (a power of two), by a
+// function of `family`; null when glibc has no memory.
+__attribute__((always_inline)) inline void* allocate(size_t size, size_t alignment, unsigned family, void* call_site,
+                                                     void* frame, const TypedBlock& typed = kUntyped) {
   unsigned code;
   if (!rt::runtime_active() || !header_offset_code(alignment, &code)) return raw_allocate(size, alignment);
   size_t offset = rt::header_offset(code);
@@ -85,28 +97,38 @@ __attribute__((always_inline)) inline void* allocate(size_t size, size_t alignme
   char* base = static_cast<char*>(code ? __libc_memalign(alignment, size + offset) : __libc_malloc(size + offset));
   if (__builtin_expect(!base, 0)) return nullptr;
   void* p = base + offset;
-  if (__builtin_expect(code == 0, 1))
-    rt::on_new_block(p, size, reinterpret_cast<uintptr_t>(call_site), reinterpret_cast<uintptr_t>(frame));
-  else
-    rt::on_block(p, size, code, reinterpret_cast<uintptr_t>(call_site), reinterpret_cast<uintptr_t>(frame));
+  uintptr_t site = reinterpret_cast<uintptr_t>(call_site), fp = reinterpret_cast<uintptr_t>(frame);
+  if (typed.type_tag) {
+    uint64_t count = 1;
+    if (typed.array) count = size > typed.cookie ? (size - typed.cookie) / typed.elem_size : 0;
+    if (__builtin_expect(code == 0, 1))
+      rt::on_typed_block(p, size, family, typed.type_tag, count, site, fp);
+    else
+      rt::on_typed_aligned_block(p, size, code, family, typed.type_tag, count, site, fp);
+  } else if (__builtin_expect(code == 0, 1)) {
+    rt::on_new_block(p, size, family, site, fp);
+  } else {
+    rt::on_block(p, size, code, family, site, fp);
+  }
   return p;
 }
 
 // [new.delete.single]: call the new_handler until it succeeds or there is none.
-__attribute__((always_inline)) inline void* allocate_or_throw(size_t size, size_t alignment, void* call_site,
-                                                             void* frame) {
+__attribute__((always_inline)) inline void* allocate_or_throw(size_t size, size_t alignment, unsigned family,
+                                                             void* call_site, void* frame,
+                                                             const TypedBlock& typed = kUntyped) {
   if (alignment < kDefault) alignment = kDefault;
   for (;;) {
-    if (void* p = allocate(size ? size : 1, alignment, call_site, frame)) return p;
+    if (void* p = allocate(size ? size : 1, alignment, family, call_site, frame, typed)) return p;
     std::new_handler handler = std::get_new_handler();
     if (!handler) throw std::bad_alloc();
     handler();
   }
 }
 
-inline void* allocate_or_null(size_t size, size_t alignment, void* call_site, void* frame) noexcept {
+inline void* allocate_or_null(size_t size, size_t alignment, unsigned family, void* call_site, void* frame) noexcept {
   try {
-    return allocate_or_throw(size, alignment, call_site, frame);
+    return allocate_or_throw(size, alignment, family, call_site, frame);
   } catch (...) {
     return nullptr;
   }
@@ -115,7 +137,8 @@ inline void* allocate_or_null(size_t size, size_t alignment, void* call_site, vo
 // free() (or a plain delete) of the pointer new[] returned for a type with an array
 // cookie: it lies 8 bytes (16 for a 16-aligned type) into one of our blocks. glibc
 // would be handed a pointer that starts no allocation and crash on it; like Valgrind
-// ("mismatched free() / delete / delete []") say so, once, and free the block.
+// ("mismatched free() / delete / delete []") it is a finding, said once, and the
+// block is freed.
 void* array_block_of(void* p) {
   if (rt::sanitizer_block(p)) return nullptr;  // the memory before it may be unmapped
   for (size_t cookie : {sizeof(size_t), 2 * sizeof(size_t)}) {
@@ -137,26 +160,49 @@ void say_mismatched_free() {
           "cookie; the block is freed (use delete[])");
 }
 
-inline void release(void* p) noexcept;
+inline void release(void* p, unsigned family, void* call_site, void* frame) noexcept;
 
-__attribute__((noinline)) void release_foreign(void* p) noexcept {
+// A release by a function of `family` (kFamilyAny: the runtime's own) of a pointer
+// that starts none of our blocks.
+__attribute__((noinline)) void release_foreign(void* p, unsigned family, void* call_site, void* frame) noexcept {
   if (void* block = array_block_of(p)) {
     say_mismatched_free();
-    return release(block);
+    unsigned code;
+    if (family != rt::kFamilyAny)
+      rt::on_finding(block, rt::sealed_header(block, &code), static_cast<unsigned>(heaptype::format::FindingKind::kMismatchedFree),
+                     rt::kFamilyArray, family, reinterpret_cast<uintptr_t>(call_site),
+                     reinterpret_cast<uintptr_t>(frame));
+    return release(block, rt::kFamilyAny, call_site, frame);
   }
   rt::on_foreign_release(p);
   __libc_free(p);
 }
 
-__attribute__((always_inline)) inline void release(void* p) noexcept {
-  if (!p) return;
-  if (!rt::headers_on()) return __libc_free(p);
-  unsigned code;
-  rt::BlockHeader* h = rt::sealed_header(p, &code);
-  if (!h) return release_foreign(p);
+// free(), delete or delete[] of a block another family allocated: a finding.
+__attribute__((noinline)) void mismatched_release(void* p, const rt::BlockHeader* h, unsigned allocated,
+                                                  unsigned released, void* call_site, void* frame) noexcept {
+  rt::on_finding(p, h, static_cast<unsigned>(heaptype::format::FindingKind::kMismatchedFree), allocated, released,
+                 reinterpret_cast<uintptr_t>(call_site), reinterpret_cast<uintptr_t>(frame));
+}
+
+// Releases the block of ours at p (header h).
+__attribute__((always_inline)) inline void release_sealed(void* p, rt::BlockHeader* h, unsigned code) noexcept {
   if (!rt::on_free_block(p, h)) return;  // another thread's block on probation: its owner releases it
   h->seal = 0;                         // a second free of it is a foreign free (glibc reports it)
   __libc_free(rt::allocation_base(p, code));
+}
+
+// Releases the block at p for a function of `family`; `call_site` and `frame` are
+// the release function's own (for a finding's call path).
+__attribute__((always_inline)) inline void release(void* p, unsigned family, void* call_site, void* frame) noexcept {
+  if (!p) return;
+  if (!rt::headers_on()) return __libc_free(p);
+  unsigned code, allocated;
+  rt::BlockHeader* h = rt::sealed_header(p, &code, &allocated);
+  if (!h) return release_foreign(p, family, call_site, frame);
+  if (__builtin_expect(allocated != family && family != rt::kFamilyAny, 0))
+    mismatched_release(p, h, allocated, family, call_site, frame);
+  release_sealed(p, h, code);
 }
 
 // The program's bytes of a block of ours: the header's size, or what glibc gives.
@@ -183,39 +229,120 @@ __attribute__((visibility("default"))) extern const char
 #define HEAPTYPE_CALLER __builtin_return_address(0), __builtin_frame_address(0)
 #define HEAPTYPE_EXPORT __attribute__((visibility("default"), noinline))
 
-HEAPTYPE_EXPORT void* operator new(size_t size) { return allocate_or_throw(size, kDefault, HEAPTYPE_CALLER); }
-HEAPTYPE_EXPORT void* operator new[](size_t size) { return allocate_or_throw(size, kDefault, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void* operator new(size_t size) { return allocate_or_throw(size, kDefault, rt::kFamilyNew, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void* operator new[](size_t size) { return allocate_or_throw(size, kDefault, rt::kFamilyArray, HEAPTYPE_CALLER); }
 HEAPTYPE_EXPORT void* operator new(size_t size, const std::nothrow_t&) noexcept {
-  return allocate_or_null(size, kDefault, HEAPTYPE_CALLER);
+  return allocate_or_null(size, kDefault, rt::kFamilyNew, HEAPTYPE_CALLER);
 }
 HEAPTYPE_EXPORT void* operator new[](size_t size, const std::nothrow_t&) noexcept {
-  return allocate_or_null(size, kDefault, HEAPTYPE_CALLER);
+  return allocate_or_null(size, kDefault, rt::kFamilyArray, HEAPTYPE_CALLER);
 }
 HEAPTYPE_EXPORT void* operator new(size_t size, std::align_val_t align) {
-  return allocate_or_throw(size, static_cast<size_t>(align), HEAPTYPE_CALLER);
+  return allocate_or_throw(size, static_cast<size_t>(align), rt::kFamilyNew, HEAPTYPE_CALLER);
 }
 HEAPTYPE_EXPORT void* operator new[](size_t size, std::align_val_t align) {
-  return allocate_or_throw(size, static_cast<size_t>(align), HEAPTYPE_CALLER);
+  return allocate_or_throw(size, static_cast<size_t>(align), rt::kFamilyArray, HEAPTYPE_CALLER);
 }
 HEAPTYPE_EXPORT void* operator new(size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-  return allocate_or_null(size, static_cast<size_t>(align), HEAPTYPE_CALLER);
+  return allocate_or_null(size, static_cast<size_t>(align), rt::kFamilyNew, HEAPTYPE_CALLER);
 }
 HEAPTYPE_EXPORT void* operator new[](size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-  return allocate_or_null(size, static_cast<size_t>(align), HEAPTYPE_CALLER);
+  return allocate_or_null(size, static_cast<size_t>(align), rt::kFamilyArray, HEAPTYPE_CALLER);
 }
 
-HEAPTYPE_EXPORT void operator delete(void* p) noexcept { release(p); }
-HEAPTYPE_EXPORT void operator delete[](void* p) noexcept { release(p); }
-HEAPTYPE_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept { release(p); }
-HEAPTYPE_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept { release(p); }
-HEAPTYPE_EXPORT void operator delete(void* p, size_t) noexcept { release(p); }
-HEAPTYPE_EXPORT void operator delete[](void* p, size_t) noexcept { release(p); }
-HEAPTYPE_EXPORT void operator delete(void* p, std::align_val_t) noexcept { release(p); }
-HEAPTYPE_EXPORT void operator delete[](void* p, std::align_val_t) noexcept { release(p); }
-HEAPTYPE_EXPORT void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p); }
-HEAPTYPE_EXPORT void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p); }
-HEAPTYPE_EXPORT void operator delete(void* p, size_t, std::align_val_t) noexcept { release(p); }
-HEAPTYPE_EXPORT void operator delete[](void* p, size_t, std::align_val_t) noexcept { release(p); }
+HEAPTYPE_EXPORT void operator delete(void* p) noexcept { release(p, rt::kFamilyNew, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void operator delete[](void* p) noexcept { release(p, rt::kFamilyArray, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept { release(p, rt::kFamilyNew, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept { release(p, rt::kFamilyArray, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void operator delete(void* p, size_t) noexcept { release(p, rt::kFamilyNew, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void operator delete[](void* p, size_t) noexcept { release(p, rt::kFamilyArray, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void operator delete(void* p, std::align_val_t) noexcept { release(p, rt::kFamilyNew, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void operator delete[](void* p, std::align_val_t) noexcept { release(p, rt::kFamilyArray, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p, rt::kFamilyNew, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { release(p, rt::kFamilyArray, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void operator delete(void* p, size_t, std::align_val_t) noexcept { release(p, rt::kFamilyNew, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void operator delete[](void* p, size_t, std::align_val_t) noexcept { release(p, rt::kFamilyArray, HEAPTYPE_CALLER); }
+
+// --- type-aware operator new (heaptype/type_aware_new.hpp) ---------------------------------
+
+namespace {
+
+// `kind` of heaptype_typed_new/delete: what the new-expression allocates.
+// kAllocator: libc++'s std::allocator (heaptype-libcxx/__new/allocate.h): n objects,
+// released with operator delete.
+enum TypedKind : unsigned { kSingle = 0, kArrayNoCookie = 1, kArrayWithCookie = 2, kAllocator = 3, kNothrow = 4 };
+
+inline size_t array_cookie(size_t alignment) { return alignment > sizeof(size_t) ? alignment : sizeof(size_t); }
+
+// A delete (kSingle) or delete[] of a block whose size disagrees with the static
+// type's `size` (the bytes Clang passes: sizeof(T), or the whole array's with its
+// cookie).
+inline bool size_disagrees(const rt::BlockHeader* h, size_t size, unsigned kind) {
+  if (h->size == rt::kSizeSaturated || h->size == size) return false;
+  if (kind == kArrayNoCookie) return size == 0 || h->size % size != 0;
+  return true;
+}
+
+__attribute__((noinline)) void mismatched_delete(void* p, const rt::BlockHeader* h, const void* type_tag, size_t size,
+                                                 void* call_site, void* frame) noexcept {
+  rt::on_finding(p, h, static_cast<unsigned>(heaptype::format::FindingKind::kMismatchedDelete),
+                 reinterpret_cast<uintptr_t>(type_tag), size, reinterpret_cast<uintptr_t>(call_site),
+                 reinterpret_cast<uintptr_t>(frame));
+}
+
+__attribute__((noinline)) void* typed_new_nothrow(size_t size, size_t alignment, unsigned family,
+                                                  const TypedBlock& typed, void* call_site, void* frame) noexcept {
+  try {
+    return allocate_or_throw(size, alignment, family, call_site, frame, typed);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+// The new-expression `new T` / `new T[n]` of a type-aware build: one entry into the
+// runtime, with the type and the size together.
+HEAPTYPE_EXPORT void* heaptype_typed_new(size_t size, size_t alignment, const void* type_tag, size_t elem_size,
+                                         unsigned kind) {
+  // The common case inline: one object of default alignment, the memo knows its site.
+  if (__builtin_expect(kind == kSingle && alignment <= kDefault && size && rt::headers_on(), 1)) {
+    char* base = static_cast<char*>(__libc_malloc(size + rt::kHeaderSize));
+    if (__builtin_expect(base != nullptr, 1)) {
+      void* p = base + rt::kHeaderSize;
+      rt::on_typed_block(p, size, rt::kFamilyNew, reinterpret_cast<uintptr_t>(type_tag), 1,
+                         reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+                         reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
+      return p;
+    }
+  }
+  bool nothrow = kind & kNothrow;
+  kind &= ~kNothrow;
+  TypedBlock typed = {reinterpret_cast<uintptr_t>(type_tag), elem_size ? elem_size : 1,
+                      kind == kArrayWithCookie ? array_cookie(alignment) : 0, kind != kSingle};
+  unsigned family = kind == kSingle || kind == kAllocator ? rt::kFamilyNew : rt::kFamilyArray;
+  if (__builtin_expect(nothrow, 0)) return typed_new_nothrow(size, alignment, family, typed, HEAPTYPE_CALLER);
+  return allocate_or_throw(size, alignment, family, HEAPTYPE_CALLER, typed);
+}
+
+// `delete p` / `delete[] p` of a type-aware build, with the static type and its size.
+HEAPTYPE_EXPORT void heaptype_typed_delete(void* p, const void* type_tag, size_t size, unsigned kind) noexcept {
+  if (!p) return;
+  unsigned family = kind == kSingle ? rt::kFamilyNew : rt::kFamilyArray;
+  if (!rt::headers_on()) return __libc_free(p);
+  unsigned code, allocated;
+  rt::BlockHeader* h = rt::sealed_header(p, &code, &allocated);
+  if (!h) return release_foreign(p, family, HEAPTYPE_CALLER);
+  if (__builtin_expect(allocated != family, 0))
+    mismatched_release(p, h, allocated, family, HEAPTYPE_CALLER);
+  else if (__builtin_expect(size_disagrees(h, size, kind), 0))
+    mismatched_delete(p, h, type_tag, size, HEAPTYPE_CALLER);
+  release_sealed(p, h, code);
+}
+
+}  // extern "C"
 
 // --- the C allocation functions ------------------------------------------------------
 
@@ -223,17 +350,18 @@ namespace {
 
 // C's aligned allocations: glibc accepts any alignment and rounds it up.
 inline void* allocate_aligned(size_t alignment, size_t size, void* call_site, void* frame) {
-  return allocate(size, round_up_to_power_of_two(alignment < kDefault ? kDefault : alignment), call_site, frame);
+  return allocate(size, round_up_to_power_of_two(alignment < kDefault ? kDefault : alignment), rt::kFamilyMalloc,
+                  call_site, frame);
 }
 
 // realloc of a block of ours that must move to a new block of ours: an
 // over-aligned one, or one on probation (another thread may be freeing it).
 void* move_block(void* old, const rt::BlockHeader* h, unsigned code, size_t size, void* call_site, void* frame) {
-  void* p = allocate(size, kDefault, call_site, frame);
+  void* p = allocate(size, kDefault, rt::kFamilyMalloc, call_site, frame);
   if (!p) return nullptr;
   size_t old_size = block_size(old, h, code);
   std::memcpy(p, old, old_size < size ? old_size : size);
-  release(old);
+  release(old, rt::kFamilyAny, call_site, frame);
   return p;
 }
 
@@ -241,9 +369,9 @@ void* move_block(void* old, const rt::BlockHeader* h, unsigned code, size_t size
 
 extern "C" {
 
-HEAPTYPE_EXPORT void* malloc(size_t size) { return allocate(size, kDefault, HEAPTYPE_CALLER); }
+HEAPTYPE_EXPORT void* malloc(size_t size) { return allocate(size, kDefault, rt::kFamilyMalloc, HEAPTYPE_CALLER); }
 
-HEAPTYPE_EXPORT void free(void* p) { release(p); }
+HEAPTYPE_EXPORT void free(void* p) { release(p, rt::kFamilyMalloc, HEAPTYPE_CALLER); }
 
 HEAPTYPE_EXPORT void* calloc(size_t count, size_t size) {
   size_t bytes;
@@ -255,13 +383,13 @@ HEAPTYPE_EXPORT void* calloc(size_t count, size_t size) {
   char* base = static_cast<char*>(__libc_calloc(1, bytes + rt::kHeaderSize));
   if (!base) return nullptr;
   void* p = base + rt::kHeaderSize;
-  rt::on_new_block(p, bytes, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+  rt::on_new_block(p, bytes, rt::kFamilyMalloc, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
                    reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
   return p;
 }
 
 HEAPTYPE_EXPORT void* realloc(void* old, size_t size) {
-  if (!old) return allocate(size, kDefault, HEAPTYPE_CALLER);
+  if (!old) return allocate(size, kDefault, rt::kFamilyMalloc, HEAPTYPE_CALLER);
   unsigned code;
   rt::BlockHeader* h = rt::headers_on() ? rt::sealed_header(old, &code) : nullptr;
   if (!h) {
@@ -270,7 +398,7 @@ HEAPTYPE_EXPORT void* realloc(void* old, size_t size) {
     return __libc_realloc(old, size);
   }
   if (size == 0) {  // glibc frees the block and returns null
-    release(old);
+    release(old, rt::kFamilyAny, HEAPTYPE_CALLER);
     return nullptr;
   }
   if (code || (rt::load_owner(h) & rt::kOwnerProbation) || size > SIZE_MAX - rt::kHeaderSize)

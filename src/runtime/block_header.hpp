@@ -13,10 +13,12 @@
 //
 // The seal proves the header is one of ours: a hash of the block's address with a
 // per-process secret, whose low 4 bits give the header's offset from the start of
-// the glibc allocation. A pointer the runtime never handed out (allocated before
-// profiling started, by __libc_malloc directly, or by glibc's own loader) fails the
-// check with probability 2^-28 and is passed to glibc untouched: a delete the
-// runtime never saw never crashes.
+// the glibc allocation and whose next 2 bits the function family that allocated it
+// (malloc, operator new, operator new[]): a free(), delete or delete[] of another
+// family is a finding (see Family). A pointer the runtime never handed out
+// (allocated before profiling started, by __libc_malloc directly, or by glibc's own
+// loader) fails the check with probability about 2^-26 and is passed to glibc
+// untouched: a delete the runtime never saw never crashes.
 //
 // The owner word names the block's (thread, site): the allocating thread and its
 // site number, which the profile's FREE records name. 0 is an untracked block
@@ -43,6 +45,17 @@ static_assert(sizeof(BlockHeader) == 16, "the header keeps 16-byte alignment");
 constexpr size_t kHeaderSize = sizeof(BlockHeader);
 constexpr uint32_t kSizeSaturated = 0xffffffffu;
 constexpr unsigned kMaxOffsetCode = 15;  // offsets 16 << code: alignments up to 512 KiB
+
+// Which function family allocated a block, and which one a release expects: a
+// mismatch is Valgrind's "mismatched free() / delete / delete []". The values are
+// the profile's (format::AllocFamily).
+enum Family : unsigned {
+  kFamilyMalloc = 0,  // malloc, calloc, realloc, aligned allocations: free()
+  kFamilyNew = 1,     // operator new: delete
+  kFamilyArray = 2,   // operator new[]: delete[]
+  kFamilyAny = 3,     // (a release only) the runtime's own: no check
+};
+constexpr unsigned kFamilyShift = 4;
 
 // --- the owner word ------------------------------------------------------------------
 //   bits  0-31  site (the owning thread's site number)
@@ -76,7 +89,7 @@ inline bool owner_current(uint64_t owner) { return owner && ((owner >> 56) & 15)
 extern uint64_t g_seal_secret;
 
 inline uint32_t seal_of(uintptr_t p) {
-  return static_cast<uint32_t>(((p ^ g_seal_secret) * 0x9E3779B97F4A7C15ull) >> 32) & ~uint32_t{15};
+  return static_cast<uint32_t>(((p ^ g_seal_secret) * 0x9E3779B97F4A7C15ull) >> 32) & ~uint32_t{63};
 }
 
 inline BlockHeader* header_of(const void* p) {
@@ -86,13 +99,19 @@ inline BlockHeader* header_of(const void* p) {
 // The header of the block at p, or nullptr if p is not a block of ours. `p` must be
 // a pointer the program may free (its 16 bytes below are readable: glibc's own chunk
 // header is there), or have passed header_readable().
-HEAPTYPE_NO_ASAN inline BlockHeader* sealed_header(const void* p, unsigned* offset_code) {
+HEAPTYPE_NO_ASAN inline BlockHeader* sealed_header(const void* p, unsigned* offset_code, unsigned* family) {
   if (sanitizer_block(p)) return nullptr;  // sanitizer builds: a block of its own, not one of ours
   BlockHeader* h = header_of(p);
   uint32_t code = h->seal ^ seal_of(reinterpret_cast<uintptr_t>(p));
-  if (code > kMaxOffsetCode) return nullptr;
-  *offset_code = code;
+  if (code >= (kFamilyAny << kFamilyShift)) return nullptr;
+  *offset_code = code & kMaxOffsetCode;
+  *family = code >> kFamilyShift;
   return h;
+}
+
+inline BlockHeader* sealed_header(const void* p, unsigned* offset_code) {
+  unsigned family;
+  return sealed_header(p, offset_code, &family);
 }
 
 inline size_t header_offset(unsigned offset_code) { return kHeaderSize << offset_code; }
@@ -109,10 +128,11 @@ inline bool replace_owner(BlockHeader* h, uint64_t* expected, uint64_t owner) {
   return __atomic_compare_exchange_n(&h->owner, expected, owner, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
-inline void write_header(void* p, size_t size, unsigned offset_code, uint64_t owner) {
+// `family`: the Family that allocated it (never kFamilyAny).
+inline void write_header(void* p, size_t size, unsigned offset_code, unsigned family, uint64_t owner) {
   BlockHeader* h = header_of(p);
   h->size = size < kSizeSaturated ? static_cast<uint32_t>(size) : kSizeSaturated;
-  h->seal = seal_of(reinterpret_cast<uintptr_t>(p)) | offset_code;
+  h->seal = seal_of(reinterpret_cast<uintptr_t>(p)) | offset_code | (family << kFamilyShift);
   store_owner(h, owner);
 }
 

@@ -47,11 +47,13 @@ __attribute__((always_inline)) inline bool record_known_allocation(ThreadState* 
 }
 
 // A block was allocated for the program at `p`, with room for its header before it
-// (offset code 0: the plain 16 bytes). Writes the header and records it.
-__attribute__((always_inline)) inline void on_new_block(void* p, size_t size, uintptr_t call_site, uintptr_t frame) {
+// (offset code 0: the plain 16 bytes), by a function of `family`. Writes the header
+// and records it.
+__attribute__((always_inline)) inline void on_new_block(void* p, size_t size, unsigned family, uintptr_t call_site,
+                                                        uintptr_t frame) {
   ThreadState* t = tls_thread_state;
   if (__builtin_expect(!t || t->busy || !g_recording.load(std::memory_order_relaxed), 0))
-    return on_block(p, size, 0, call_site, frame);
+    return on_block(p, size, 0, family, call_site, frame);
   t->busy = true;
   uintptr_t address = reinterpret_cast<uintptr_t>(p);
   uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
@@ -59,7 +61,34 @@ __attribute__((always_inline)) inline void on_new_block(void* p, size_t size, ui
   if (!record_known_allocation(t, address, size, call_site, node, &owner))
     owner = record_new_call_site(t, address, size, call_site, node);
   t->busy = false;
-  write_header(p, size, 0, owner);
+  write_header(p, size, 0, family, owner);
+  end_event(t);
+}
+
+// A block for a type-aware operator new (heaptype/type_aware_new.hpp): the type and
+// the size arrive in the same call, so the site is typed at once, no probation.
+// `count`: the objects in it.
+__attribute__((always_inline)) inline void on_typed_block(void* p, size_t size, unsigned family, uintptr_t type_tag,
+                                                          uint64_t count, uintptr_t call_site, uintptr_t frame) {
+  ThreadState* t = tls_thread_state;
+  if (__builtin_expect(!t || t->busy || !g_recording.load(std::memory_order_relaxed), 0))
+    return on_typed_aligned_block(p, size, 0, family, type_tag, count, call_site, frame);
+  t->busy = true;
+  uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
+  SiteMemo& memo = memo_slot(t->call_sites, call_site, node, size);
+  uint32_t site;
+  if (__builtin_expect(memo.call_site == call_site && memo.node == node && memo.size == size &&
+                           memo.type_tag == type_tag, 1)) {
+    site = memo.site;
+  } else {
+    site = site_number(t, {size, count, type_tag, call_site, node});
+    memo = {call_site, size, type_tag, node, site, 0};
+  }
+  if (t->hint_block) clear_hint(t);
+  emit_alloc(t, site, address, now_tick());
+  t->busy = false;
+  write_header(p, size, 0, family, make_owner(t->number, site, true));
   end_event(t);
   leave_runtime(t);
 }

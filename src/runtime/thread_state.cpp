@@ -171,8 +171,9 @@ void find_stack(ThreadState* t) {
                               : static_cast<uintptr_t>(pthread_self());
 }
 
-// A fresh stream; the flush lock is held (or the state is not yet shared).
-void reset_stream(ThreadState* t, uint32_t number) {
+// A fresh stream; the flush lock is held (or the state is not yet shared). `keep_totals`:
+// a state an exited thread left keeps its counters, which the END chunk sums.
+void reset_stream(ThreadState* t, uint32_t number, bool keep_totals) {
   t->number = number;
   t->owner_base = make_owner(number, 0, false);
   t->os_tid = static_cast<uint64_t>(syscall(SYS_gettid));
@@ -191,10 +192,12 @@ void reset_stream(ThreadState* t, uint32_t number) {
   if (t->sites.capacity) std::memset(t->sites.slots, 0, t->sites.capacity * sizeof(SiteSlot));
   t->sites.used = 0;
   t->probation_count = 0;
-  t->allocations.store(0, std::memory_order_relaxed);
-  t->frees.store(0, std::memory_order_relaxed);
-  t->untracked_frees.store(0, std::memory_order_relaxed);
-  t->other_header_bytes.store(0, std::memory_order_relaxed);
+  if (!keep_totals) {
+    t->allocations.store(0, std::memory_order_relaxed);
+    t->frees.store(0, std::memory_order_relaxed);
+    t->untracked_frees.store(0, std::memory_order_relaxed);
+    t->other_header_bytes.store(0, std::memory_order_relaxed);
+  }
   reset_call_site_types(t->call_sites);
   reset_call_context(t);
 }
@@ -208,7 +211,7 @@ ThreadState* new_state() {
       g_free = reused->next_free;
       reused->next_free = nullptr;
       LockGuard state_guard(reused->flush_lock);
-      reset_stream(reused, number);
+      reset_stream(reused, number, true);  // the END chunk's counts are the process's: an exited thread's stay
       return reused;
     }
   }
@@ -220,7 +223,7 @@ ThreadState* new_state() {
     unmap_pages(t, sizeof(ThreadState));
     return nullptr;
   }
-  reset_stream(t, number);
+  reset_stream(t, number, false);
   LockGuard guard(g_list_lock);
   t->next = g_all;
   g_all = t;
@@ -348,7 +351,7 @@ void thread_states_reset_in_child() {
     if (t != self) retire(t);
   if (self) {
     uint32_t depth = self->context.depth;  // the child is still inside these calls
-    reset_stream(self, g_next_number.fetch_add(1));
+    reset_stream(self, g_next_number.fetch_add(1), false);
     self->context.depth = depth;
     rebuild_call_context_after_fork(self);
   }

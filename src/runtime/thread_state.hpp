@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "../format/profile_format.hpp"
 #include "block_header.hpp"
@@ -239,6 +240,18 @@ inline void emit_free(ThreadState* t, uint64_t owner, uintptr_t address, uint64_
     emit_local_free(t, owner_site(owner), address, time);
   else
     emit_remote_free(t, owner, address, time);
+}
+
+// A FINDING record (see format::ControlOp::kFinding): `thread`, `site` name the block
+// (0, 0: one the profile does not hold).
+inline void emit_finding(ThreadState* t, format::FindingKind kind, uint32_t thread, uint32_t site, uint64_t a,
+                         uint64_t b, uintptr_t call_site, uint32_t node, uint64_t time) {
+  if (t->used + format::kMaxFindingRecordSize + kMaxRecordSize > kEventBufferSize) flush_own(t);
+  stamp(t, time);
+  put_record_varint(t, format::control_record_head(format::ControlOp::kFinding));
+  for (uint64_t v : {uint64_t{static_cast<uint8_t>(kind)}, uint64_t{thread}, uint64_t{site}, a, b,
+                     uint64_t{call_site}, uint64_t{node}})
+    put_record_varint(t, v);
 }
 
 // The event's records are complete: collectors may take them (and, once the

@@ -436,7 +436,7 @@ void record_pending_alloc(ThreadState* t, uint32_t index, uint32_t count) {
 
 }  // namespace
 
-void on_block(void* p, size_t size, unsigned offset_code, uintptr_t call_site, uintptr_t frame) {
+void on_block(void* p, size_t size, unsigned offset_code, unsigned family, uintptr_t call_site, uintptr_t frame) {
   ThreadState* t = tls_thread_state;
   if (__builtin_expect(!t, 0)) t = create_thread_state();
   uint64_t owner = 0;
@@ -460,7 +460,7 @@ void on_block(void* p, size_t size, unsigned offset_code, uintptr_t call_site, u
       owner = record_new_call_site(t, address, size, call_site, node);
     t->busy = false;
   }
-  write_header(p, size, offset_code, owner);
+  write_header(p, size, offset_code, family, owner);
   if (t) {
     bump(t->other_header_bytes, other_header_bytes(offset_code, owner != 0));
     if (owner) {
@@ -468,6 +468,42 @@ void on_block(void* p, size_t size, unsigned offset_code, uintptr_t call_site, u
       leave_runtime(t);
     }
   }
+}
+
+// Also the slow path of on_typed_block: the thread's first block, a nested call.
+void on_typed_aligned_block(void* p, size_t size, unsigned offset_code, unsigned family, uintptr_t type_tag,
+                            uint64_t count, uintptr_t call_site, uintptr_t frame) {
+  ThreadState* t = tls_thread_state;
+  if (__builtin_expect(!t, 0)) t = create_thread_state();
+  uint64_t owner = 0;
+  if (t && !t->busy && g_recording.load(std::memory_order_relaxed)) {
+    t->busy = true;
+    uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
+    uint32_t site = site_number(t, {size, count, type_tag, call_site, node});
+    if (t->hint_block) clear_hint(t);
+    emit_alloc(t, site, address_of(p), now_tick());
+    owner = make_owner(t->number, site, true);
+    t->busy = false;
+  }
+  write_header(p, size, offset_code, family, owner);
+  if (t) {
+    bump(t->other_header_bytes, other_header_bytes(offset_code, owner != 0));
+    if (owner) end_event(t);
+  }
+}
+
+void on_finding(const void* p, const BlockHeader* h, unsigned kind, uint64_t a, uint64_t b, uintptr_t call_site,
+                uintptr_t frame) {
+  if (!g_recording.load(std::memory_order_relaxed)) return;
+  Busy scope;
+  ThreadState* t = scope.get();
+  if (!t) return;
+  uint64_t owner = h ? load_owner(h) : 0;
+  if (!owner && g_external_count.load(std::memory_order_relaxed)) owner = external_lookup(address_of(p));
+  bool known = owner_current(owner);
+  uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
+  emit_finding(t, static_cast<format::FindingKind>(kind), known ? owner_thread(owner) : 0,
+               known ? owner_site(owner) : 0, a, b, call_site, node, now_tick());
 }
 
 bool on_release(void* p, BlockHeader* h) {
@@ -496,7 +532,7 @@ void on_reallocated(void* old, void* p, const BlockHeader& saved, size_t size, u
       }
     }
   }
-  on_new_block(p, size, call_site, frame);
+  on_new_block(p, size, kFamilyMalloc, call_site, frame);
 }
 
 void on_foreign_release(void* p) {

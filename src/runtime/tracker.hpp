@@ -53,7 +53,17 @@ size_t libc_usable_size(void* p);
 // it (offset_code: see block_header.hpp). Writes the header and records the
 // allocation. `frame`: the frame address of the allocation function the program
 // called (its return address is `call_site`).
-void on_block(void* p, size_t size, unsigned offset_code, uintptr_t call_site, uintptr_t frame);
+// `family`: the function family that allocated it (block_header.hpp).
+void on_block(void* p, size_t size, unsigned offset_code, unsigned family, uintptr_t call_site, uintptr_t frame);
+// As on_block, for a type-aware operator new of any alignment: the block holds
+// `count` objects of `type_tag`.
+void on_typed_aligned_block(void* p, size_t size, unsigned offset_code, unsigned family, uintptr_t type_tag,
+                            uint64_t count, uintptr_t call_site, uintptr_t frame);
+// The program released the block at `p` (header `h`, nullptr when it is not ours)
+// wrongly: a FINDING record of `kind` with operands a and b, at the release's call
+// site. The release itself goes on as usual afterwards.
+void on_finding(const void* p, const BlockHeader* h, unsigned kind, uint64_t a, uint64_t b, uintptr_t call_site,
+                uintptr_t frame);
 struct ThreadState;
 // The owner word and records of a block whose (call site, context, size) the
 // memo does not know.

@@ -23,10 +23,12 @@ struct Token { int kind; int pos; long value; };
 struct Foo { int a; double b; };
 
 static_assert(sizeof(Token) == 16, "");
+#ifdef __GLIBCXX__  // libc++ (the type-aware tests' Clang 22) names and sizes its nodes otherwise
 static_assert(sizeof(std::_Rb_tree_node<std::pair<const int, Foo>>) == 56, "");
 static_assert(sizeof(std::map<int, Foo>) == 48, "");
 static_assert(sizeof(std::_Sp_counted_ptr_inplace<Foo, std::allocator<Foo>, __gnu_cxx::_S_atomic>) == 32,
               "");
+#endif
 
 int main() {
   {

@@ -359,3 +359,42 @@ def test_instrument_works_with_either_target_link_libraries_signature(tmp_path, 
     profile = run_indexer(build / "app", tmp_path)
     widgets = profile.type_row("Widget")
     assert widgets is not None and widgets.allocations == 1 and widgets.bytes == 48
+
+
+CAPTURE_PROJECT = "find_package(HeapType CONFIG REQUIRED)\nadd_executable(app main.cpp)\nheaptype_instrument(app)\n"
+
+
+def test_capture_mode_is_chosen_by_compiler_and_said(tmp_path):
+    """g++ keeps the new macro; HEAPTYPE_CAPTURE forces a mode; each is said once."""
+    cxx = require_tool("g++")
+    source = write_project(tmp_path / "src", CAPTURE_PROJECT)
+    auto = configure(source, tmp_path / "auto", f"-DCMAKE_CXX_COMPILER={cxx}", f"-DHeapType_DIR={CMAKE_DIR}")
+    assert auto.returncode == 0, auto.stdout + auto.stderr
+    said = [line for line in auto.stdout.splitlines() if "HeapType: type capture:" in line]
+    assert len(said) == 1 and re.search(r"type capture: macro \(GNU \d", said[0]), said
+    build_ok(tmp_path / "auto")
+    forced = configure(source, tmp_path / "forced", f"-DCMAKE_CXX_COMPILER={cxx}", f"-DHeapType_DIR={CMAKE_DIR}",
+                       "-DHEAPTYPE_CAPTURE=type-aware")
+    assert "HeapType: type capture: type-aware (GNU" in forced.stdout and "forced" in forced.stdout
+    bad = configure(source, tmp_path / "bad", f"-DCMAKE_CXX_COMPILER={cxx}", f"-DHeapType_DIR={CMAKE_DIR}",
+                    "-DHEAPTYPE_CAPTURE=typeaware")
+    assert bad.returncode != 0 and "HEAPTYPE_CAPTURE takes auto, macro or type-aware" in bad.stderr
+
+
+def test_clang_22_gets_the_type_aware_mode(tmp_path):
+    """The ziglang wheel's Clang 22, behind a one-line wrapper (CMake wants one path)."""
+    try:
+        import ziglang  # noqa: F401
+    except ImportError:
+        require_tool("ziglang (pip install ziglang)")
+    wrapper = tmp_path / "zig-c++"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ziglang c++ "$@"\n')
+    wrapper.chmod(0o755)
+    source = write_project(tmp_path / "src", CAPTURE_PROJECT + "set_target_properties(app PROPERTIES CXX_STANDARD 20)\n")
+    done = configure(source, tmp_path / "build", f"-DCMAKE_CXX_COMPILER={wrapper}", f"-DHeapType_DIR={CMAKE_DIR}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"HeapType: type capture: type-aware \(Clang 22[.\d]*: type-aware allocation\)", done.stdout)
+    build_ok(tmp_path / "build")
+    profile = run_indexer(tmp_path / "build" / "app", tmp_path)
+    widget = profile.type_row("Widget")
+    assert (widget.allocations, widget.objects, widget.bytes, widget.live_blocks) == (1, 3, 48, 0)

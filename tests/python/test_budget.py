@@ -248,7 +248,7 @@ def test_malformed_toml_at_the_end_of_the_file(tmp_path):
      "unknown key 'peek' in [defaults.regression]: did you mean 'peak'?"),
     ("[ctest]\nbuild-dir = 'build'\n", "2:1", "unknown key 'build-dir' in [ctest]: did you mean 'build_dir'?"),
     ("[defaults]\nxyz = 0\n", "2:1",
-     "unknown key 'xyz' in [defaults]: expected one of: peak, bytes, allocations, leaked, timeout, types, regression"),
+     "unknown key 'xyz' in [defaults]: expected one of: peak, bytes, allocations, leaked, mismatched_deletes, mismatched_frees, timeout, types, regression"),
 ])
 def test_unknown_keys_are_named_with_the_closest_key(tmp_path, text, position, message):
     assert load_error(tmp_path, text) == f"{tmp_path / 'heap-budget.toml'}:{position}: {message}"

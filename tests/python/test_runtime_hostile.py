@@ -131,8 +131,12 @@ def test_free_of_an_array_with_a_cookie_is_said_and_frees_the_block(hostile, tmp
     assert done.stdout == "freed=4\n"
     assert done.stderr == ("heaptype: mismatched free() / delete of an array made with new[]: the pointer "
                            "is past the array's cookie; the block is freed (use delete[])\n")
-    counted = heaptype.load(output).type_row("Counted")
+    profile = heaptype.load(output)
+    counted = profile.type_row("Counted")
     assert (counted.allocations, counted.objects, counted.bytes, counted.live_blocks) == (4, 12, 4 * (8 + 3 * 8), 0)
+    # ... and each is a finding in the profile (Valgrind's "mismatched free() / delete / delete []")
+    assert [(f["kind"], f["allocated"], f["allocated_with"], f["released_with"], f["count"])
+            for f in profile.findings] == [("mismatched_free", "Counted", "new[]", "free()", 4)]
 
 
 def test_block_whose_constructor_throws_is_not_untyped(hostile, tmp_path):

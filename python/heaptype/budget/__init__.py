@@ -39,7 +39,7 @@ from .model import (THRESHOLD_HELP, Budget, BudgetFile, CTestSettings, Limit, Ru
                     command_line_rule, parse_threshold_option, parse_threshold_value)
 from .parse import DEFAULT_FILE, budget_from_mapping, find_budget_file, has_pyproject_budgets, load_budget_file
 from .toml_source import TomlLocator
-from .values import (FIELD_LABEL, FIELD_MEANING, FIELDS, SIZE_FIELDS, SIZE_HELP, BudgetError, HeapBudgetWarning,
+from .values import (FIELD_LABEL, FIELD_MEANING, FIELDS, FINDING_FIELDS, LIMIT_FIELDS, SIZE_FIELDS, SIZE_HELP, BudgetError, HeapBudgetWarning,
                      format_exact, format_size, format_value, parse_count, parse_limit, parse_size)
 from .verdict import (FIGURE_HEADER, MEASURED_HEADER, MEASURED_LARGEST, TABLE_HEADER, CallPath, evaluation_rows, failure_text,
                       fold_path, fold_templates, format_path, limits_text, measured_lines, profile_call_paths)

@@ -174,7 +174,7 @@ class Baseline:
             lines.append(f"    {json.dumps(test)}: {{")
             for m, label in enumerate(labels):
                 comma = "," if m < len(labels) - 1 else ""
-                lines.append(f"      {json.dumps(label)}: {json.dumps(list(rows[label]))}{comma}")
+                lines.append(f"      {json.dumps(label)}: {json.dumps(list(rows[label])[:len(FIELDS)])}{comma}")
             lines.append("    }" + ("," if n < len(tests) - 1 else ""))
         lines += ["  },", f'  "version": {BASELINE_VERSION}', "}"]
         return "\n".join(lines) + "\n"

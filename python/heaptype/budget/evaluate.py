@@ -10,24 +10,27 @@ from ..labels import TOTAL, UNTYPED
 from ..patterns import is_glob
 from .matching import close_names
 from .model import Budget, Limit
-from .values import FIELD_LABEL, FIELDS, format_exact
+from .values import FIELD_LABEL, FIELDS, LIMIT_FIELDS, format_exact
 
 # --- measuring a profile --------------------------------------------------------------------
 
 class Figures(NamedTuple):
-    """The four figures budgets are about, for one row of a profile (a tuple: a
-    profile of a GoogleTest binary has a thousand rows, measured for every test)."""
+    """The figures budgets are about, for one row of a profile (a tuple: a profile of
+    a GoogleTest binary has a thousand rows, measured for every test). The findings
+    count against the row of the block's type."""
 
     peak: int = 0
     bytes: int = 0
     allocations: int = 0
     leaked: int = 0
+    mismatched_deletes: int = 0
+    mismatched_frees: int = 0
 
     def get(self, name: str) -> int:
         return getattr(self, name)
 
     def as_dict(self) -> dict[str, int]:
-        return {name: self.get(name) for name in FIELDS}
+        return {name: self.get(name) for name in FIELDS}  # the figures baselines keep
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Figures":
@@ -50,6 +53,12 @@ def measure(profile) -> dict[str, Figures]:
             figures[UNTYPED if name is None else name] = Figures(r.peak_bytes, r.bytes, allocations, r.live_bytes)
     t = profile.totals
     figures[TOTAL] = Figures(t.peak_bytes, t.bytes, t.allocations, t.live_bytes)
+    for finding in getattr(profile, "findings", ()):
+        field = "mismatched_deletes" if finding["kind"] == "mismatched_delete" else "mismatched_frees"
+        label = finding["allocated"] if finding["allocated"] in figures else UNTYPED
+        for row in {label, TOTAL}:
+            current = figures.get(row, Figures())
+            figures[row] = current._replace(**{field: current.get(field) + finding["count"]})
     return figures
 
 
@@ -178,12 +187,12 @@ def evaluate(budget: Budget, figures: Mapping[str, Figures], *, profile_path: st
         limits[label] = row_limits
         row_checks = checks.get(id(row_limits))
         if row_checks is None:  # rows only [defaults] cover share one limits dict, and this list
-            row_checks = checks[id(row_limits)] = [(n, FIELDS.index(n), lim) for n, lim in row_limits.items()]
+            row_checks = checks[id(row_limits)] = [(n, LIMIT_FIELDS.index(n), lim) for n, lim in row_limits.items()]
         for name, index, limit in row_checks:
             if row[index] > limit.value:
                 violations.append(Violation(budget.test, label, name, limit, row[index]))
     order = {label: i for i, label in enumerate(sort_labels({v.type for v in violations}))}
-    violations.sort(key=lambda v: (order[v.type], FIELDS.index(v.field)))
+    violations.sort(key=lambda v: (order[v.type], LIMIT_FIELDS.index(v.field)))
     matched, unmatched = pattern_matches(budget, figures, named, hints)
     return Evaluation(budget.test, dict(figures), limits, violations, unmatched, profile_path, complete, named,
                       matched)

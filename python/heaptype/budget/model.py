@@ -11,13 +11,13 @@ from typing import Any, Iterable, Mapping
 from ..labels import TOTAL, UNTYPED
 from ..patterns import is_glob
 from .matching import did_you_mean, name_matches, pattern_specificity, type_matches
-from .values import FIELDS, parse_limit, format_value
+from .values import FIELDS, LIMIT_FIELDS, parse_limit, format_value
 
 # --- the budget file -------------------------------------------------------------------------
 
 TOP_KEYS = ("defaults", "tests", "ctest")
-LIMIT_KEYS = FIELDS
-DEFAULTS_KEYS = FIELDS + ("timeout", "types", "regression")
+LIMIT_KEYS = LIMIT_FIELDS
+DEFAULTS_KEYS = LIMIT_FIELDS + ("timeout", "types", "regression")
 TEST_KEYS = ("name", "command", "cwd", "env", "timeout", "returncode", "types", "regression")
 CTEST_KEYS = ("build_dir", "configuration", "tests", "exclude", "gtest_split", "timeout")
 
@@ -154,7 +154,7 @@ class Budget:
             if id(rule) in chosen or (rule.pattern is None and label not in (UNTYPED, TOTAL)):
                 for name, limit in rule.limits.items():
                     limits.setdefault(name, limit)
-        return {name: limits[name] for name in FIELDS if name in limits}, named
+        return {name: limits[name] for name in LIMIT_FIELDS if name in limits}, named
 
     @property
     def default_limits(self) -> dict[str, Limit]:
@@ -176,7 +176,7 @@ class Budget:
         for rule in unnamed:
             for name, limit in rule.limits.items():
                 plain.setdefault(name, limit)
-        return exact, globs, unnamed, {name: plain[name] for name in FIELDS if name in plain}
+        return exact, globs, unnamed, {name: plain[name] for name in LIMIT_FIELDS if name in plain}
 
     def named_patterns(self) -> list[Rule]:
         """Rules that name types (not [defaults]); their rows are shown in summaries."""

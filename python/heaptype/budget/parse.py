@@ -22,7 +22,7 @@ from .matching import did_you_mean, pattern_specificity
 from .model import (CTEST_KEYS, DEFAULTS_KEYS, LIMIT_KEYS, TEST_KEYS, TOP_KEYS, Budget, BudgetFile, CTestSettings,
                     Limit, Rule, TestEntry, Threshold, parse_threshold_value)
 from .toml_source import BARE_KEY, TomlLocator
-from .values import FIELDS, BudgetError, parse_limit
+from .values import FIELDS, LIMIT_FIELDS, BudgetError, parse_limit
 
 DEFAULT_FILE = "heap-budget.toml"
 
@@ -230,7 +230,7 @@ class _Parser:
 
     def _limits(self, table: dict, path: tuple) -> dict[str, Limit]:
         limits = {}
-        for key in FIELDS:
+        for key in LIMIT_FIELDS:
             if key in table:
                 try:
                     limits[key] = Limit(parse_limit(key, table[key]), self.src.origin(path, key))
@@ -250,7 +250,7 @@ class _Parser:
             type_path = path + ("types", pattern)
             if not isinstance(limits, dict):
                 raise self.src.error(type_path, f"types.\"{pattern}\" must be a table of limits "
-                                     f"({', '.join(FIELDS)}), not {_kind(limits)}")
+                                     f"({', '.join(LIMIT_FIELDS)}), not {_kind(limits)}")
             if not pattern.strip():
                 raise self.src.error(type_path, "an empty type name: use a type name, a glob, \"*\" or \"(untyped)\"")
             if pattern.startswith("(") and pattern not in (UNTYPED, TOTAL) and not is_glob(pattern):

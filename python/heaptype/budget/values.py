@@ -9,18 +9,25 @@ from typing import Any
 
 from ..units import format_bytes
 
+# The four figures of every row (tables, baselines, regression thresholds) ...
 FIELDS = ("peak", "bytes", "allocations", "leaked")
+# ... and the findings, counted against the row of the block's type: limits only.
+FINDING_FIELDS = ("mismatched_deletes", "mismatched_frees")
+LIMIT_FIELDS = FIELDS + FINDING_FIELDS
 SIZE_FIELDS = frozenset({"peak", "bytes", "leaked"})
 FIELD_MEANING = {
     "peak": "most live bytes at any moment",
     "bytes": "bytes allocated in all",
     "allocations": "number of allocations",
     "leaked": "bytes still live at exit",
+    "mismatched_deletes": "deletes as a type whose size disagrees with the block's (type-aware capture mode)",
+    "mismatched_frees": "free(), delete or delete[] of a block another family allocated",
 }
 
 # How tables and verdicts name the figures: "peak" alone reads as "allocated at peak"
 # to some and "most live" to others (pytest-memray #115), so say which.
-FIELD_LABEL = {"peak": "peak live", "bytes": "allocated", "allocations": "allocations", "leaked": "leaked"}
+FIELD_LABEL = {"peak": "peak live", "bytes": "allocated", "allocations": "allocations", "leaked": "leaked",
+               "mismatched_deletes": "mismatched deletes", "mismatched_frees": "mismatched frees"}
 
 SIZE_HELP = ("a size is a whole number of bytes, or a string with a unit: B, KiB, MiB, GiB "
              "(KB, MB, GB are read as the same 1024-based units), e.g. \"64 KiB\" or \"1.5 MiB\"")

@@ -12,7 +12,7 @@ from ..tables import render_table
 from .baseline import Change
 from .evaluate import Evaluation, sort_labels
 from .model import Limit
-from .values import FIELD_LABEL, FIELDS, format_value
+from .values import FIELD_LABEL, FIELDS, LIMIT_FIELDS, format_value
 
 CALL_PATH_SORT = {"peak": ("peak", "peak_bytes"), "bytes": ("bytes", "bytes"),
                   "allocations": ("allocations", "allocations"), "leaked": ("live", "live_bytes")}
@@ -38,7 +38,7 @@ def profile_call_paths(profile, top: int = 3) -> CallPaths:
     contexts. Only asked for when a test fails: a passing test never pays for them."""
 
     def paths(label: str, field_name: str) -> list[CallPath] | None:
-        if not getattr(profile, "has_call_paths", False):
+        if not getattr(profile, "has_call_paths", False) or field_name not in CALL_PATH_SORT:
             return None
         sort, attribute = CALL_PATH_SORT[field_name]
         try:
@@ -157,7 +157,7 @@ MEASURED_HEADER = ("type",) + FIGURE_HEADER + ("limit", "verdict")
 def limits_text(limits: Mapping[str, Any]) -> str:
     """`peak<=64 KiB, leaked<=0 B`: the limits of one row, values or Limit objects."""
     parts = []
-    for name in FIELDS:
+    for name in LIMIT_FIELDS:
         if name in limits:
             value = limits[name].value if isinstance(limits[name], Limit) else limits[name]
             parts.append(f"{name}<={format_value(name, value)}")
@@ -171,7 +171,7 @@ def evaluation_rows(evaluation: "Evaluation", labels: Iterable[str], full_names:
     for label in labels:
         figs = evaluation.figures[label]
         limits = evaluation.limits.get(label, {})
-        verdict = "OVER" if any((label, f) in over for f in FIELDS) else ("ok" if limits else "")
+        verdict = "OVER" if any((label, f) in over for f in LIMIT_FIELDS) else ("ok" if limits else "")
         shown = label if full_names else fold_templates(label)
         rows.append([shown] + [format_value(f, figs.get(f)) for f in FIELDS] + [limits_text(limits), verdict])
     return rows

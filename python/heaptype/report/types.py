@@ -6,6 +6,7 @@ from ..labels import INFERRED_NOTE
 from ..profile import Profile
 from ..tables import render_table
 from ..units import format_bytes, format_count
+from .findings import findings_json, render_findings_lines
 from .header import header_lines, live_column, report_json_head
 
 TYPE_COLUMN_WIDTH = 70
@@ -25,6 +26,7 @@ def types_json(profile: Profile, sort: str = "peak", top: int | None = None, *, 
                     "sizes": [{"up_to": size, "allocations": n} for size, n in g.size_histogram],
                     "lifetimes": lifetimes.get(g.label)}
                    for g in (groups[:top] if top else groups)]
+    out.update(findings_json(profile))
     out["warnings"] = profile.warnings
     return out
 
@@ -43,4 +45,5 @@ def render_types_text(profile: Profile, sort: str = "peak", top: int | None = No
         lines.append(f"... {len(groups) - len(shown)} more types (--top to show more)")
     if any(g.inferred for g in shown):
         lines += ["", INFERRED_NOTE]
+    lines += render_findings_lines(profile)
     return "\n".join(lines)

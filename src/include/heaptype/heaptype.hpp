@@ -49,6 +49,22 @@ inline void tag(const T* p, std::size_t n = 1) {
 
 inline void untag(const void* p) { heaptype_untag(p); }
 
+#if defined(HEAPTYPE_TYPE_AWARE) && HEAPTYPE_TYPE_AWARE
+// The type-aware mode: `new T[n]` arrives typed already; a label renames the block
+// (it starts at the array cookie, if T has one).
+template <class T>
+inline T* New_(std::size_t n) {
+  return new T[n];
+}
+
+template <class T, class Label>
+inline T* New_(std::size_t n) {
+  T* p = new T[n];
+  std::size_t cookie = detail::array_kind<T> == 2 ? (alignof(T) > sizeof(std::size_t) ? alignof(T) : sizeof(std::size_t)) : 0;
+  if (p) heaptype_tag_block(reinterpret_cast<const char*>(p) - cookie, tag_of<labeled<T, Label> >(), sizeof(T), n);
+  return p;
+}
+#else
 template <class T>
 inline T* New_(std::size_t n) {
   T* p = new T[n];
@@ -62,6 +78,7 @@ inline T* New_(std::size_t n) {
   detail::report_new(p, tag_of<labeled<T, Label> >(), sizeof(T), alignof(T));
   return p;
 }
+#endif
 
 }  // namespace heaptype
 

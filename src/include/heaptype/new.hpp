@@ -1,6 +1,10 @@
 // heaptype/new.hpp: force-include this (`-include heaptype/new.hpp`) to type every
 // new-expression of a translation unit.
 //
+// Two capture modes (docs/capture.md). With HEAPTYPE_TYPE_AWARE=1 (Clang 21 and
+// later) it declares Clang's type-aware operator new and delete templates
+// (type_aware_new.hpp) and defines no macro. Otherwise, the macro mode below:
+//
 // `new T(...)` becomes `heaptype_new_trick{} * new T(...)` (the struct's real name is
 // longer, see below); the operator* below
 // receives the T* the expression produced and reports heaptype::type_id<T> for it.
@@ -22,6 +26,9 @@
 
 #ifdef __cplusplus
 
+#if defined(HEAPTYPE_TYPE_AWARE) && HEAPTYPE_TYPE_AWARE
+#include "type_aware_new.hpp"
+#else
 #include "detail/std_headers.hpp"
 #include "heaptype.hpp"
 
@@ -60,6 +67,8 @@ inline T& operator*(heaptype_deref_new_trick, T* p) noexcept {
 #pragma GCC diagnostic pop
 #endif
 
+#endif  // HEAPTYPE_TYPE_AWARE
+
 // Referenced from every translation unit: linking without libheaptype fails with
 // this name in the error.
 extern "C" const char
@@ -80,7 +89,9 @@ __attribute__((weak)) char heaptype_built_without_callstack = 1;
 }
 #endif
 
+#if !(defined(HEAPTYPE_TYPE_AWARE) && HEAPTYPE_TYPE_AWARE)
 #include "define_new.h"
+#endif
 
 #endif  // __cplusplus
 #endif

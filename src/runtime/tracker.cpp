@@ -448,7 +448,7 @@ void on_block(void* p, size_t size, unsigned offset_code, unsigned family, uintp
     e.size = size;
     e.call_site = call_site;
     if (push_pending(t, e)) {
-      write_header(p, size, offset_code, pending_owner(t));
+      write_header(p, size, offset_code, family, pending_owner(t));
       return;
     }
   }

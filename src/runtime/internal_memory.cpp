@@ -22,11 +22,9 @@ size_t round_to_pages(size_t bytes) {
   return (bytes + page - 1) & ~(page - 1);
 }
 
-}  // namespace
-
-void* map_pages(size_t bytes) {
+void* map_with(size_t bytes, int flags) {
   bytes = round_to_pages(bytes);
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
   if (p == MAP_FAILED) return nullptr;
 #ifdef HEAPTYPE_LSAN
   __lsan_register_root_region(p, bytes);  // it names blocks on probation, freed by the program
@@ -37,6 +35,12 @@ void* map_pages(size_t bytes) {
   }
   return p;
 }
+
+}  // namespace
+
+void* map_pages(size_t bytes) { return map_with(bytes, 0); }
+
+void* map_pages_present(size_t bytes) { return map_with(bytes, MAP_POPULATE); }
 
 void unmap_pages(void* p, size_t bytes) {
   if (!p) return;

@@ -14,6 +14,9 @@ namespace runtime {
 
 // Zero-filled, page-granular; nullptr when the kernel refuses.
 void* map_pages(size_t bytes);
+// The same, its pages made present at once: for a table that a hash spreads over all of
+// them, where each first probe (a read, then a write) would fault twice per page.
+void* map_pages_present(size_t bytes);
 void unmap_pages(void* p, size_t bytes);
 
 // The most bytes the runtime ever had mapped at once.

@@ -54,7 +54,7 @@ inline bool same_site(const SiteKey& a, const SiteKey& b) {
 
 bool grow_sites(SiteTable& table) {
   size_t capacity = table.capacity ? table.capacity * 2 : 256;
-  SiteSlot* slots = static_cast<SiteSlot*>(map_pages(capacity * sizeof(SiteSlot)));
+  SiteSlot* slots = static_cast<SiteSlot*>(map_pages_present(capacity * sizeof(SiteSlot)));
   SiteKey* by_id = static_cast<SiteKey*>(map_pages(capacity * sizeof(SiteKey)));
   if (!slots || !by_id) {
     unmap_pages(slots, capacity * sizeof(SiteSlot));

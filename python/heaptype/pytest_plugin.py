@@ -133,6 +133,7 @@ class HeapState:
         self.names = SessionNames()  # per-binary tables, for every profile this process loads
         self.pattern_hints: dict = {}  # close type names of each unmatched budget pattern, found once
         self.leaks = option.heap_leaks
+        self._ctest_build_dirs: set[Path] | None = None
         self._runtime: InProcessRuntime | None | bool = False  # looked for when first needed
         if "heaptype" in os.environ.get("LD_PRELOAD", ""):
             self.runtime()  # preloaded: stop recording pytest itself until a test asks
@@ -213,6 +214,22 @@ class HeapState:
     def is_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
 
+    def is_ctest_build_dir(self, path: Path) -> bool:
+        """Whether ``path`` is the build tree the budget file's [ctest] names. A budget
+        file that does not parse names none here: its own node reports the error."""
+        if self._ctest_build_dirs is None:
+            self._ctest_build_dirs = set()
+            if self.budget_file is not None and self.budget_file.is_file():
+                try:
+                    settings = hb.load_budget_file(self.budget_file).ctest
+                except hb.BudgetError:
+                    settings = None
+                if settings is not None:
+                    self._ctest_build_dirs.add(settings.build_dir.resolve())
+        if not self._ctest_build_dirs:
+            return False
+        return path in self._ctest_build_dirs or (path.is_symlink() and path.resolve() in self._ctest_build_dirs)
+
     def profile_dir(self) -> Path:
         if self._profile_dir is None:
             factory = getattr(self.config, "_tmp_path_factory", None)
@@ -257,11 +274,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 # --- collecting budget files -------------------------------------------------------------
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """The profile directory holds no tests: under `pytest --heap-budget` run from a
-    project's directory, walking a suite's thousand profile directories again in every
-    run (and in every xdist worker) cost more than collecting its tests."""
+    """The profile directory holds no tests, nor does the CMake build tree that the
+    budget file's [ctest] names: under `pytest --heap-budget` run from a project's
+    directory, walking a suite's thousand profile directories, or a build tree's
+    thousands of files, again in every run (and in every xdist worker) cost more than
+    collecting its tests."""
     state = config.stash.get(STATE, None)
-    if state is not None and state.active and state.explicit_profile_dir == collection_path:
+    if state is None or not state.active:
+        return None
+    if state.explicit_profile_dir == collection_path or state.is_ctest_build_dir(collection_path):
         return True
     return None
 

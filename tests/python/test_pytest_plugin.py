@@ -13,6 +13,7 @@ live at exit.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -312,6 +313,23 @@ name = "smal_ok"
                                   r"SKIPPED .* CTest test off is DISABLED"])
     result.stdout.re_match_lines([r"heap-budget\.toml::small_ok\s+Small\s+1\.56 KiB\s+1\.56 KiB\s+100\s+0 B\s+"
                                   r"peak<=64 KiB, leaked<=0 B\s+ok$"])
+
+
+def test_the_ctest_build_tree_is_not_collected(project, ctest_build):
+    """A CMake build tree holds thousands of files and no tests of the project: under
+    --heap-budget collection skips the one [ctest] names (a test file put there is not
+    collected), and without the flag pytest walks it as before."""
+    (project.path / "tree").symlink_to(ctest_build, target_is_directory=True)
+    probe = Path(ctest_build) / f"test_inside_the_build_tree_{os.getpid()}.py"
+    probe.write_text("def test_inside():\n    pass\n")
+    try:
+        write_budget(project, '[ctest]\nbuild_dir = "tree"\n')
+        collected = [line for line in run(project, "--heap-budget", "--collect-only", "-q").outlines if "::" in line]
+        assert "heap-budget.toml::small_ok" in collected
+        assert not any("test_inside" in line for line in collected)
+        assert any("test_inside" in line for line in run(project, "--collect-only", "-q").outlines)
+    finally:
+        probe.unlink()
 
 
 def test_a_command_named_like_a_ctest_test_is_an_error(project, ctest_build):

@@ -167,9 +167,13 @@ def test_threads_under_asan_and_ubsan_with_leak_check(asan, tmp_path):
 @pytest.mark.parametrize("scenario,expected", [
     (("throw", "6"), {"heaptype::constructor_threw": (6, 6, 96, 0)}),
     (("free-array", "4"), {"Counted": (4, 12, 4 * (8 + 3 * 8), 0)}),
-    (("signal", "300000"), {"Main": (300_000, 300_000, 300_000 * 24, 0)}),
-    (("signal-free", "300000"), {"Main": (300_000, 300_000, 300_000 * 24, 0)}),
 ])
+# Not the signal scenarios: their handler allocates, and ASan's allocator is not
+# async-signal-safe. A handler that interrupts its thread inside ASan's malloc or free
+# (which takes ASan's locks far more often than glibc's per-thread cache does) waits on a
+# lock its own thread holds: `hostile signal-free 300000` hung a CI run that way under
+# clang's ASan. The runtime's side of a signal handler is tested without sanitizers
+# (test_runtime_hostile.py) and under TSan, which delivers signals outside its allocator.
 def test_hostile_programs_under_asan_and_ubsan(asan, tmp_path, scenario, expected):
     profile = run_clean(asan.program("hostile"), tmp_path / "hostile.htp", *scenario, leaks=False)
     rows = {name: profile.type_row(name) for name in expected}

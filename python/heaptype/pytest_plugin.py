@@ -26,6 +26,7 @@ is done once per process (``heaptype.budget.session``).
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -291,6 +292,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     state = parent.config.stash.get(STATE, None)
     if state is None or not state.active:
         return None
+    budget_name = state.budget_file.name if state.budget_file else None
+    if file_path.suffix != ".toml" and file_path.name != budget_name:
+        return None  # a project's sources: thousands of files, none of them ours
     resolved = file_path.resolve()
     named = file_path.suffix == ".toml" and file_path.name != "pyproject.toml" and parent.session.isinitpath(file_path)
     wanted = named or resolved == state.budget_file or (not state.explicit_file and (
@@ -340,7 +344,7 @@ class BudgetFileNode(pytest.File):
     def _ctest_items(self, budgets: hb.BudgetFile, state: HeapState) -> Iterator[pytest.Item]:
         settings = budgets.ctest
         try:
-            cases = discover_ctest(settings)
+            cases = discover_ctest(settings, getattr(self.config, "workerinput", {}).get("testrunuid"))
         except DiscoveryError as e:
             raise self.CollectError(f"{budgets.path}:{settings.line}: [ctest]: {e}") from None
         names = sorted({case.test for case in cases} | {case.name for case in cases})
@@ -466,8 +470,6 @@ def load_profile(path: Path, names: SessionNames | None = None):
 
 def safe_name(nodeid: str) -> str:
     """A directory name for a test id: readable, and unique thanks to a short hash."""
-    import hashlib
-
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid.split("::")[-1])[:60].strip("._") or "test"
     return f"{stem}-{hashlib.sha1(nodeid.encode()).hexdigest()[:8]}"
 
@@ -677,8 +679,11 @@ class CTestCase:
     skip_reason: str | None = None
 
 
-def discover_ctest(settings: hb.CTestSettings) -> list[CTestCase]:
-    """The tests of a CMake build tree, from `ctest --show-only=json-v1`."""
+def discover_ctest(settings: hb.CTestSettings, session_id: str | None = None) -> list[CTestCase]:
+    """The tests of a CMake build tree, from `ctest --show-only=json-v1`. ``session_id``:
+    the test run's id shared by its xdist workers; the first worker's discovery is kept
+    in the build tree for the others (each would run ctest and list every GoogleTest
+    binary again, one after the other)."""
     ctest = shutil.which("ctest")
     if ctest is None:
         raise DiscoveryError("ctest is not installed: install CMake (e.g. `pip install cmake`) to discover tests")
@@ -686,16 +691,26 @@ def discover_ctest(settings: hb.CTestSettings) -> list[CTestCase]:
         state = "does not exist" if not settings.build_dir.exists() else "has no CTestTestfile.cmake"
         raise DiscoveryError(f"build_dir {settings.build_dir} {state}: configure and build the project first "
                              "(with enable_testing() and add_test())")
-    command = [ctest, "--show-only=json-v1"] + (["-C", settings.configuration] if settings.configuration else [])
     # gtest_discover_tests(... DISCOVERY_MODE PRE_TEST) lists a binary's cases when
     # ctest first needs them: xdist workers must not race to it (they would collect
     # different tests), and the listing run of an instrumented binary writes no profile.
+    with open(settings.build_dir / ".heaptype-discovery.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        shared = _shared_discovery_path(settings, session_id)
+        cases = _read_shared_discovery(shared) if shared else None
+        if cases is None:
+            cases = _run_discovery(ctest, settings)
+            if shared:
+                _write_shared_discovery(shared, cases, session_id)
+    return cases
+
+
+def _run_discovery(ctest: str, settings: hb.CTestSettings) -> list[CTestCase]:
+    command = [ctest, "--show-only=json-v1"] + (["-C", settings.configuration] if settings.configuration else [])
     environment = {**os.environ, "HEAPTYPE_DISABLE": "1"}
     try:
-        with open(settings.build_dir / ".heaptype-discovery.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            done = subprocess.run(command, cwd=settings.build_dir, capture_output=True, text=True,
-                                  timeout=LIST_TIMEOUT, env=environment)
+        done = subprocess.run(command, cwd=settings.build_dir, capture_output=True, text=True,
+                              timeout=LIST_TIMEOUT, env=environment)
     except subprocess.TimeoutExpired:
         raise DiscoveryError(f"`{shlex.join(command)}` did not finish in {LIST_TIMEOUT} s") from None
     if done.returncode != 0:
@@ -709,6 +724,42 @@ def discover_ctest(settings: hb.CTestSettings) -> list[CTestCase]:
         if _selected(test.get("name", ""), settings):
             cases += _cases(test, settings)
     return cases
+
+
+SHARED_DISCOVERY_PREFIX = ".heaptype-discovery-"
+
+
+def _shared_discovery_path(settings: hb.CTestSettings, session_id: str | None) -> Path | None:
+    if not session_id or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", session_id):
+        return None
+    # the same build tree may be discovered with other [ctest] settings in the same run
+    key = hashlib.sha1(repr((settings.configuration, settings.include, settings.exclude,
+                             settings.gtest_split)).encode()).hexdigest()[:12]
+    return settings.build_dir / f"{SHARED_DISCOVERY_PREFIX}{session_id}-{key}.json"
+
+
+def _read_shared_discovery(path: Path) -> list[CTestCase] | None:
+    try:
+        entries = json.loads(path.read_text())
+        return [CTestCase(e["name"], e["test"], e["command"], Path(e["cwd"]), e["env"], e["timeout"],
+                          e["will_fail"], e["skip_reason"]) for e in entries]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # not written yet (the first worker), or damaged: discover again
+
+
+def _write_shared_discovery(path: Path, cases: list[CTestCase], session_id: str) -> None:
+    """Written whole (rename) while the discovery lock is held; earlier runs' files go."""
+    for stale in path.parent.glob(SHARED_DISCOVERY_PREFIX + "*.json"):
+        if not stale.name.startswith(f"{SHARED_DISCOVERY_PREFIX}{session_id}-"):
+            stale.unlink(missing_ok=True)
+    entries = [{"name": c.name, "test": c.test, "command": c.command, "cwd": str(c.cwd), "env": c.env,
+                "timeout": c.timeout, "will_fail": c.will_fail, "skip_reason": c.skip_reason} for c in cases]
+    partial = path.with_suffix(".partial")
+    try:
+        partial.write_text(json.dumps(entries))
+        partial.replace(path)
+    except OSError:
+        partial.unlink(missing_ok=True)  # a read-only build tree: each worker discovers on its own
 
 
 def _selected(name: str, settings: hb.CTestSettings) -> bool:

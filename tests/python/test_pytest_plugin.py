@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -330,6 +331,28 @@ def test_the_ctest_build_tree_is_not_collected(project, ctest_build):
         assert any("test_inside" in line for line in run(project, "--collect-only", "-q").outlines)
     finally:
         probe.unlink()
+
+
+def test_xdist_workers_share_one_ctest_discovery(project, ctest_build, tmp_path, monkeypatch):
+    """The first worker runs ctest (and lists the GoogleTest binaries); the others read
+    what it found from the build tree. A later run discovers again, and its file
+    replaces the earlier run's."""
+    log = tmp_path / "ctest-calls.log"
+    wrapper = tmp_path / "bin" / "ctest"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {shutil.which("ctest")} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    write_budget(project, f'[ctest]\nbuild_dir = "{ctest_build}"\ngtest_split = ["gtest_*"]\ntests = ["small_*", "gtest_*"]\n')
+    shared = []
+    for _ in range(2):
+        result = run(project, "--heap-budget", "-n", "2")
+        result.assert_outcomes(passed=4)
+        assert log.read_text().splitlines().count("--show-only=json-v1") == 1
+        log.unlink()
+        shared.append(sorted(p.name for p in Path(ctest_build).glob(".heaptype-discovery-*.json")))
+        assert len(shared[-1]) == 1
+    assert shared[0] != shared[1]
 
 
 def test_a_command_named_like_a_ctest_test_is_an_error(project, ctest_build):

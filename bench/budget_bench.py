@@ -86,12 +86,30 @@ def load_average() -> tuple[float, float, float]:
     return os.getloadavg()
 
 
-def pytest_command(budget: Path, jobs: int, profiles: Path, plain: Path) -> list[str]:
+def pytest_command(budget: Path, jobs: int, plain: Path) -> list[str]:
     # The plain build is the bench's, for ctest: a project's tree would not hold it.
+    # Profiles go where the plugin puts them by default (pytest's temporary directory).
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(jobs),
-            f"--heap-budget-file={budget}", f"--heap-profile-dir={profiles}", "--heap-summary=no",
-            f"--ignore={plain}",
+            f"--heap-budget-file={budget}", "--heap-summary=no", f"--ignore={plain}",
             "-p", "no:randomly", "-p", "no:benchmark", "-p", "no:hypothesispytest"]
+
+
+def pytest_environment(temp_root: Path) -> dict[str, str]:
+    """A developer's environment: Python caches bytecode (a shell that turns that off
+    makes pytest rewrite its plugins' modules in every process), and pytest's temporary
+    directories (the profiles; pytest keeps the last three sessions') go under the
+    bench's work directory."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTEST_DEBUG_TEMPROOT"] = str(temp_root)
+    return env
+
+
+def last_session_profiles(temp_root: Path) -> Path:
+    """The basetemp of the last pytest session under ``temp_root`` (pytest-current)."""
+    current = sorted(temp_root.glob("pytest-of-*/pytest-current"))
+    if not current:
+        sys.exit(f"no pytest session in {temp_root}")
+    return current[0].resolve()
 
 
 def check_cost(budget_path: Path, profiles: Path, limit: int) -> dict:
@@ -103,7 +121,7 @@ def check_cost(budget_path: Path, profiles: Path, limit: int) -> dict:
     from heaptype.pytest_plugin import limit_usage  # noqa: F401 - the plugin imports cleanly
 
     budgets = hb.load_budget_file(budget_path)
-    paths = sorted(profiles.glob("*/*.htp"))[:limit]
+    paths = sorted(profiles.glob("**/heaptype-profiles/*/*.htp"))[:limit]
     if not paths:
         sys.exit(f"no profiles in {profiles}")
     names = SessionNames()
@@ -144,7 +162,8 @@ def main() -> None:
     build(source, workdir / "plain", heaptype=False, jobs=options.jobs)
     build(source, workdir / "heaptype", heaptype=True, jobs=options.jobs)
     budget = gen.write_budget(workdir / "heap-budget.toml", workdir / "heaptype")
-    profiles = workdir / "profiles"
+    temp_root = workdir.with_name(workdir.name + ".pytest-tmp")  # outside the project, as /tmp is
+    temp_root.mkdir(exist_ok=True)
 
     before = load_average()
     ctest, pytest_runs, ctest_cpu, pytest_cpu, loads = [], [], [], [], []
@@ -153,14 +172,15 @@ def main() -> None:
         wall, cpu = run_timed(["ctest", "-j", str(options.jobs)], cwd=workdir / "plain")
         ctest.append(wall)
         ctest_cpu.append(cpu)
-        wall, cpu = run_timed(pytest_command(budget, options.jobs, profiles, workdir / "plain"), cwd=workdir)
+        wall, cpu = run_timed(pytest_command(budget, options.jobs, workdir / "plain"), cwd=workdir,
+                              env=pytest_environment(temp_root))
         pytest_runs.append(wall)
         pytest_cpu.append(cpu)
         loads.append(load_average()[0])
         log(f"round {n + 1}: ctest -j{options.jobs} {ctest[-1]:.2f} s ({ctest_cpu[-1]:.2f} s CPU), "
             f"pytest --heap-budget -n {options.jobs} {pytest_runs[-1]:.2f} s ({pytest_cpu[-1]:.2f} s CPU), "
             f"load average {loads[-1]:.2f}")
-    cost = check_cost(budget, profiles, limit=200)
+    cost = check_cost(budget, last_session_profiles(temp_root), limit=200)
     after = load_average()
 
     ratio = statistics.median(pytest_runs) / statistics.median(ctest)

@@ -75,9 +75,8 @@ uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uin
   if (tag) {
     auto it = group_of_tag_.find(tag);
     if (it != group_of_tag_.end()) return it->second;
-    std::string name = names_->type_name(tag);
-    if (name.empty()) name = "(unknown type " + hex(tag) + ")";
-    uint32_t id = group_for_name(strings_.intern(name), false, tag);
+    const std::string& name = names_->type_name(tag);
+    uint32_t id = group_for_name(strings_.intern(name.empty() ? "(unknown type " + hex(tag) + ")" : name), false, tag);
     group_of_tag_.emplace(tag, id);
     return id;
   }
@@ -663,9 +662,8 @@ void Analysis::collect_findings() {
         f.allocation_path = context_path(context);
       }
       if (def.kind == static_cast<uint64_t>(format::FindingKind::kMismatchedDelete)) {
-        std::string name = def.a ? names_->type_name(def.a) : std::string();
-        if (def.a && name.empty()) name = "(unknown type " + hex(def.a) + ")";
-        f.deleted = def.a ? strings_.intern(name) : untyped_label_;
+        const std::string& name = def.a ? names_->type_name(def.a) : std::string();
+        f.deleted = !def.a ? untyped_label_ : strings_.intern(name.empty() ? "(unknown type " + hex(def.a) + ")" : name);
         f.deleted_bytes = def.b;
       } else {
         f.allocated_with = def.a;

@@ -9,12 +9,5 @@ const CodeInfo& TableCodeNames::lookup(std::unordered_map<uint64_t, CodeInfo>& t
   return info;
 }
 
-std::string SymbolizerCodeNames::type_name(uint64_t tag) {
-  auto known = types_.find(tag);
-  if (known != types_.end()) return known->second;
-  std::unordered_map<uint64_t, std::string> found = symbolizer_->type_names({tag});
-  return types_.emplace(tag, found[tag]).first->second;
-}
-
 }  // namespace core
 }  // namespace heaptype

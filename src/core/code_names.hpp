@@ -27,8 +27,9 @@ class CodeNames {
   virtual const CodeInfo& function(uint64_t entry) = 0;
   // A return address (looked up inside the call instruction before it).
   virtual const CodeInfo& call_site(uint64_t return_address) = 0;
-  // The C++ type a type tag stands for; "" when unknown.
-  virtual std::string type_name(uint64_t tag) = 0;
+  // The C++ type a type tag stands for; "" when unknown. The reference stays valid
+  // as long as this object.
+  virtual const std::string& type_name(uint64_t tag) = 0;
 };
 
 // Names given as tables (synthetic profiles, tests). Unknown addresses get
@@ -41,9 +42,10 @@ class TableCodeNames : public CodeNames {
 
   const CodeInfo& function(uint64_t entry) override { return lookup(functions, entry); }
   const CodeInfo& call_site(uint64_t return_address) override { return lookup(call_sites, return_address); }
-  std::string type_name(uint64_t tag) override {
+  const std::string& type_name(uint64_t tag) override {
+    static const std::string kUnknown;
     auto it = types.find(tag);
-    return it == types.end() ? std::string() : it->second;
+    return it == types.end() ? kUnknown : it->second;
   }
 
  private:
@@ -51,17 +53,16 @@ class TableCodeNames : public CodeNames {
 };
 
 // Names from the symbolizer: the binaries on disk (ELF, DWARF, map files), cached
-// per build id. Type names are asked for one tag at a time and kept.
+// per build id.
 class SymbolizerCodeNames : public CodeNames {
  public:
   explicit SymbolizerCodeNames(symbolize::Symbolizer* symbolizer) : symbolizer_(symbolizer) {}
   const CodeInfo& function(uint64_t entry) override { return symbolizer_->function_at(entry); }
   const CodeInfo& call_site(uint64_t return_address) override { return symbolizer_->call_site(return_address); }
-  std::string type_name(uint64_t tag) override;
+  const std::string& type_name(uint64_t tag) override { return symbolizer_->type_name(tag); }
 
  private:
   symbolize::Symbolizer* symbolizer_;
-  std::unordered_map<uint64_t, std::string> types_;
 };
 
 }  // namespace core

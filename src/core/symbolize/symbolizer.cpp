@@ -281,6 +281,16 @@ std::unordered_map<uint64_t, std::string> Symbolizer::type_names(const std::vect
   return names;
 }
 
+const std::string& Symbolizer::type_name(uint64_t tag) {
+  static const std::string kUnknown;
+  Loaded* module = module_at(tag, true);
+  if (module == nullptr) return kUnknown;
+  if (module->tags == nullptr) type_names({tag});  // its first tag: reads the module's tables
+  if (module->tags == nullptr) return kUnknown;
+  auto found = module->tags->find(tag - module->bias);
+  return found == module->tags->end() ? kUnknown : found->second;
+}
+
 Stats Symbolizer::stats() const {
   Stats out = stats_;
   const ModuleCounters& c = shared_->counters;

@@ -105,6 +105,10 @@ class Symbolizer {
   // SymbolError naming the binary when a module holding some of the tags has no
   // symbol table with tags and no map file, or cannot be read.
   std::unordered_map<uint64_t, std::string> type_names(const std::vector<uint64_t>& tags);
+  // One tag's name ("" when unknown), without copying it: the analysis asks tag by
+  // tag, a thousand tags per profile of a test binary. The first tag of a module
+  // reads its tables as type_names() does (and throws as it does).
+  const std::string& type_name(uint64_t tag);
 
   // What went wrong without stopping the work: unreadable modules (their
   // addresses are named module+0xoffset), modules without debug info.

@@ -15,7 +15,8 @@ Nothing happens unless asked:
   ``--heap-compare-fail peak:5%`` fails the tests that grew past a threshold, and
   ``--heap-save-baseline`` writes the figures of this run.
 
-Measurements travel on the test reports (``report.heaptype``), so the end-of-run
+Measurements travel on the test reports (``report.heaptype``, one JSON text: xdist's
+serializer walks every object of a report in Python), so the end-of-run
 summary, the report files, the baseline and the warnings about budget patterns are
 written once, by the process that sees every report: the xdist controller under
 ``pytest -n`` (``budget_outputs``). The budget logic itself lives in ``heaptype.budget``,
@@ -26,6 +27,7 @@ is done once per process (``heaptype.budget.session``).
 from __future__ import annotations
 
 import fcntl
+import gc
 import hashlib
 import json
 import os
@@ -316,6 +318,17 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     node = BudgetFileNode.from_parent(session, path=state.budget_file)
     items.extend(session.genitems(node))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A session of budget items only (a CTest suite in CI): what collection made lives
+    until the end, so the garbage collector stops walking it (gc.freeze). With a
+    thousand items each full collection walked them all again, and pytest runs five at
+    the end of every process. A session with Python tests is left as it is."""
+    state = session.config.stash.get(STATE, None)
+    if state is not None and state.active and session.items and \
+            all(isinstance(item, BudgetItem) for item in session.items):
+        gc.freeze()
 
 
 class BudgetFileNode(pytest.File):
@@ -1033,7 +1046,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.when == "call":
         records = item.stash.get(RECORDS, None)
         if records:
-            report.heaptype = records
+            report.heaptype = json.dumps(records)
     return report
 
 
@@ -1048,14 +1061,21 @@ class HeapSession:
         self.state = state
         self.pattern_warnings: list[str] = []
         self.errors: list[str] = []
+        self.tests_run = self.tests_measured = 0
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        self.tests_run += 1
         records = getattr(report, "heaptype", None)
-        if records and report.when == "call":
-            self.state.records.extend(records)
+        if records:
+            self.tests_measured += 1
+            self.state.records.extend(json.loads(records))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         state = self.state
+        if self.tests_run and self.tests_run == self.tests_measured:
+            gc.freeze()  # as pytest_collection_finish does, for the xdist controller's reports
         if state.is_worker or not state.records:
             return
         self._warn_unmatched(session)

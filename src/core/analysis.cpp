@@ -66,9 +66,19 @@ uint32_t Analysis::group_for_name(uint32_t name, bool inferred, uint64_t tag) {
   g.type_tag = tag;
   g.label = name == 0 ? untyped_label_ : inferred ? strings_.intern(strings_.get(name) + " (inferred)") : name;
   uint32_t id = static_cast<uint32_t>(types_.size());
+  if (types_.size() == types_.capacity()) reserve_type_groups();
   types_.push_back(g);
   group_of_name_.emplace(key, id);
   return id;
+}
+
+// A group is ~700 bytes (its histograms) and a test binary's profile names a thousand
+// types: the vector grows to as many groups as the sites decoded so far could make (at
+// most 8192 at once), rather than doubling and copying ten times.
+void Analysis::reserve_type_groups() {
+  size_t sites = 0;
+  for (const format::ThreadEvents* stream : merge_.streams()) sites += stream->sites().size();
+  types_.reserve(std::max(types_.capacity() * 2, std::min<size_t>(sites + 2, 8192)));
 }
 
 uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uint64_t* objects) {

@@ -26,6 +26,7 @@ is done once per process (``heaptype.budget.session``).
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import gc
 import hashlib
@@ -753,9 +754,7 @@ def _shared_discovery_path(settings: hb.CTestSettings, session_id: str | None) -
 
 def _read_shared_discovery(path: Path) -> list[CTestCase] | None:
     try:
-        entries = json.loads(path.read_text())
-        return [CTestCase(e["name"], e["test"], e["command"], Path(e["cwd"]), e["env"], e["timeout"],
-                          e["will_fail"], e["skip_reason"]) for e in entries]
+        return [CTestCase(**{**entry, "cwd": Path(entry["cwd"])}) for entry in json.loads(path.read_text())]
     except (OSError, ValueError, KeyError, TypeError):
         return None  # not written yet (the first worker), or damaged: discover again
 
@@ -765,8 +764,7 @@ def _write_shared_discovery(path: Path, cases: list[CTestCase], session_id: str)
     for stale in path.parent.glob(SHARED_DISCOVERY_PREFIX + "*.json"):
         if not stale.name.startswith(f"{SHARED_DISCOVERY_PREFIX}{session_id}-"):
             stale.unlink(missing_ok=True)
-    entries = [{"name": c.name, "test": c.test, "command": c.command, "cwd": str(c.cwd), "env": c.env,
-                "timeout": c.timeout, "will_fail": c.will_fail, "skip_reason": c.skip_reason} for c in cases]
+    entries = [{**dataclasses.asdict(case), "cwd": str(case.cwd)} for case in cases]
     partial = path.with_suffix(".partial")
     try:
         partial.write_text(json.dumps(entries))

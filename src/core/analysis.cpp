@@ -81,12 +81,18 @@ void Analysis::reserve_type_groups() {
   types_.reserve(std::max(types_.capacity() * 2, std::min<size_t>(sites + 2, 8192)));
 }
 
+// The interned name of the type a tag stands for: "(unknown type 0x...)" when the
+// binaries do not say.
+uint32_t Analysis::tag_name(uint64_t tag) {
+  const std::string& name = names_->type_name(tag);
+  return strings_.intern(name.empty() ? "(unknown type " + hex(tag) + ")" : name);
+}
+
 uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uint64_t* objects) {
   if (tag) {
     auto it = group_of_tag_.find(tag);
     if (it != group_of_tag_.end()) return it->second;
-    const std::string& name = names_->type_name(tag);
-    uint32_t id = group_for_name(strings_.intern(name.empty() ? "(unknown type " + hex(tag) + ")" : name), false, tag);
+    uint32_t id = group_for_name(tag_name(tag), false, tag);
     group_of_tag_.emplace(tag, id);
     return id;
   }
@@ -672,8 +678,7 @@ void Analysis::collect_findings() {
         f.allocation_path = context_path(context);
       }
       if (def.kind == static_cast<uint64_t>(format::FindingKind::kMismatchedDelete)) {
-        const std::string& name = def.a ? names_->type_name(def.a) : std::string();
-        f.deleted = !def.a ? untyped_label_ : strings_.intern(name.empty() ? "(unknown type " + hex(def.a) + ")" : name);
+        f.deleted = def.a ? tag_name(def.a) : untyped_label_;
         f.deleted_bytes = def.b;
       } else {
         f.allocated_with = def.a;

@@ -263,19 +263,11 @@ std::unordered_map<uint64_t, std::string> Symbolizer::type_names(const std::vect
     uint64_t tag = tags[i];
     std::string& name = names[tag];
     Loaded* module = module_at(tag, true);
-    if (module == nullptr) continue;
-    if (module->tags == nullptr) {
-      // the map file is looked for once per module: a test binary has a thousand tags
-      const TagMap& link = module->symbols->link_tags(map_file_for(module->file.path));  // throws SymbolError
-      if (!place(*module)) {
-        if (module->symbols->not_elf()) continue;  // data, fonts: no tags
-        throw SymbolError(module->error);
-      }
-      touch(*module);
-      module->tags = &link;
+    const TagMap* module_tags = module ? tags_of(*module) : nullptr;
+    if (module_tags) {
+      auto found = module_tags->find(tag - module->bias);
+      if (found != module_tags->end()) name = found->second;
     }
-    auto found = module->tags->find(tag - module->bias);
-    if (found != module->tags->end()) name = found->second;
     if (task) task->update(static_cast<double>(i + 1) / static_cast<double>(tags.size()));
   }
   return names;
@@ -285,10 +277,30 @@ const std::string& Symbolizer::type_name(uint64_t tag) {
   static const std::string kUnknown;
   Loaded* module = module_at(tag, true);
   if (module == nullptr) return kUnknown;
-  if (module->tags == nullptr) type_names({tag});  // its first tag: reads the module's tables
-  if (module->tags == nullptr) return kUnknown;
-  auto found = module->tags->find(tag - module->bias);
-  return found == module->tags->end() ? kUnknown : found->second;
+  const TagMap* module_tags = module->tags;
+  if (module_tags == nullptr) {  // the module's first tag: its tables are read now
+    end_lazy_progress();
+    Stopwatch watch(stats_.seconds);
+    module_tags = tags_of(*module);
+    if (module_tags == nullptr) return kUnknown;
+  }
+  auto found = module_tags->find(tag - module->bias);
+  return found == module_tags->end() ? kUnknown : found->second;
+}
+
+// The module's tag table, read with its first tag (the map file is looked for once per
+// module: a test binary has a thousand tags); nullptr for a file that is not ELF (data,
+// fonts: no tags). Throws SymbolError when the module cannot be read.
+const TagMap* Symbolizer::tags_of(Loaded& module) {
+  if (module.tags) return module.tags;
+  const TagMap& link = module.symbols->link_tags(map_file_for(module.file.path));
+  if (!place(module)) {
+    if (module.symbols->not_elf()) return nullptr;
+    throw SymbolError(module.error);
+  }
+  touch(module);
+  module.tags = &link;
+  return module.tags;
 }
 
 Stats Symbolizer::stats() const {

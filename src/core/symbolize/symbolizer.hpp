@@ -131,6 +131,7 @@ class Symbolizer {
   bool open(Loaded& module);
   bool image_contains(Loaded& module, uint64_t address);
   void touch(Loaded& module);
+  const TagMap* tags_of(Loaded& module);
   std::string map_file_for(const std::string& path) const;
   void note_decoded();
   void end_lazy_progress();

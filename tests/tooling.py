@@ -21,7 +21,11 @@ def require_tool(name: str) -> str:
     path = shutil.which(name)
     if path is not None:
         return path
-    message = f"{name} is not installed"
+    missing(f"{name} is not installed")
+
+
+def missing(message: str):
+    """Skips the test for something it needs, or fails it under HEAPTYPE_REQUIRE_TOOLS=1."""
     if os.environ.get("HEAPTYPE_REQUIRE_TOOLS") == "1":
         pytest.fail(f"{message} (HEAPTYPE_REQUIRE_TOOLS=1)", pytrace=False)
     pytest.skip(message)
@@ -31,10 +35,7 @@ def require_file(path: str, package: str) -> Path:
     """Like require_tool, for a file a package installs (a library's header)."""
     if Path(path).exists():
         return Path(path)
-    message = f"{path} is missing: install {package}"
-    if os.environ.get("HEAPTYPE_REQUIRE_TOOLS") == "1":
-        pytest.fail(f"{message} (HEAPTYPE_REQUIRE_TOOLS=1)", pytrace=False)
-    pytest.skip(message)
+    missing(f"{path} is missing: install {package}")
 
 
 def require_module(name: str, package: str):
@@ -42,10 +43,7 @@ def require_module(name: str, package: str):
     try:
         return importlib.import_module(name)
     except ImportError:
-        message = f"the Python module {name} is missing: pip install {package}"
-    if os.environ.get("HEAPTYPE_REQUIRE_TOOLS") == "1":
-        pytest.fail(f"{message} (HEAPTYPE_REQUIRE_TOOLS=1)", pytrace=False)
-    pytest.skip(message)
+        missing(f"the Python module {name} is missing: pip install {package}")
 
 
 def run_once(marker: Path, make: Callable[[], None]) -> None:

@@ -10,14 +10,13 @@ constructor and the table.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tooling import require_tool
+from tooling import require_module, require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
@@ -25,14 +24,7 @@ SCREENSHOTS = REPO / "artifacts" / "screenshots"
 
 def require_playwright():
     """playwright's sync API, or a skip (a failure under HEAPTYPE_REQUIRE_TOOLS=1)."""
-    try:
-        from playwright import sync_api
-    except ImportError:
-        message = "playwright is not installed (pip install '.[test]')"
-        if os.environ.get("HEAPTYPE_REQUIRE_TOOLS") == "1":
-            pytest.fail(f"{message} (HEAPTYPE_REQUIRE_TOOLS=1)", pytrace=False)
-        pytest.skip(message)
-    return sync_api
+    return require_module("playwright.sync_api", "playwright (or '.[test]')")
 
 
 @pytest.fixture(scope="module")

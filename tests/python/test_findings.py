@@ -26,21 +26,15 @@ from heaptype import _core, flags
 from heaptype.budget import budget_from_mapping, evaluate, measure
 from heaptype.report import render_types_text, types_json
 from conftest import CPP_DIR, run_profiled
-from test_runtime_truth import FIELDS, OBJECTS, OBJECTS_FREES, THREADS, figures
-from tooling import run_once
+from test_runtime_truth import OBJECTS, OBJECTS_FREES, THREADS, figures
+from tooling import require_module, run_once
 
 ZIG_CXX = [sys.executable, "-m", "ziglang", "c++"]
 TYPE_AWARE_STD = "-std=c++20"
 
 
 def require_ziglang() -> list[str]:
-    try:
-        import ziglang  # noqa: F401
-    except ImportError:
-        message = "the ziglang wheel (Clang 22) is not installed: pip install ziglang"
-        if os.environ.get("HEAPTYPE_REQUIRE_TOOLS") == "1":
-            pytest.fail(f"{message} (HEAPTYPE_REQUIRE_TOOLS=1)", pytrace=False)
-        pytest.skip(message)
+    require_module("ziglang", "ziglang (its wheel brings Clang 22)")
     return ZIG_CXX
 
 

@@ -298,7 +298,7 @@ void finish(bool process_ends) {
   // As heaptrack and valgrind do: what the C++ runtime keeps for the whole process
   // is not the program's leak. A detach leaves a program that goes on: it keeps it.
   if (process_ends && __gnu_cxx::__freeres) __gnu_cxx::__freeres();
-  if (ThreadState* t = tls_thread_state) report_stack_depth(t);  // its last tick
+  if (ThreadState* t = tls_thread_state) report_last_stack_depth(t);  // its last tick
   flush_all_threads();
   writer_modules();
   uint8_t end[5 * format::kMaxVarint];

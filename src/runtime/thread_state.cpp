@@ -298,6 +298,14 @@ void report_stack_depth(ThreadState* t) {
   t->stack_reported = bytes;
 }
 
+void report_last_stack_depth(ThreadState* t) {
+  if (t->busy) return;
+  t->busy = true;
+  report_stack_depth(t);
+  t->busy = false;
+  end_event(t);  // a record that is not committed is not collected by the final flush
+}
+
 void emit_time_record(ThreadState* t, uint64_t time) {
   report_stack_depth(t);
   emit_control(t, format::ControlOp::kTime, {time - t->last_time});

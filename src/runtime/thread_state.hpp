@@ -179,6 +179,9 @@ void flush_own(ThreadState* t);
 void emit_time_record(ThreadState* t, uint64_t time);
 // A STACK record of the tick that ends, if the depth changed (the owner only).
 void report_stack_depth(ThreadState* t);
+// The same for the thread's last tick, when the profile is finished, committed so that
+// the final flush writes it (the owner only; nothing when it is inside the runtime).
+void report_last_stack_depth(ThreadState* t);
 
 // Room for one record (and a TIME record before it).
 inline void reserve_record(ThreadState* t) {
@@ -207,9 +210,9 @@ __attribute__((always_inline)) inline void note_stack_depth(ThreadState* t, uint
 
 __attribute__((always_inline)) inline void emit_alloc(ThreadState* t, uint32_t site, uintptr_t address,
                                                      uint64_t time) {
-  note_stack_depth(t, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
   reserve_record(t);
-  stamp(t, time);
+  stamp(t, time);  // first: the depth of this allocation belongs to its own tick
+  note_stack_depth(t, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
   put_record_varint(t, format::alloc_record_head(site));
   put_address(t, address);
   t->last_address = address;

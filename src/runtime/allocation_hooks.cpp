@@ -97,6 +97,7 @@ __attribute__((always_inline)) inline void* allocate(size_t size, size_t alignme
   char* base = static_cast<char*>(code ? __libc_memalign(alignment, size + offset) : __libc_malloc(size + offset));
   if (__builtin_expect(!base, 0)) return nullptr;
   void* p = base + offset;
+  if (__builtin_expect(!rt::mark_block_start(p), 0)) return base;  // beyond the table: no header, not ours
   uintptr_t site = reinterpret_cast<uintptr_t>(call_site), fp = reinterpret_cast<uintptr_t>(frame);
   if (typed.type_tag) {
     uint64_t count = 1;
@@ -144,7 +145,7 @@ void* array_block_of(void* p) {
   for (size_t cookie : {sizeof(size_t), 2 * sizeof(size_t)}) {
     char* block = static_cast<char*>(p) - cookie;
     unsigned code;
-    if (!rt::header_readable(block) || !rt::sealed_header(block, &code)) continue;
+    if (!rt::sealed_header(block, &code)) continue;
     size_t count;
     std::memcpy(&count, static_cast<char*>(p) - sizeof count, sizeof count);
     if (count) return block;
@@ -185,11 +186,12 @@ __attribute__((noinline)) void mismatched_release(void* p, const rt::BlockHeader
                  reinterpret_cast<uintptr_t>(call_site), reinterpret_cast<uintptr_t>(frame));
 }
 
-// Releases the block of ours at p (header h).
-__attribute__((always_inline)) inline void release_sealed(void* p, rt::BlockHeader* h, unsigned code) noexcept {
+// Releases the block of ours at p (header h, marked at `mark`).
+__attribute__((always_inline)) inline void release_sealed(void* p, rt::BlockHeader* h, unsigned code,
+                                                          uint8_t* mark) noexcept {
   if (!rt::on_free_block(p, h)) return;  // another thread's block on probation: its owner releases it
-  h->seal = 0;                         // a second free of it is a foreign free (glibc reports it)
-  __libc_free(rt::allocation_base(p, code));
+  rt::clear_block_start(mark);           // before glibc may hand the memory out again; a second free
+  __libc_free(rt::allocation_base(p, code));  // of p is then a foreign free (glibc reports it)
 }
 
 // Releases the block at p for a function of `family`; `call_site` and `frame` are
@@ -198,11 +200,12 @@ __attribute__((always_inline)) inline void release(void* p, unsigned family, voi
   if (!p) return;
   if (!rt::headers_on()) return __libc_free(p);
   unsigned code, allocated;
-  rt::BlockHeader* h = rt::sealed_header(p, &code, &allocated);
+  uint8_t* mark;
+  rt::BlockHeader* h = rt::sealed_header(p, &code, &allocated, &mark);
   if (!h) return release_foreign(p, family, call_site, frame);
   if (__builtin_expect(allocated != family && family != rt::kFamilyAny, 0))
     mismatched_release(p, h, allocated, family, call_site, frame);
-  release_sealed(p, h, code);
+  release_sealed(p, h, code, mark);
 }
 
 // The program's bytes of a block of ours: the header's size, or what glibc gives.
@@ -312,6 +315,7 @@ HEAPTYPE_EXPORT void* heaptype_typed_new(size_t size, size_t alignment, const vo
     char* base = static_cast<char*>(__libc_malloc(size + rt::kHeaderSize));
     if (__builtin_expect(base != nullptr, 1)) {
       void* p = base + rt::kHeaderSize;
+      if (__builtin_expect(!rt::mark_block_start(p), 0)) return base;  // beyond the table: not ours
       rt::on_typed_block(p, size, rt::kFamilyNew, reinterpret_cast<uintptr_t>(type_tag), 1,
                          reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
                          reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
@@ -333,13 +337,14 @@ HEAPTYPE_EXPORT void heaptype_typed_delete(void* p, const void* type_tag, size_t
   unsigned family = kind == kSingle ? rt::kFamilyNew : rt::kFamilyArray;
   if (!rt::headers_on()) return __libc_free(p);
   unsigned code, allocated;
-  rt::BlockHeader* h = rt::sealed_header(p, &code, &allocated);
+  uint8_t* mark;
+  rt::BlockHeader* h = rt::sealed_header(p, &code, &allocated, &mark);
   if (!h) return release_foreign(p, family, HEAPTYPE_CALLER);
   if (__builtin_expect(allocated != family, 0))
     mismatched_release(p, h, allocated, family, HEAPTYPE_CALLER);
   else if (__builtin_expect(size_disagrees(h, size, kind), 0))
     mismatched_delete(p, h, type_tag, size, HEAPTYPE_CALLER);
-  release_sealed(p, h, code);
+  release_sealed(p, h, code, mark);
 }
 
 }  // extern "C"
@@ -365,6 +370,16 @@ void* move_block(void* old, const rt::BlockHeader* h, unsigned code, size_t size
   return p;
 }
 
+// realloc moved a block of ours to `p`, an address the table of block starts cannot
+// cover: the program gets the bytes at the allocation's start instead, as a block
+// that is not ours, and the profile sees the old block freed.
+void* foreign_copy(void* old, void* p, const rt::BlockHeader& saved, size_t size) {
+  void* base = rt::allocation_base(p, 0);
+  std::memmove(base, p, size);
+  rt::on_reallocated_away(old, saved);
+  return base;
+}
+
 }  // namespace
 
 extern "C" {
@@ -383,6 +398,7 @@ HEAPTYPE_EXPORT void* calloc(size_t count, size_t size) {
   char* base = static_cast<char*>(__libc_calloc(1, bytes + rt::kHeaderSize));
   if (!base) return nullptr;
   void* p = base + rt::kHeaderSize;
+  if (__builtin_expect(!rt::mark_block_start(p), 0)) return base;  // beyond the table: not ours
   rt::on_new_block(p, bytes, rt::kFamilyMalloc, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
                    reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
   return p;
@@ -406,10 +422,17 @@ HEAPTYPE_EXPORT void* realloc(void* old, size_t size) {
   // The header travels with the bytes: nothing else names the old address, so
   // another thread handed the old address right away cannot be confused with it.
   rt::BlockHeader saved = *h;
+  // Unmarked first: once glibc has moved the block, another thread may be given the
+  // old memory and mark a block of its own there.
+  rt::clear_block_start(old);
   char* base = static_cast<char*>(__libc_realloc(rt::allocation_base(old, 0), size + rt::kHeaderSize));
-  if (!base) return nullptr;  // the old block is untouched
+  if (!base) {
+    rt::mark_block_start(old);  // the old block is untouched, and its leaf exists
+    return nullptr;
+  }
   void* p = base + rt::kHeaderSize;
   *rt::header_of(p) = saved;  // sealed for the old address until the free is recorded
+  if (__builtin_expect(!rt::mark_block_start(p), 0)) return foreign_copy(old, p, saved, size);
   rt::on_reallocated(old, p, saved, size, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
                      reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
   return p;

@@ -11,14 +11,16 @@
 // that grows with the heap's address range, and a free finds its block's owner in
 // the cache line glibc's free touches anyway (its chunk header is right below).
 //
-// The seal proves the header is one of ours: a hash of the block's address with a
+// Whether a pointer starts one of our blocks is known exactly from the table of
+// block starts (block_starts.hpp), asked before anything reads a header: a pointer
+// the runtime never handed out (allocated before profiling started, by
+// __libc_malloc directly, by glibc's own loader, or an object the program placed in
+// its own pool) is passed to glibc untouched, and nothing is ever written before it.
+// The seal then checks the header itself: a hash of the block's address with a
 // per-process secret, whose low 4 bits give the header's offset from the start of
 // the glibc allocation and whose next 2 bits the function family that allocated it
 // (malloc, operator new, operator new[]): a free(), delete or delete[] of another
-// family is a finding (see Family). A pointer the runtime never handed out
-// (allocated before profiling started, by __libc_malloc directly, or by glibc's own
-// loader) fails the check with probability about 2^-26 and is passed to glibc
-// untouched: a delete the runtime never saw never crashes.
+// family is a finding (see Family).
 //
 // The owner word names the block's (thread, site): the allocating thread and its
 // site number, which the profile's FREE records name. 0 is an untracked block
@@ -30,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "block_starts.hpp"
 #include "sanitizer.hpp"
 
 namespace heaptype {
@@ -96,17 +99,27 @@ inline BlockHeader* header_of(const void* p) {
   return reinterpret_cast<BlockHeader*>(reinterpret_cast<uintptr_t>(p) - kHeaderSize);
 }
 
-// The header of the block at p, or nullptr if p is not a block of ours. `p` must be
-// a pointer the program may free (its 16 bytes below are readable: glibc's own chunk
-// header is there), or have passed header_readable().
-HEAPTYPE_NO_ASAN inline BlockHeader* sealed_header(const void* p, unsigned* offset_code, unsigned* family) {
+// The header of the block at p, or nullptr if p is not a block of ours: exact, and
+// p may be any address (nothing before it is read unless a block of ours starts there).
+// `mark`: where the table of block starts marks it (block_starts.hpp).
+HEAPTYPE_NO_ASAN inline BlockHeader* sealed_header(const void* p, unsigned* offset_code, unsigned* family,
+                                                   uint8_t** mark) {
   if (sanitizer_block(p)) return nullptr;  // sanitizer builds: a block of its own, not one of ours
+  *mark = block_start_mark(p);
+  if (!*mark) return nullptr;
   BlockHeader* h = header_of(p);
+  // A marked block whose seal fails had its header overwritten by the program (an
+  // underflow): it is not handled as ours.
   uint32_t code = h->seal ^ seal_of(reinterpret_cast<uintptr_t>(p));
   if (code >= (kFamilyAny << kFamilyShift)) return nullptr;
   *offset_code = code & kMaxOffsetCode;
   *family = code >> kFamilyShift;
   return h;
+}
+
+inline BlockHeader* sealed_header(const void* p, unsigned* offset_code, unsigned* family) {
+  uint8_t* mark;
+  return sealed_header(p, offset_code, family, &mark);
 }
 
 inline BlockHeader* sealed_header(const void* p, unsigned* offset_code) {
@@ -135,10 +148,6 @@ inline void write_header(void* p, size_t size, unsigned offset_code, unsigned fa
   h->seal = seal_of(reinterpret_cast<uintptr_t>(p)) | offset_code | (family << kFamilyShift);
   store_owner(h, owner);
 }
-
-// Whether the 16 bytes before an arbitrary address (placement new, heaptype::tag on
-// static or pooled memory) can be read without a fault.
-bool header_readable(const void* p);
 
 }  // namespace runtime
 }  // namespace heaptype

@@ -158,7 +158,9 @@ size_t describe_end(uint8_t (&end)[5 * format::kMaxVarint]) {
   p = put_varint(p, totals.allocations);
   p = put_varint(p, totals.frees);
   p = put_varint(p, totals.untracked_frees);
-  p = put_varint(p, bookkeeping_peak_bytes());
+  // The runtime's buffers and tables at their peak; the table of block starts only
+  // grows, so what it holds now is its peak.
+  p = put_varint(p, bookkeeping_peak_bytes() + block_starts_resident_bytes());
   // The registry: the headers of the blocks live now (16 bytes for each tracked
   // block, plus untracked blocks' and over-aligned blocks' padding), and the table
   // of tagged memory the runtime did not allocate.

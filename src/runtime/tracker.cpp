@@ -19,7 +19,6 @@
 // blocks push it out (kProbationSlots), or the thread exits.
 #include "tracker.hpp"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -47,15 +46,6 @@ namespace runtime {
 
 uint32_t g_epoch = 0;
 uint64_t g_seal_secret = 0;
-
-bool header_readable(const void* p) {
-  uintptr_t address = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t page = 4096;
-  if (address < page) return false;
-  if ((address & (page - 1)) >= kHeaderSize) return true;  // on p's own page
-  unsigned char resident;
-  return mincore(reinterpret_cast<void*>((address - kHeaderSize) & ~(page - 1)), page, &resident) == 0;
-}
 
 namespace {
 
@@ -134,8 +124,8 @@ void release_freed_block(ThreadState* t, uintptr_t address, uint64_t owner) {
   emit_free(t, owner, address, now_tick());
   BlockHeader* h = header_of(reinterpret_cast<void*>(address));
   unsigned code = h->seal & kMaxOffsetCode;
-  h->seal = 0;
   bump(t->other_header_bytes, -other_header_bytes(code, true));
+  clear_block_start(reinterpret_cast<void*>(address));
   __libc_free(allocation_base(reinterpret_cast<void*>(address), code));
 }
 
@@ -262,11 +252,10 @@ void retype(ThreadState* t, uintptr_t block, uint64_t owner, uintptr_t type_tag,
   }
 }
 
-// A tracked block of this process starting at `p` (its header is read only if
-// readable): its header, else nullptr.
+// A tracked block of this process starting at `p` (any address: exact, see
+// block_starts.hpp): its header, else nullptr.
 BlockHeader* tracked_block(uintptr_t p) {
   unsigned code;
-  if (!header_readable(reinterpret_cast<void*>(p))) return nullptr;
   BlockHeader* h = sealed_header(reinterpret_cast<void*>(p), &code);
   return h && owner_current(load_owner(h)) ? h : nullptr;
 }
@@ -311,8 +300,7 @@ void track_unseen(ThreadState* t, uintptr_t p, uint64_t size, uintptr_t type_tag
   uint32_t site = site_number(t, {size, count, type_tag, call_site, node});
   uint64_t owner = make_owner(t->number, site, true);
   unsigned code;
-  BlockHeader* h = header_readable(reinterpret_cast<void*>(p)) ? sealed_header(reinterpret_cast<void*>(p), &code)
-                                                               : nullptr;
+  BlockHeader* h = sealed_header(reinterpret_cast<void*>(p), &code);
   if (h && !load_owner(h)) {
     store_owner(h, owner);  // its header counts as a tracked block's now
     bump(t->other_header_bytes, other_header_bytes(code, true) - other_header_bytes(code, false));
@@ -429,8 +417,8 @@ void record_pending_alloc(ThreadState* t, uint32_t index, uint32_t count) {
   while (!(seen & kOwnerFreed))
     if (replace_owner(h, &seen, owner)) return;
   emit_local_free(t, site, e.address, now_tick());
-  h->seal = 0;
   bump(t->other_header_bytes, -other_header_bytes(e.offset_code, true));
+  clear_block_start(reinterpret_cast<void*>(e.address));
   __libc_free(allocation_base(reinterpret_cast<void*>(e.address), e.offset_code));
 }
 
@@ -516,8 +504,7 @@ bool on_release(void* p, BlockHeader* h) {
   return release;
 }
 
-void on_reallocated(void* old, void* p, const BlockHeader& saved, size_t size, uintptr_t call_site,
-                    uintptr_t frame) {
+void on_reallocated_away(void* old, const BlockHeader& saved) {
   {
     Busy scope;
     if (ThreadState* t = scope.get()) {
@@ -532,6 +519,11 @@ void on_reallocated(void* old, void* p, const BlockHeader& saved, size_t size, u
       }
     }
   }
+}
+
+void on_reallocated(void* old, void* p, const BlockHeader& saved, size_t size, uintptr_t call_site,
+                    uintptr_t frame) {
+  on_reallocated_away(old, saved);
   on_new_block(p, size, kFamilyMalloc, call_site, frame);
 }
 

@@ -76,6 +76,8 @@ bool on_release(void* p, BlockHeader* header);
 // (`saved`): the old block's free, then the new block.
 void on_reallocated(void* old, void* p, const BlockHeader& saved, size_t size, uintptr_t call_site,
                     uintptr_t frame);
+// The same, when the new block could not be one of ours: only the old block's free.
+void on_reallocated_away(void* old, const BlockHeader& saved);
 // A free (or realloc) of memory the runtime did not allocate.
 void on_foreign_release(void* p);
 

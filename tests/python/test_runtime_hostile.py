@@ -194,3 +194,22 @@ def test_full_disk_is_said_once_and_the_program_keeps_its_status(hostile):
     assert done.returncode == 2  # the program's own status for an unknown scenario
     assert done.stderr == ("heaptype: cannot write the profile file /dev/full: No space left on device; "
                            "the profile ends here, the program runs on\n")
+
+
+def test_a_forged_seal_gets_nothing_written(cpp_programs, tmp_path):
+    """tests/cpp/forged_seal.cpp forges, before objects of its own pool, block headers that
+    the seal accepts (it reads the process's secret from the runtime), then places
+    objects there by placement new, placement new[] and heaptype::tag. Which blocks are
+    the runtime's is known exactly (block_starts.hpp), so the pool keeps every byte the
+    program wrote: a seal that matches by chance decides nothing."""
+    done = run_profiled(cpp_programs.program("forged_seal"), tmp_path / "forged.htp")
+    assert done.stdout.splitlines() == [
+        "placement new: pool untouched",
+        "placement new[]: pool untouched",
+        "heaptype::tag: pool untouched",
+    ]
+    assert done.returncode == 0, done.stderr
+    profile = heaptype.load(tmp_path / "forged.htp")
+    assert profile.complete and profile.warnings == []
+    # heaptype::tag on memory the runtime did not allocate tracks it as tagged memory
+    assert allocations(profile, "PooledNode") == (2, 1)

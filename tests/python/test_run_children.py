@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import heaptype
+from heaptype import flags
 from conftest import run_profiled
 from tooling import missing, require_tool
 
@@ -217,6 +218,11 @@ static long make(int n) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "alone") == 0) return make(7) == 700 ? 0 : 1;
+  if (argc > 1 && std::strcmp(argv[1], "printenv") == 0) {
+    make(1);
+    execlp("printenv", "printenv", "LD_PRELOAD", "HEAPTYPE_CHILDREN", static_cast<char*>(nullptr));
+    return 127;
+  }
   pid_t forked = fork();
   if (forked == 0) _exit(make(5) == 500 ? 0 : 1);  // a fork that does not exec
   int status = 0;
@@ -255,6 +261,18 @@ def test_a_fork_keeps_its_profile_and_an_exec_is_followed_only_when_asked(forks,
     assert all(p.name.startswith("f.htp.") for p in others)
     assert f"heaptype: {len(others)} more profile{'s' if follow else ''}, of the processes it started:" \
         in done.stderr.splitlines()
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_children_inherit_the_other_preloads_only(forks, tmp_path, follow):
+    """The runtime's entry leaves LD_PRELOAD; the user's own entries stay, in order,
+    with their separators."""
+    done = heaptype_run(*(["--follow-children"] if follow else []), "-o", str(tmp_path / "p.htp"), "--",
+                        str(forks), "printenv", env={"LD_PRELOAD": "libm.so.6 libdl.so.2"})
+    assert done.returncode == 0, done.stderr
+    runtime = Path(flags.lib_dir()) / "libheaptype.so"
+    expected = f"{runtime}:libm.so.6 libdl.so.2\nprofiled\n" if follow else "libm.so.6 libdl.so.2\n\n"
+    assert done.stdout == expected
 
 
 # --- the runtime's messages ------------------------------------------------------------

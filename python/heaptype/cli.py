@@ -206,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--preload", action="store_true", default=None,
                      help="preload the shared runtime (default: when the program does not link it)")
     run.add_argument("--no-preload", dest="preload", action="store_false", help="never preload the runtime")
+    run.add_argument("--follow-children", action="store_true",
+                     help="with the runtime preloaded: also profile each program it starts, into a profile of "
+                          "its own (by default only the process started is profiled)")
     run.add_argument("--watch", action="store_true",
                      help="show what is live while the program runs (redrawn every --interval), then the report")
     run.add_argument("--interval", type=float, default=1.0, metavar="S", help="with --watch: seconds between "
@@ -350,14 +353,17 @@ def cmd_run(args) -> int:
         if args.budget:  # a budget's run is made as pytest's
             run = run_for_budget(command, output=args.output)
         else:
-            run = run_profiled(command, output=args.output, preload=args.preload, while_running=watching)
+            run = run_profiled(command, output=args.output, preload=args.preload,
+                               follow_children=args.follow_children, while_running=watching)
     except RunError as e:
         raise CommandError(f"run: {e}") from None
+    print_runtime_messages(run)
     if run.profile_path is None:
         raise CommandError(run.no_profile_text())
     signal_note = f" ({run.exit_text()})" if run.crashed else ""
     mode_note = " (runtime preloaded: the program does not link it)" if run.preloaded else ""
     print(f"heaptype: profile written to {run.profile_path}{signal_note}{mode_note}", file=sys.stderr)
+    print_other_profiles(run.other_profiles)
     if args.watch or args.report:
         cmd_report(build_parser().parse_args(["report", str(run.profile_path), "--by", args.by,
                                               "--top", str(args.top)]))
@@ -371,6 +377,29 @@ def cmd_run(args) -> int:
         print(f"heaptype: {command[0]} failed ({run.exit_text()})", file=sys.stderr)
         return run.exit_status
     return verdict
+
+
+# The runtime's note that a process wrote "<path>.<pid>" because another one had the
+# path: `heaptype run` lists every profile written instead.
+OWN_PROFILE_NOTE = "heaptype: another process writes "
+
+
+def print_runtime_messages(run) -> None:
+    """What the runtime said during the run (it writes nothing into the program's
+    output), after the program's own output."""
+    for line in run.runtime_messages:
+        if not line.startswith(OWN_PROFILE_NOTE):
+            print(line, file=sys.stderr)
+
+
+def print_other_profiles(paths: list[Path]) -> None:
+    """The profiles of the other processes of the run (forked, or followed children)."""
+    if not paths:
+        return
+    count = f"{len(paths)} more profile{'s' if len(paths) > 1 else ''}"
+    print(f"heaptype: {count}, of the processes it started:", file=sys.stderr)
+    for path in paths:
+        print(f"  {path}", file=sys.stderr)
 
 
 def cmd_attach(args) -> int:

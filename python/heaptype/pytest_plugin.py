@@ -435,6 +435,7 @@ class HeapRun:
     timeout: float | None = None
     expect: Any = 0                # exit status expected: a number, "nonzero", or None (not judged)
     names: SessionNames | None = None  # the session's per-binary tables
+    runtime_messages: str = ""     # what the runtime said (it writes nothing into the program's output)
     _profile: Any = None
 
     @property
@@ -464,7 +465,8 @@ def run_program(command: list[str], *, cwd: Path, env: dict[str, str], timeout: 
     except RunError as e:
         raise RunProblem(str(e)) from None
     return HeapRun(done.command, done.returncode, done.stdout or "", done.stderr or "", done.profile_path,
-                   done.duration, done.timed_out, name, timeout, names=names)
+                   done.duration, done.timed_out, name, timeout, names=names,
+                   runtime_messages="".join(line + "\n" for line in done.runtime_messages))
 
 
 def no_profile_text(run: HeapRun) -> str:
@@ -661,6 +663,8 @@ class BudgetItem(pytest.Item):
             self.add_report_section("call", "stdout", run.stdout)
         if run.stderr:
             self.add_report_section("call", "stderr", run.stderr)
+        if run.runtime_messages:
+            self.add_report_section("call", "heaptype runtime", run.runtime_messages)
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, HeapBudgetFailure):

@@ -5,14 +5,22 @@ The runtime names its profile from HEAPTYPE_OUTPUT (``%p`` the pid, ``%e`` the
 program's name). The runner sets it, runs the program, and finds the profile of the
 process it started: by its pid, else (a wrapper script that ran one profiled
 program) the only profile the run wrote.
+
+A preloaded runtime profiles the process started and not the programs it execs
+(HEAPTYPE_CHILDREN, see src/runtime/child_environment.hpp) unless asked to follow
+them. The runtime prints nothing into the program's output: its messages go to a log
+file (HEAPTYPE_LOG) that the runner reads after the run, for the caller to show.
 """
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +50,7 @@ class ProfiledRun:
     stderr: str | None = None
     other_profiles: list[Path] = field(default_factory=list)  # of other processes the run started
     preloaded: bool = False  # the runtime was preloaded into a program built without it
+    runtime_messages: list[str] = field(default_factory=list)  # the runtime's lines ("heaptype: ...")
 
     @property
     def crashed(self) -> bool:
@@ -161,6 +170,46 @@ def preload_environment(env: dict[str, str]) -> dict[str, str]:
     return {**env, "LD_PRELOAD": f"{library}:{earlier}" if earlier else library}
 
 
+def children_environment(env: dict[str, str], follow_children: bool) -> dict[str, str]:
+    """Tells a preloaded runtime whether the programs its process execs keep it."""
+    return {**env, "HEAPTYPE_CHILDREN": "profiled" if follow_children else "unprofiled"}
+
+
+_log_directory: Path | None = None
+_log_runs = itertools.count()
+
+
+def _runtime_log_path() -> Path:
+    """A log file name of its own for each run, in one temporary directory per
+    process (removed at exit): the runtime creates the file only when it has
+    something to say, so a quiet run costs one failed open."""
+    global _log_directory
+    if _log_directory is None:
+        _log_directory = Path(tempfile.mkdtemp(prefix="heaptype-log-"))
+        atexit.register(shutil.rmtree, _log_directory, True)
+    return _log_directory / f"run-{next(_log_runs)}.log"
+
+
+class RuntimeLog:
+    """Where the runtime's messages go during a run (HEAPTYPE_LOG), read and removed
+    after the run. A HEAPTYPE_LOG the caller set is theirs: left alone, not read."""
+
+    def __init__(self, env: dict[str, str]):
+        self.path = None if env.get("HEAPTYPE_LOG") else _runtime_log_path()
+        self.env = env if self.path is None else {**env, "HEAPTYPE_LOG": str(self.path)}
+
+    def messages(self) -> list[str]:
+        """The lines the run's processes wrote, once each, in order."""
+        if self.path is None:
+            return []
+        try:
+            text = self.path.read_text(errors="replace")
+        except FileNotFoundError:
+            return []
+        self.path.unlink()
+        return list(dict.fromkeys(text.splitlines()))
+
+
 def should_preload(command: list[str], cwd: Path | None, preload: bool | None) -> bool:
     """``preload`` if given, else whether the program is a plain binary."""
     if preload is not None:
@@ -172,13 +221,15 @@ def should_preload(command: list[str], cwd: Path | None, preload: bool | None) -
 
 def run_profiled(command: list[str], *, output: str | os.PathLike | None = None, cwd: Path | None = None,
                  env: dict[str, str] | None = None, timeout: float | None = None, capture: bool = False,
-                 keep_settings: bool = True, preload: bool | None = False,
+                 keep_settings: bool = True, preload: bool | None = False, follow_children: bool = False,
                  while_running: Callable[[subprocess.Popen, Path], None] | None = None) -> ProfiledRun:
     """Runs ``command`` with profiling on. ``output`` is the profile's path or pattern
     (default ``heaptype.%e.%p.htp`` in the working directory); relative to ``cwd``.
     ``preload``: put the shared runtime into the program; None: when the program does
-    not bring it (see linkage.py). ``while_running(process, profile path)`` runs
-    while the program does (the live view) and returns when it has exited."""
+    not bring it (see linkage.py). A preloaded runtime profiles the process started
+    only; ``follow_children``: also each program it execs, into a profile of its own
+    (``other_profiles``). ``while_running(process, profile path)`` runs while the
+    program does (the live view) and returns when it has exited."""
     _check_program(command, cwd)
     preloaded = should_preload(command, cwd, preload)
     base = Path(cwd) if cwd else Path.cwd()
@@ -190,8 +241,24 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
         Path(pattern).unlink()  # a stale file of the same name is not this run's
     environment = profiled_environment(pattern, extra=env, keep_settings=keep_settings)
     if preloaded:
-        environment = preload_environment(environment)
+        environment = children_environment(preload_environment(environment), follow_children)
+    log = RuntimeLog(environment)
     started = time.monotonic()
+    try:
+        proc, stdout, stderr, timed_out = _run_to_the_end(command, cwd, log.env, capture, timeout, pattern,
+                                                          while_running)
+    finally:
+        messages = log.messages()
+    duration = time.monotonic() - started
+    mine, others = find_profile(pattern, proc.pid, os.path.basename(command[0]), before)
+    return ProfiledRun(list(command), proc.returncode, mine, duration, timed_out, stdout, stderr, others, preloaded,
+                       messages)
+
+
+def _run_to_the_end(command: list[str], cwd: Path | None, environment: dict[str, str], capture: bool,
+                    timeout: float | None, pattern: str,
+                    while_running: Callable[[subprocess.Popen, Path], None] | None):
+    """Starts the program and waits for its end: (process, stdout, stderr, timed out)."""
     pipe = subprocess.PIPE if capture else None
     try:
         proc = subprocess.Popen(command, cwd=cwd, env=environment, stdout=pipe, stderr=pipe,
@@ -213,9 +280,7 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
         proc.send_signal(signal.SIGINT)
         proc.wait()
         raise
-    duration = time.monotonic() - started
-    mine, others = find_profile(pattern, proc.pid, os.path.basename(command[0]), before)
-    return ProfiledRun(list(command), proc.returncode, mine, duration, timed_out, stdout, stderr, others, preloaded)
+    return proc, stdout, stderr, timed_out
 
 
 def run_for_budget(command: list[str], *, output: str | os.PathLike | None = None, cwd: Path | None = None,

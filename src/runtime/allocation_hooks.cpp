@@ -157,7 +157,7 @@ void say_mismatched_free() {
   static bool said = false;
   if (said) return;
   said = true;
-  rt::say("mismatched free() / delete of an array made with new[]: the pointer is past the array's "
+  rt::note("mismatched free() / delete of an array made with new[]: the pointer is past the array's "
           "cookie; the block is freed (use delete[])");
 }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "diagnostics.hpp"
 #include "got_patch.hpp"
 #include "profile_writer.hpp"
 #include "tracker.hpp"
@@ -18,10 +19,6 @@ bool g_attached = false;
 bool g_detached = false;
 void* g_self = nullptr;  // this library's dlopen handle, kept open: never unloaded
 char g_attach_output[4096];
-
-void say(const char* text) {
-  if (write(STDERR_FILENO, text, std::strlen(text)) < 0) return;
-}
 
 // The file name of the module holding the runtime: the program itself when it is
 // linked statically.
@@ -62,8 +59,8 @@ extern "C" {
 // recording into `output` and routes the process's allocations here. 1 on success.
 __attribute__((visibility("default"))) int heaptype_attach(const char* output) {
   if (rt::g_state.load() != rt::kUninitialized) {
-    rt::say("heaptype: attach: the runtime is already running in this process (linked, preloaded, or "
-            "attached before)\n");
+    rt::note("attach: the runtime is already running in this process (linked, preloaded, or attached "
+             "before)");
     return 0;
   }
   if (!output || !*output || std::strlen(output) >= sizeof rt::g_attach_output) return 0;

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "call_context.hpp"
+#include "child_environment.hpp"
 #include "clock.hpp"
 #include "diagnostics.hpp"
 #include "external_blocks.hpp"
@@ -203,7 +204,7 @@ CallstackMode callstack_mode_from_env() {
   if (std::strcmp(v, "frame-pointer") == 0) return CallstackMode::kFramePointer;
   if (std::strcmp(v, "unwind") == 0) return CallstackMode::kUnwind;
   if (std::strcmp(v, "none") == 0) return CallstackMode::kNone;
-  say("HEAPTYPE_CALLSTACK=", v, ": unknown mode (auto, instrument, frame-pointer, unwind, none); using auto");
+  note("HEAPTYPE_CALLSTACK=", v, ": unknown mode (auto, instrument, frame-pointer, unwind, none); using auto");
   return CallstackMode::kAuto;
 }
 
@@ -280,7 +281,11 @@ int ensure_initialized() {
     }
     if (!g_state.compare_exchange_strong(state, kStarting)) continue;
     tls_initializing = true;
+    capture_log_destination();
     int result = start_up();
+    // After start-up, which reads LD_PRELOAD to know how the runtime came in, and
+    // whatever its outcome: a disabled runtime's children must not load it either.
+    keep_children_unprofiled_if_asked();
     tls_initializing = false;
     g_state.store(result, std::memory_order_release);
     return result;

@@ -195,7 +195,7 @@ bool open_locked(const char* path, uint64_t clock_tick_ns) {
   int fd = open_exclusive(path);
   if (fd < 0 && errno == EWOULDBLOCK) {
     path_of_this_process(path, own, sizeof own);
-    say("another process writes ", path, "; this one's profile goes to ", own);
+    note("another process writes ", path, "; this one's profile goes to ", own);
     path = own;
     fd = open_exclusive(path);
   }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "clock.hpp"
+#include "diagnostics.hpp"
 
 namespace heaptype {
 namespace runtime {
@@ -41,16 +42,12 @@ int signal_number(const char* text) {
   return -1;
 }
 
-void say(const char* text) {
-  if (write(STDERR_FILENO, text, strlen(text)) < 0) return;
-}
-
 }  // namespace
 
 void install_snapshot_signal() {
   int number = signal_number(getenv("HEAPTYPE_SIGNAL"));
   if (number == 0) return;
-  if (number < 0) return say("heaptype: HEAPTYPE_SIGNAL: unknown signal; no snapshot signal\n");
+  if (number < 0) return note("HEAPTYPE_SIGNAL: unknown signal; no snapshot signal");
   struct sigaction current;
   if (sigaction(number, nullptr, &current) != 0) return;
   // The program's own handler (or its choice to ignore the signal) comes first.

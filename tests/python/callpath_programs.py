@@ -55,6 +55,7 @@ PROGRAMS = {
     "alloc_bench-instrument": (ALLOC_BENCH, [], True, "instrument"),
     "lifetimes": (CPP_DIR / "lifetimes.cpp", ["-fno-omit-frame-pointer"], True, "instrument"),
     "deep": (CPP_DIR / "deep_recursion.cpp", ["-fno-omit-frame-pointer"], True, "instrument"),
+    "deep-frame-pointer": (CPP_DIR / "deep_recursion.cpp", [], True, DEFAULT),
 }
 
 

@@ -4,6 +4,7 @@ tests/cpp/deep_recursion.cpp), through the command line as users run it."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -11,6 +12,8 @@ import sys
 import threading
 
 import pytest
+
+import heaptype
 
 from callpath_programs import callpath_programs  # noqa: F401 (fixture)
 
@@ -265,6 +268,24 @@ def test_lifetime_filter_on_a_compiled_program(callpath_programs):
     bad = subprocess.run([*heaptype_command(), "report", path, "--lifetime", "1parsec:"], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "--lifetime" in bad.stderr
+
+
+@pytest.mark.parametrize("name", ["deep", "deep-frame-pointer"])
+def test_stack_peak_of_a_deep_recursion_in_every_run(callpath_programs, tmp_path, name):
+    """A recursion 20,000 frames deep that allocates at its bottom went at least 20,000
+    return addresses deep, in every one of 20 runs (the deepest tick is the last one:
+    it must not be lost when the profile is finished), with -finstrument-functions
+    and with frame pointers walked at each allocation."""
+    program = callpath_programs.program(name)
+    peaks = []
+    for run in range(20):
+        output = tmp_path / f"{run}.htp"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+        done = subprocess.run([str(program), "20000"], env={**env, "HEAPTYPE_OUTPUT": str(output)},
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        peaks.append(heaptype.load(output).totals.stack_peak_bytes)
+    assert all(20_000 * 16 <= peak <= 8 << 20 for peak in peaks), peaks
 
 
 def test_stack_depth_over_time(callpath_programs, lifetimes):

@@ -385,7 +385,7 @@ def merged_order(ops: list[Op], names: list[tuple[int, int]], tick: int) -> list
 
     def waits(i: int) -> bool:
         owner = names[i][0]
-        return ops[i].kind != "alloc" and owner != ops[i].stream and live[names[i]] == 0 and front(owner) is not None
+        return ops[i].kind != "alloc" and owner != ops[i].stream and live[names[i]] <= 0 and front(owner) is not None
 
     while len(order) < len(ops):
         ready = [t for t in streams if front(t) is not None]

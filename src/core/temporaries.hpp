@@ -6,13 +6,17 @@
 // site) as the freed block's. Any free in between ends it; frees of pointers heaptrack
 // never saw are not events (it drops them), and neither are our MOVE and STACK records.
 // A realloc is a free of the old block then an allocation of the new one (both
-// heaptrack and the runtime record it so). Allocating ten blocks and freeing them in
-// order gives no temporary; alloc A, alloc B, free B, free A gives one (B).
+// heaptrack and the runtime record it so, except the runtime's realloc of a block still
+// waiting for its type, recorded allocation first). Alloc A, alloc B, free B, free A
+// gives one temporary (B); ten blocks of one site freed in order right after the tenth
+// allocation give one too (the first free follows an allocation at its site), none
+// when anything else is allocated or freed before the first free.
 //
-// heaptrack also counts, by accident, a free of its very first allocation info after
-// any free (it marks "no allocation" with index 0, which is also that info's index);
-// a preloaded C++ program's first allocation is libstdc++'s exception pool, freed
-// after other frees at exit: heaptrack_print shows one temporary more than this rule.
+// heaptrack also counts, by accident, a free of its very first allocation info that
+// follows a free (it marks "no allocation" with index 0, which is also that info's
+// index). A preloaded C++ program's first allocation is libstdc++'s exception pool,
+// freed at exit: when a free comes just before, heaptrack_print shows one temporary
+// more than this rule (tests/integration/test_heaptrack_crosscheck.py).
 //
 // Threads: heaptrack writes every thread's events under one lock, in one order. The
 // profile holds one stream per thread; the analysis merges them by their clock ticks
@@ -22,8 +26,9 @@
 // before the free's ends the pair, as it does for heaptrack; events of other threads
 // in the same tick as the allocation or the free stand where the merge put them (by
 // thread number), which need not be where they happened. A thread's pair within one
-// tick is never split, so a multi-threaded program usually counts a few more
-// temporaries than heaptrack (and, rarely, fewer).
+// tick stays together (unless a free waits for another thread's allocation), so a
+// multi-threaded program usually counts a few more temporaries than heaptrack (and,
+// rarely, fewer).
 // A single-threaded program gets exactly heaptrack's order and count.
 #ifndef HEAPTYPE_CORE_TEMPORARIES_HPP
 #define HEAPTYPE_CORE_TEMPORARIES_HPP

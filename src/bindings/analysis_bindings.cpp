@@ -310,8 +310,8 @@ void bind_analysis(py::module_& m) {
 
 allocations, objects (T[n] counts n), bytes (allocated in all), peak_bytes (the most
 bytes of the group live at one moment) and peak_time_us (when it was first reached),
-live_bytes and live_blocks (at the end: never freed), temporary_allocations (freed by
-their thread before it allocated anything else).)doc");
+live_bytes and live_blocks (at the end: never freed), temporary_allocations (freed as
+the program's next allocation event, heaptrack's rule: see core/temporaries.hpp).)doc");
   figure_attributes(figures, [](const FiguresOut& o) -> const FiguresOut& { return o; });
   figures.def("as_dict", &figures_dict)
       .def("__eq__", [](const FiguresOut& a, const FiguresOut& b) {

@@ -580,6 +580,7 @@ void Analysis::apply(const Event& e) {
     case Event::kAlloc: {
       Placement* p = placement(e.stream, e.site);
       if (!p) return;
+      temporaries_.allocated(e.stream, e.site);
       allocate(*p, e.time);
       totals_.allocate(p->size, p->objects, e.time);
       if (totals_.live_blocks > 0)
@@ -593,12 +594,14 @@ void Analysis::apply(const Event& e) {
         ++totals_.unmatched_frees;
         return;
       }
-      release(*p, e.temporary);
-      totals_.release(p->size, e.temporary);
+      bool temporary = temporaries_.freed(e.thread, e.site);
+      release(*p, temporary);
+      totals_.release(p->size, temporary);
       ++totals_.frees;
       return;
     }
     case Event::kMove: {
+      temporaries_.moved(e.stream, e.thread, e.site, e.new_site);
       Placement* to = placement(e.stream, e.new_site);
       Placement* from = placement(e.thread, e.site);
       to = to ? placement(e.stream, e.new_site) : nullptr;  // the lookup of `from` may have grown the table

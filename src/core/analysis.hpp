@@ -27,6 +27,7 @@
 #include "merged_tree.hpp"
 #include "progress.hpp"
 #include "string_table.hpp"
+#include "temporaries.hpp"
 #include "timeline.hpp"
 #include "type_inference.hpp"
 
@@ -250,6 +251,7 @@ class Analysis : public BlockLedger {
   AnalysisOptions options_;
   uint64_t tick_ns_;
   EventMerge merge_;
+  TemporaryRule temporaries_;  // on the merged order
   StringTable strings_;
   CallPaths paths_;
   MergedTree tree_;

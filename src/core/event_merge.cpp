@@ -142,14 +142,19 @@ void EventMerge::release_waiters_of(uint32_t thread) {
 
 // Every stream is parked on another. Within one tick a free may have been counted
 // against another block of the same site (sites, not blocks, are named), taking the
-// live block another free waits for. The earliest parked event goes on: counts stay
-// exact, and what no allocation ever matches is found at the end.
+// live block another free waits for. The earliest parked event goes on (on a tie, the
+// lower-numbered thread's, as in the heap: the order does not depend on the hash map's):
+// counts stay exact, and what no allocation ever matches is found at the end.
 bool EventMerge::force_one_parked() {
   size_t best = streams_.size();
   uint64_t best_key = 0;
+  auto earlier = [this](size_t a, size_t b) {
+    uint64_t ta = streams_[a]->front().time, tb = streams_[b]->front().time;
+    return ta != tb ? ta < tb : threads_[a] < threads_[b];
+  };
   for (const auto& entry : parked_) {
     for (size_t stream : entry.second) {
-      if (best == streams_.size() || streams_[stream]->front().time < streams_[best]->front().time) {
+      if (best == streams_.size() || earlier(stream, best)) {
         best = stream;
         best_key = entry.first;
       }

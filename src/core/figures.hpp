@@ -20,7 +20,7 @@ struct Figures {
   int64_t live_blocks = 0;
   uint64_t peak_bytes = 0;           // the most live bytes of this group at any moment
   uint64_t peak_time = 0;            // when that was first reached
-  uint64_t temporary_allocations = 0;  // freed by their thread before it allocated again
+  uint64_t temporary_allocations = 0;  // freed as the next allocation event (temporaries.hpp)
 
   void allocate(uint64_t size, uint64_t objects_in_block, uint64_t time) {
     ++allocations;

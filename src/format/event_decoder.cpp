@@ -71,6 +71,16 @@ size_t ThreadEvents::next_batch(Event* out, size_t count) {
   return n;
 }
 
+// heaptrack's rule within this thread's stream (see core/temporaries.hpp): the record
+// before this free was an ALLOC at its site. Every free ends the allocation's chance.
+// FREE_LAST alone is not enough: the runtime writes it for the thread's last allocated
+// block even after other frees.
+bool ThreadEvents::freed_right_after_allocation(uint32_t site) {
+  bool temporary = alloc_just_before_ && site == last_alloc_site_;
+  alloc_just_before_ = false;
+  return temporary;
+}
+
 bool ThreadEvents::next(Event* out) {
   for (;;) {
     if (!load_chunk()) return false;
@@ -85,6 +95,7 @@ bool ThreadEvents::next(Event* out) {
       out->site = static_cast<uint32_t>(site);
       last_alloc_site_ = out->site;
       last_alloc_open_ = true;
+      alloc_just_before_ = true;
       return true;
     }
     if ((v & 3) == 0) {  // FREE of one of this thread's sites
@@ -92,6 +103,7 @@ bool ThreadEvents::next(Event* out) {
       if (site >= sites_.size()) return fail("free at undefined site " + std::to_string(site));
       out->kind = Event::kFree;
       out->site = static_cast<uint32_t>(site);
+      out->temporary = freed_right_after_allocation(out->site);
       return read_address(&out->address, "free");
     }
     uint64_t operands[7];
@@ -100,8 +112,8 @@ bool ThreadEvents::next(Event* out) {
         if (!last_alloc_open_) return fail("free of the last allocation with no allocation open");
         last_alloc_open_ = false;
         out->kind = Event::kFree;
-        out->temporary = true;
         out->site = last_alloc_site_;
+        out->temporary = freed_right_after_allocation(out->site);
         out->address = addresses_ ? last_address_ : 0;
         return true;
       case ControlOp::kTime:
@@ -136,6 +148,7 @@ bool ThreadEvents::next(Event* out) {
         out->kind = Event::kFree;
         out->thread = static_cast<uint32_t>(operands[0]);
         out->site = static_cast<uint32_t>(operands[1]);
+        alloc_just_before_ = false;
         return read_address(&out->address, "remote free");
       case ControlOp::kDerivedSite: {
         for (int i = 0; i < 4; ++i)

@@ -50,7 +50,8 @@ struct FindingDef {
 struct Event {
   enum Kind : uint8_t { kAlloc, kFree, kMove, kStack };
   Kind kind;
-  bool temporary;      // kFree: the thread freed its last allocation before allocating again
+  bool temporary;      // kFree: the stream's record before it was an ALLOC at its site (heaptrack's
+                       // rule within one thread; the analysis applies it to the merged order)
   uint32_t stream;     // the thread whose records hold the event
   uint32_t thread;     // the thread whose site the block is at (kAlloc: the stream)
   uint32_t site;       // that thread's site number
@@ -92,6 +93,7 @@ class ThreadEvents {
   }
   bool read_slow(uint64_t* value, const char* record);
   bool read_address(uint64_t* address, const char* record);
+  bool freed_right_after_allocation(uint32_t site);
 
   const ProfileFile& file_;
   uint32_t thread_;
@@ -106,6 +108,7 @@ class ThreadEvents {
   uint64_t last_address_ = 0;
   uint32_t last_alloc_site_ = 0;
   bool last_alloc_open_ = false;  // FREE_LAST may follow
+  bool alloc_just_before_ = false;  // no free since the last ALLOC
   std::vector<SiteDef> sites_;
   std::vector<NodeDef> nodes_{NodeDef{0, 0, 0}};
   std::map<FindingDef, uint64_t> findings_;

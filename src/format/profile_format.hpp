@@ -103,7 +103,8 @@ static_assert(sizeof(ChunkHeader) == 16, "chunk header is 16 bytes");
 
 enum class ControlOp : uint8_t {
   kFreeLast = 0,     // no operands: the thread frees the block it allocated last, and
-                     // it has allocated nothing since (a temporary allocation). The
+                     // it has allocated nothing since (other frees may have come
+                     // between: a temporary only when none did, core/temporaries.hpp). The
                      // block is at the site of the thread's last ALLOC record, or
                      // where a MOVE of this thread's took it since: a MOVE naming
                      // (this thread, that site) moves the last allocated block. In

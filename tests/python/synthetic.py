@@ -38,7 +38,7 @@ class Op:
     block: int
     time: int
     site: int = -1     # alloc: the stream's site; move: the stream's new site
-    last: bool = False  # free: FREE_LAST (a temporary)
+    last: bool = False  # free: written as FREE_LAST (a temporary only when nothing came between)
 
 
 @dataclass
@@ -354,11 +354,80 @@ class PathIds:
         return node
 
 
+def named_sites(ops: list[Op]) -> list[tuple[int, int]]:
+    """The (thread, site) each op's record names, as written (a move: the site it leaves)."""
+    where: dict[int, tuple[int, int]] = {}
+    names: list[tuple[int, int]] = []
+    for op in ops:
+        if op.kind == "alloc":
+            where[op.block] = (op.stream, op.site)
+        names.append(where[op.block])
+        if op.kind == "move":
+            where[op.block] = (op.stream, op.site)
+    return names
+
+
+def merged_order(ops: list[Op], names: list[tuple[int, int]], tick: int) -> list[int]:
+    """Indexes of ``ops`` (folded, in the order written) in the order the core's merge
+    applies them (src/core/event_merge.cpp): the earliest clock tick first, on a tie the
+    lower thread number; a free or move by another thread than the block's waits until a
+    block is live at the site it names (sites, not blocks, are named), and when every
+    stream waits the earliest goes on."""
+    streams: dict[int, list[int]] = defaultdict(list)
+    for i, op in enumerate(ops):
+        streams[op.stream].append(i)
+    heads = dict.fromkeys(streams, 0)
+    live: dict[tuple[int, int], int] = defaultdict(int)
+    order: list[int] = []
+
+    def front(t: int) -> int | None:
+        return streams[t][heads[t]] if heads[t] < len(streams[t]) else None
+
+    def waits(i: int) -> bool:
+        owner = names[i][0]
+        return ops[i].kind != "alloc" and owner != ops[i].stream and live[names[i]] <= 0 and front(owner) is not None
+
+    while len(order) < len(ops):
+        ready = [t for t in streams if front(t) is not None]
+        going = [t for t in ready if not waits(front(t))] or ready
+        t = min(going, key=lambda t: (ops[front(t)].time // tick, t))
+        i = front(t)
+        heads[t] += 1
+        order.append(i)
+        if ops[i].kind != "alloc":
+            live[names[i]] -= 1
+        if ops[i].kind != "free":
+            live[(ops[i].stream, ops[i].site)] += 1
+    return order
+
+
+def temporary_frees(ops: list[Op], tick: int) -> set[int]:
+    """heaptrack's rule on the merged order (src/core/temporaries.hpp): a free is
+    temporary when the event before it was an allocation at the site the free names. A
+    move by the allocating thread of that site takes the allocation along."""
+    names = named_sites(ops)
+    last: tuple[int, int] | None = None
+    temporary: set[int] = set()
+    for i in merged_order(ops, names, tick):
+        op = ops[i]
+        if op.kind == "alloc":
+            last = (op.stream, op.site)
+        elif op.kind == "move":
+            if last == names[i] and op.stream == last[0]:
+                last = (op.stream, op.site)
+        else:
+            if last == names[i]:
+                temporary.add(i)
+            last = None
+    return temporary
+
+
 class Reference:
     """Every figure of a scenario, block by block. Tree nodes and leaves are keyed by
-    path numbers of ``path_ids`` (the root is 0)."""
+    path numbers of ``path_ids`` (the root is 0). ``tick``: the clock tick the profile
+    was written with (``write``), which decides the merged order temporaries follow."""
 
-    def __init__(self, sc: Scenario, path_ids: PathIds | None = None):
+    def __init__(self, sc: Scenario, path_ids: PathIds | None = None, tick: int = 1):
         self.sc = sc
         self.path_ids = path_ids or PathIds()
         self._site_groups: dict[tuple[int, int], tuple] = {}
@@ -371,12 +440,14 @@ class Reference:
         self.leaves: dict[tuple, Group] = defaultdict(Group)    # (path number, type label) -> figures
         self.frees = 0
         at: dict[int, tuple[int, int]] = {}
-        for op in folded_ops(sc):
+        ops = folded_ops(sc)
+        temporary = temporary_frees(ops, tick)
+        for i, op in enumerate(ops):
             if op.kind == "alloc":
                 at[op.block] = (op.stream, op.site)
                 self._apply(at[op.block], op.time, "alloc")
             elif op.kind == "free":
-                self._apply(at[op.block], op.time, "free", temporary=op.last)
+                self._apply(at[op.block], op.time, "free", temporary=i in temporary)
                 self.frees += 1
             else:
                 self._apply(at[op.block], op.time, "unalloc")

@@ -153,7 +153,7 @@ def test_coarse_clock_keeps_counts_exact(seed, tmp_path):
     rng = random.Random(1000 + seed)
     sc = generate(rng, threads=4)
     a = analyse(sc, write(sc, rng, tick=8), tmp_path, call_tree=True, functions=True, infer=False)
-    ref = Reference(sc)
+    ref = Reference(sc, tick=8)
     assert (a.totals.allocations, a.totals.bytes, a.totals.frees, a.totals.unmatched_frees) == (
         ref.totals.allocations, ref.totals.bytes, ref.frees, 0)
     types = {g.label: g for g in a.types}
@@ -168,11 +168,12 @@ def test_coarse_clock_keeps_counts_exact(seed, tmp_path):
 def test_many_threads_within_one_tick_keep_counts_exact(seed, tmp_path):
     """Eight threads freeing each other's blocks, hundreds of events per clock tick: a
     free may be counted against another block of its site (frees name sites), and
-    the merge may have to break a wait cycle; no count may suffer."""
+    the merge may have to break a wait cycle; no count may suffer. Temporaries follow the
+    order the merge gives one tick's events (the reference models it: synthetic.merged_order)."""
     rng = random.Random(3000 + seed)
     sc = generate(rng, threads=8, operations=3000, moves=seed % 2 == 0)
     a = analyse(sc, write(sc, rng, tick=500, flush_chance=0.02), tmp_path, infer=False)
-    ref = Reference(sc)
+    ref = Reference(sc, tick=500)
     assert (a.totals.allocations, a.totals.frees, a.totals.unmatched_frees, a.totals.live_bytes) == (
         ref.totals.allocations, ref.frees, 0, ref.totals.live_bytes)
     assert {g.label: (g.allocations, g.objects, g.bytes, g.live_bytes, g.temporary_allocations)
@@ -266,7 +267,9 @@ def test_function_peak_is_the_peak_of_its_live_bytes(tmp_path):
     assert functions["main"].total.peak_bytes == 10240  # the sum of f's and g's peaks would be 11264
     assert functions["f()"].total.peak_bytes == functions["f()"].self.peak_bytes == 1024
     assert functions["g()"].total.peak_bytes == 10240
-    assert functions["main"].total.temporary_allocations == 100
+    # f's 100 (each freed right away) and g's first free, right after g's tenth allocation at
+    # the same site: heaptrack compares sites, not blocks (src/core/temporaries.hpp).
+    assert functions["main"].total.temporary_allocations == 101
     assert a.totals.peak_bytes == 10240 and a.totals.peak_time_us == 210
     main = a.tree.child("main")
     assert (main.total.peak_bytes, main.child("f()").total.peak_bytes, main.child("g()").total.peak_bytes) == (
@@ -605,3 +608,79 @@ def test_stack_depths_of_threads_add_up_over_time(tmp_path):
     assert (a.totals.allocations, a.totals.peak_bytes) == (1, 64)  # the heap is the heap
     timeline = a.timeline()
     assert max(timeline["stack"]) == 21_024 and timeline["stack"][-1] == 1_536
+
+
+# --- temporary allocations (src/core/temporaries.hpp) ---------------------------------------------
+
+def temporaries_of(tmp_path, build) -> tuple[int, list[bool]]:
+    """(the analysis' temporaries, thread 1's decoded free flags) of a hand-written profile."""
+    b = _core.ProfileBuilder(clock_tick_ns=1000)
+    for t in (1, 2):
+        b.thread(t, t, f"thread-{t}")
+    build(b)
+    path = tmp_path / "temporaries.htp"
+    path.write_bytes(b.finish())
+    file = _core.ProfileFile(str(path))
+    a = _core.Analysis(file, _core.TableCodeNames())
+    return a.totals.temporary_allocations, [e[5] for e in file.events(1)[0] if e[0] == "free"]
+
+
+def test_free_last_after_other_frees_is_not_temporary(tmp_path):
+    """The runtime writes FREE_LAST for the thread's last allocated block even after other
+    frees (profiles of every version): alloc A, alloc B, free A, free B counts nothing."""
+    def build(b):
+        a = b.site(1, 16, 1, 0xA0, 0x1000, 0)
+        c = b.site(1, 32, 1, 0xA1, 0x1010, 0)
+        b.alloc(1, 1, a)
+        b.alloc(1, 2, c)
+        b.free(1, 3, a)
+        b.free_last(1, 4)
+    assert temporaries_of(tmp_path, build) == (0, [False, False])
+
+
+def test_free_of_the_sites_other_block_right_after_an_allocation_is_temporary(tmp_path):
+    """heaptrack compares allocation sites, not blocks: two blocks of one site, then the
+    first freed, counts once; the second, freed after a free, does not."""
+    def build(b):
+        a = b.site(1, 16, 1, 0xA0, 0x1000, 0)
+        b.alloc(1, 1, a)
+        b.alloc(1, 2, a)
+        b.free(1, 3, a)
+        b.free(1, 4, a)
+    assert temporaries_of(tmp_path, build) == (1, [True, False])
+
+
+def test_another_threads_event_between_ends_the_pair(tmp_path):
+    """Thread 1 allocates in tick 1 and frees in tick 3; thread 2 allocates in tick 2, in
+    between: no temporary, although thread 1's own stream says there was."""
+    def build(b):
+        a = b.site(1, 16, 1, 0xA0, 0x1000, 0)
+        other = b.site(2, 16, 1, 0xA0, 0x2000, 0)
+        b.alloc(1, 1, a)
+        b.alloc(2, 2, other)
+        b.free_last(1, 3)
+        b.free_last(2, 4)
+    assert temporaries_of(tmp_path, build) == (0, [True])
+
+
+def test_a_pair_within_one_tick_stays_a_pair(tmp_path):
+    """Thread 2's events of the same tick have no known order against thread 1's: the
+    merge keeps each thread's events of a tick together, so thread 1's pair counts (and
+    thread 2's, after it)."""
+    def build(b):
+        a = b.site(1, 16, 1, 0xA0, 0x1000, 0)
+        other = b.site(2, 16, 1, 0xA0, 0x2000, 0)
+        b.alloc(2, 5, other)
+        b.alloc(1, 5, a)
+        b.free_last(1, 5)
+        b.free_last(2, 5)
+    assert temporaries_of(tmp_path, build) == (2, [True])
+
+
+def test_another_threads_free_right_after_the_allocation_is_temporary(tmp_path):
+    """A block handed to thread 2 and freed there before anything else happened."""
+    def build(b):
+        a = b.site(1, 16, 1, 0xA0, 0x1000, 0)
+        b.alloc(1, 1, a)
+        b.free_remote(2, 2, 1, a)
+    assert temporaries_of(tmp_path, build) == (1, [])

@@ -36,7 +36,7 @@ def render_types_text(profile: Profile, sort: str = "peak", top: int | None = No
     groups = _groups(profile, sort, infer, live)
     shown = groups[:top] if top else groups
     lines = header_lines(profile) + [""]
-    # temporary: freed by its thread before it allocated anything else (heaptrack's definition)
+    # temporary: freed as the program's next allocation event (heaptrack's definition)
     header = ("type", "allocations", "temporary", "objects", "bytes", "peak", live_column(profile))
     body = [(g.label, format_count(g.allocations), format_count(g.temporary_allocations), format_count(g.objects),
              format_bytes(g.bytes), format_bytes(g.peak_bytes), format_bytes(g.live_bytes)) for g in shown]

@@ -663,7 +663,7 @@
                      (v) => (100 * v).toFixed(1) + "%"),
         {key: "path", label: "call path", value: (r) => r.path},
       ],
-      note: () => "Temporary allocations: freed by their thread before it allocated anything else (as heaptrack counts them), " +
+      note: () => "Temporary allocations: freed as the program's next allocation event (as heaptrack counts them), " +
         "by call path and type" + (state.range ? ", between " + formatSeconds(rangeStart()) + " and " + formatSeconds(rangeEnd()) : "") + ".",
     });
   }

@@ -417,6 +417,10 @@ HEAPTYPE_EXPORT void* realloc(void* old, size_t size) {
     release(old, rt::kFamilyAny, HEAPTYPE_CALLER);
     return nullptr;
   }
+  // A block of this thread still waiting for its type gets none from a realloc: it
+  // leaves probation untyped and moves as any other (heaptrack's order: the old
+  // block's free, then the new block).
+  if (rt::load_owner(h) & rt::kOwnerProbation) rt::end_own_probation(old, h);
   if (code || (rt::load_owner(h) & rt::kOwnerProbation) || size > SIZE_MAX - rt::kHeaderSize)
     return move_block(old, h, code, size, HEAPTYPE_CALLER);
   // The header travels with the bytes: nothing else names the old address, so

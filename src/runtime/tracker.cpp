@@ -606,6 +606,16 @@ void on_untag(const void* ptr) {
   }
 }
 
+void end_own_probation(void* ptr, BlockHeader* h) {
+  Busy scope;
+  ThreadState* t = scope.get();
+  if (!t) return;
+  uint64_t owner = load_owner(h);
+  if (!(owner & kOwnerProbation) || (owner & kOwnerFreed) || owner_thread(owner) != t->number) return;
+  int index = find_probation(t, address_of(ptr));
+  if (index >= 0) end_probation_untyped(t, static_cast<uint32_t>(index));
+}
+
 // Thread exit: every block on probation leaves it (see the top).
 void end_all_probation(ThreadState* t) {
   if (__atomic_load_n(&t->pending_count, __ATOMIC_RELAXED)) drain_pending(t);

@@ -92,6 +92,10 @@ void on_tag_block(const void* p, uintptr_t type_tag, size_t elem_size, size_t co
                   uintptr_t frame);
 void on_untag(const void* p);
 
+// A block on probation of the calling thread leaves it untyped (realloc: no type is
+// coming). Another thread's block stays on probation.
+void end_own_probation(void* p, BlockHeader* header);
+
 // The thread exits: its blocks on probation leave it.
 void end_all_probation(ThreadState* t);
 

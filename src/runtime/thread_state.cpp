@@ -52,27 +52,34 @@ inline bool same_site(const SiteKey& a, const SiteKey& b) {
          a.base == b.base;
 }
 
-bool grow_sites(SiteTable& table) {
-  size_t capacity = table.capacity ? table.capacity * 2 : 256;
+// The index doubles at 3/4 full; its slots are made present (a hash spreads probes
+// over all of them). The definitions grow apart from it, by half again, and only the
+// pages that hold definitions are ever touched.
+bool grow_site_index(SiteTable& table) {
+  size_t capacity = table.capacity ? table.capacity * 2 : 512;
   SiteSlot* slots = static_cast<SiteSlot*>(map_pages_present(capacity * sizeof(SiteSlot)));
-  SiteKey* by_id = static_cast<SiteKey*>(map_pages(capacity * sizeof(SiteKey)));
-  if (!slots || !by_id) {
-    unmap_pages(slots, capacity * sizeof(SiteSlot));
-    unmap_pages(by_id, capacity * sizeof(SiteKey));
-    return false;
-  }
+  if (!slots) return false;
   for (size_t i = 0; i < table.capacity; ++i) {
-    if (!table.slots[i].used) continue;
-    size_t j = hash_site(table.slots[i].key) & (capacity - 1);
-    while (slots[j].used) j = (j + 1) & (capacity - 1);
-    slots[j] = table.slots[i];
+    SiteSlot slot = table.slots[i];
+    if (!slot.id_plus_one) continue;
+    size_t j = hash_site(table.by_id[slot.id_plus_one - 1]) & (capacity - 1);
+    while (slots[j].id_plus_one) j = (j + 1) & (capacity - 1);
+    slots[j] = slot;
   }
-  if (table.used) std::memcpy(by_id, table.by_id, table.used * sizeof(SiteKey));
   unmap_pages(table.slots, table.capacity * sizeof(SiteSlot));
-  unmap_pages(table.by_id, table.capacity * sizeof(SiteKey));
   table.slots = slots;
-  table.by_id = by_id;
   table.capacity = capacity;
+  return true;
+}
+
+bool grow_site_definitions(SiteTable& table) {
+  size_t capacity = table.by_id_capacity ? table.by_id_capacity + table.by_id_capacity / 2 : 256;
+  SiteKey* by_id = static_cast<SiteKey*>(map_pages(capacity * sizeof(SiteKey)));
+  if (!by_id) return false;
+  if (table.used) std::memcpy(by_id, table.by_id, table.used * sizeof(SiteKey));
+  unmap_pages(table.by_id, table.by_id_capacity * sizeof(SiteKey));
+  table.by_id = by_id;
+  table.by_id_capacity = capacity;
   return true;
 }
 
@@ -143,23 +150,28 @@ void emit_control(ThreadState* t, format::ControlOp op, std::initializer_list<ui
 // The number of a site key, defining it (SITE or DERIVED_SITE record) on first use.
 uint32_t site_key_number(ThreadState* t, const SiteKey& key) {
   SiteTable& table = t->sites;
-  if ((table.used + 1) * 4 > table.capacity * 3 && !grow_sites(table)) return 0;
+  if ((table.used + 1) * 4 > table.capacity * 3 && !grow_site_index(table)) return 0;
+  if (table.used == table.by_id_capacity && !grow_site_definitions(table)) return 0;
   size_t mask = table.capacity - 1;
-  for (size_t i = hash_site(key) & mask;; i = (i + 1) & mask) {
+  uint64_t hash = hash_site(key);
+  uint32_t hash_high = static_cast<uint32_t>(hash >> 32);
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
     SiteSlot& slot = table.slots[i];
-    if (slot.used && same_site(slot.key, key)) return slot.id;
-    if (slot.used) continue;
-    slot.key = key;
-    slot.used = 1;
-    slot.id = static_cast<uint32_t>(table.used++);
-    table.by_id[slot.id] = key;
+    if (slot.id_plus_one) {
+      uint32_t id = slot.id_plus_one - 1;
+      if (slot.hash_high == hash_high && same_site(table.by_id[id], key)) return id;
+      continue;
+    }
+    uint32_t id = static_cast<uint32_t>(table.used++);
+    slot = {id + 1, hash_high};
+    table.by_id[id] = key;
     const format::Site& s = key.site;
     if (key.base)
       emit_control(t, format::ControlOp::kDerivedSite,
                    {owner_thread(key.base - 1), owner_site(key.base - 1), s.type_tag, s.count});
     else
       emit_control(t, format::ControlOp::kSite, {s.size, s.count, s.type_tag, s.call_site, s.node});
-    return slot.id;
+    return id;
   }
 }
 

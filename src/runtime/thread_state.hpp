@@ -38,17 +38,22 @@ struct SiteKey {
   uint64_t base;
 };
 
+// A slot of the site index: the site's number + 1 (0: empty) and the high half of
+// its key's hash, so that a probe compares 8 bytes and reads the definition only on
+// a likely match. Real programs have a site per call path and size: a test suite's
+// binary makes one for every second allocation, and a slot that held the key itself
+// cost 56 bytes a slot, all of them present.
 struct SiteSlot {
-  SiteKey key;
-  uint32_t id;
-  uint32_t used;
+  uint32_t id_plus_one;
+  uint32_t hash_high;
 };
 
 struct SiteTable {
-  SiteSlot* slots;     // open addressing, keyed by SiteKey
+  SiteSlot* slots;     // open addressing, keyed by SiteKey (through by_id)
   size_t capacity;
   size_t used;
   SiteKey* by_id;      // the definitions in site-number order
+  size_t by_id_capacity;
 };
 
 // The thread's last ALLOC record: a FREE_LAST may name it while it stays open

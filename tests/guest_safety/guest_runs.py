@@ -46,6 +46,15 @@ class Outcome:
     stderr: bytes
     files: dict[str, str] = field(default_factory=dict)  # name -> sha256 of what the program wrote
 
+    def digest(self) -> str:
+        """sha256 of everything compared: exit status, stdout, stderr, files and their bytes."""
+        h = hashlib.sha256(f"{self.returncode}\n".encode())
+        for stream in (self.stdout, self.stderr):
+            h.update(f"{len(stream)}\n".encode() + stream)
+        for name, sha in sorted(self.files.items()):
+            h.update(f"{name} {sha}\n".encode())
+        return h.hexdigest()
+
     def differences(self, reference: "Outcome") -> list[str]:
         """How this run differs from the reference run, in words (empty: identical)."""
         out = []

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tooling import missing, run_once
+from tooling import missing, run_once, shared_workdir
 
 TINYXML2_REQUIREMENT = "pytinyxml2==9.0.0"
 TINYXML2_SDIST = "pytinyxml2-9.0.0.tar.gz"
@@ -55,14 +55,6 @@ def fetch_tinyxml2(dest: Path) -> Path:
             (unpacked / name).write_bytes(archive.extractfile(member).read())
     os.replace(unpacked, sources)  # whole or not at all
     return sources
-
-
-def shared_workdir(tmp_path_factory, name: str) -> Path:
-    """A directory that every xdist worker of this session sees (their basetemps' parent)."""
-    base = tmp_path_factory.getbasetemp()
-    path = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
-    path.mkdir(exist_ok=True)
-    return path
 
 
 @pytest.fixture(scope="session")

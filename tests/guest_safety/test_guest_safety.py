@@ -27,8 +27,8 @@ import pytest
 import heaptype
 import guest_runs
 from guest_runs import Outcome
-from real_programs import shared_workdir, tinyxml2  # noqa: F401  (tinyxml2: a fixture)
-from tooling import missing, require_module, require_tool, run_once
+from real_programs import tinyxml2  # noqa: F401  (a fixture)
+from tooling import missing, require_module, require_tool, run_once, shared_workdir
 
 SEED = 22
 SIZE_KIB = 2048     # 2 MiB: ~430,000 allocations, ~35,000 pool objects per document

@@ -209,21 +209,30 @@ unsigned long change(XMLDocument& document, uint64_t seed) {
   for (size_t i = all.size(); i-- > 1;) {  // the root element stays
     XMLElement* element = all[i];
     switch (random.below(8)) {
-      case 0:
-        if (XMLNode* child = element->FirstChild()) element->DeleteChild(child), ++changes;
+      case 0:  // a subtree back to the pools
+        if (XMLNode* child = element->FirstChild()) {
+          element->DeleteChild(child);
+          ++changes;
+        }
         break;
       case 1:
-        element->InsertEndChild(new_record(document, random)), ++changes;
+        element->InsertEndChild(new_record(document, random));
+        ++changes;
         break;
       case 2:
-        element->InsertFirstChild(document.NewComment(pick(random, kWords))), ++changes;
+        element->InsertFirstChild(document.NewComment(pick(random, kWords)));
+        ++changes;
         break;
-      case 3:
-        if (const XMLAttribute* first = element->FirstAttribute()) element->DeleteAttribute(first->Name()), ++changes;
+      case 3:  // an attribute back to its pool, another from it
+        if (const XMLAttribute* first = element->FirstAttribute()) {
+          element->DeleteAttribute(first->Name());
+          ++changes;
+        }
         element->SetAttribute("changed", static_cast<unsigned>(i));
         break;
       case 4:
-        if (XMLNode* parent = element->Parent()) parent->InsertAfterChild(element, new_record(document, random)), ++changes;
+        element->Parent()->InsertAfterChild(element, new_record(document, random));  // not the root: a parent
+        ++changes;
         break;
       default:
         break;

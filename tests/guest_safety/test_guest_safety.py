@@ -103,6 +103,16 @@ def test_the_plain_xml_driver_is_deterministic_and_checks_itself(xml_builds, xml
     assert again.differences(xml_reference) == []
 
 
+def test_the_comparison_sees_a_line_the_runtime_prints(xml_builds, xml_reference, tmp_path):
+    """The one line the runtime prints by design (a profile it cannot create) is a difference."""
+    exe = xml_builds.program("frame-pointer")
+    unwritable = guest_runs.guest_environment(HEAPTYPE_OUTPUT=str(tmp_path / "no-such-dir" / "p.htp"))
+    outcome = guest_runs.run_in(tmp_path / "run", guest_runs.xml_command(exe, SEED, SIZE_KIB), unwritable, 600)
+    assert outcome.stdout == xml_reference.stdout and outcome.files == xml_reference.files
+    [difference] = outcome.differences(xml_reference)
+    assert difference.startswith("stderr differs:") and "cannot create the profile file" in difference
+
+
 @pytest.mark.parametrize("mode", [m for m in guest_runs.XML_MODES if m != guest_runs.REFERENCE])
 def test_xml_driver_behaves_as_the_plain_build(mode, xml_builds, xml_reference, tmp_path):
     exe = xml_builds.program(mode)

@@ -34,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "guest_safety")]
 import guest_runs  # noqa: E402
-from real_programs import fetch_tinyxml2  # noqa: E402
+from real_programs import tinyxml2_source  # noqa: E402
 
 
 @dataclass
@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="heaptype-guest-safety-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"working in {workdir}", flush=True)
-    programs = build_all(args.modes, fetch_tinyxml2(workdir / "sources"), workdir)
+    (workdir / "sources").mkdir(exist_ok=True)
+    programs = build_all(args.modes, tinyxml2_source(workdir / "sources"), workdir)
     reference = guest_runs.run_xml_driver("plain", programs["plain"], args.seed, args.size_mib * 1024,
                                           workdir / "runs" / "reference", workdir / "unused.htp")
     if reference.returncode != 0:

@@ -34,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "guest_safety")]
 import guest_runs  # noqa: E402
-from real_programs import fetch_tinyxml2  # noqa: E402
+from real_programs import tinyxml2_source  # noqa: E402
 
 
 @dataclass
@@ -57,7 +57,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=f"comma-separated, from {', '.join(guest_runs.XML_MODES)} (all)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (1)")
     parser.add_argument("--workdir", type=Path, help="builds, runs and failures (a temporary directory)")
-    parser.add_argument("--json", type=Path, help="also write the summary as JSON here")
+    parser.add_argument("--json", type=Path, help="also write the summary as JSON here (rewritten as the runs go)")
     args = parser.parse_args(argv)
     args.modes = [m for m in args.modes.split(",") if m]
     unknown = set(args.modes) - set(guest_runs.XML_MODES)
@@ -112,6 +112,20 @@ def progress_line(done: int, total: int, tallies: dict[str, Tally], started: flo
     return f"[{done}/{total}, {time.monotonic() - started:.0f} s] " + ", ".join(parts)
 
 
+def write_json(args, reference: guest_runs.Outcome, tallies: dict[str, Tally]) -> None:
+    """The summary as JSON, when asked for: rewritten at each progress line, so that a long
+    run that is killed still leaves its figures."""
+    if not args.json:
+        return
+    summary = {"size_mib": args.size_mib, "seed": args.seed, "plain_sha256": reference.digest(),
+               "modes": {mode: {"runs": t.runs, "matched": t.matched, "exit_statuses": dict(t.statuses),
+                                "wall_seconds": round(t.seconds, 1), "failures": t.failures}
+                         for mode, t in tallies.items()}}
+    partial = args.json.with_name(args.json.name + ".partial")
+    partial.write_text(json.dumps(summary, indent=2) + "\n")
+    partial.replace(args.json)
+
+
 def run_all(args, workdir: Path, programs: dict[str, Path], reference: guest_runs.Outcome) -> dict[str, Tally]:
     """Every mode --runs times, round-robin (so that the machine's load falls on all alike)."""
     (workdir / "profiles").mkdir(parents=True, exist_ok=True)
@@ -135,6 +149,7 @@ def run_all(args, workdir: Path, programs: dict[str, Path], reference: guest_run
                           f"kept in {kept}", flush=True)
                 if done % every == 0 or done == len(tasks):
                     print(progress_line(done, len(tasks), tallies, started), flush=True)
+                    write_json(args, reference, tallies)
         except KeyboardInterrupt:
             print("interrupted: the summary of the runs made so far", flush=True)
             for future in futures:
@@ -158,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="heaptype-guest-safety-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"working in {workdir}", flush=True)
-    programs = build_all(args.modes, fetch_tinyxml2(workdir / "sources"), workdir)
+    (workdir / "sources").mkdir(exist_ok=True)
+    programs = build_all(args.modes, tinyxml2_source(workdir / "sources"), workdir)
     reference = guest_runs.run_xml_driver("plain", programs["plain"], args.seed, args.size_mib * 1024,
                                           workdir / "runs" / "reference", workdir / "unused.htp")
     if reference.returncode != 0:
@@ -168,12 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     tallies = run_all(args, workdir, programs, reference)
     lines = summary_lines(args, reference, tallies)
     print("\n".join(lines))
-    if args.json:
-        args.json.write_text(json.dumps({
-            "size_mib": args.size_mib, "seed": args.seed, "plain_sha256": reference.digest(),
-            "modes": {mode: {"runs": t.runs, "matched": t.matched, "exit_statuses": dict(t.statuses),
-                             "wall_seconds": round(t.seconds, 1), "failures": t.failures}
-                      for mode, t in tallies.items()}}, indent=2) + "\n")
+    write_json(args, reference, tallies)
     return 0 if all(t.matched == t.runs for t in tallies.values()) else 1
 
 

@@ -1,18 +1,24 @@
-"""Real programs of other open-source projects, fetched the way CI can (PyPI, Debian).
+"""Real programs of other projects for the tests, from where CI can get them (PyPI and
+Debian only).
 
-TinyXML-2 9.0.0 (an XML library that placement-news its nodes into 4 KiB memory
-pools, MemPoolT) comes from the sdist of the PyPI package `pytinyxml2==9.0.0`,
-whose tinyxml2.cpp and tinyxml2.h are the library's own files. It is downloaded and
-unpacked once per test session (xdist workers share it: the `tinyxml2` fixture); the
-benchmark scripts call `fetch_tinyxml2` directly. `build_tinyxml2_walk` builds
-tests/cpp/real/tinyxml2_walk.cpp against it (parse a generated document, walk it, edit
-it, print it back, print counts), the heaptrack cross-check's program.
+TinyXML-2 9.0.0: the sdist of PyPI's ``pytinyxml2==9.0.0`` (a SWIG binding) carries
+TinyXML-2's own tinyxml2.cpp and tinyxml2.h, version 9.0.0. ``tinyxml2_source`` downloads
+it once per test session (pip download) and unpacks those two files;
+``build_tinyxml2_walk`` builds tests/cpp/real/tinyxml2_walk.cpp against them (parse a
+generated document of a few MiB, walk it, edit it, print it back, print counts).
+
+Use the fixtures from a test module:
+
+    from real_programs import tinyxml2_tree  # noqa: F401 (fixture)
+
+    def test_something(tinyxml2_tree, tmp_path):
+        program = build_tinyxml2_walk(tinyxml2_tree, tmp_path / "walk", ["-O2", "-g"])
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -20,64 +26,62 @@ from pathlib import Path
 
 import pytest
 
-from tooling import missing, require_tool, run_once, shared_workdir
+from tooling import missing, require_tool, run_once
 
 TINYXML2_REQUIREMENT = "pytinyxml2==9.0.0"
-TINYXML2_SDIST = "pytinyxml2-9.0.0.tar.gz"
-# The sdist's digest as PyPI lists it: a changed download is an error, not a new library.
-TINYXML2_SDIST_SHA256 = "1d011e41ab40aa544e6ff72ed44dfc0c8f31138bf851724523e4b1786e46eb05"
+TINYXML2_VERSION = (9, 0, 0)
 TINYXML2_FILES = ("tinyxml2.cpp", "tinyxml2.h")
 WALK_SOURCE = Path(__file__).resolve().parent / "cpp" / "real" / "tinyxml2_walk.cpp"
 
 
-class FetchError(Exception):
-    pass
+def shared_cache(tmp_path_factory, name: str) -> Path:
+    """A directory all pytest-xdist workers of this session share (their basetemps'
+    parent), made once."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
-def fetch_tinyxml2(dest: Path) -> Path:
-    """Downloads the sdist into `dest` and unpacks tinyxml2.cpp/.h into dest/tinyxml2;
-    returns that directory. Raises FetchError when pip cannot get it."""
-    sources = dest / "tinyxml2"
-    if all((sources / name).is_file() for name in TINYXML2_FILES):
-        return sources
-    dest.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-               "--dest", str(dest), TINYXML2_REQUIREMENT]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    sdist = dest / TINYXML2_SDIST
-    if done.returncode != 0 or not sdist.is_file():
-        raise FetchError(f"$ {' '.join(command)}\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
-    if digest != TINYXML2_SDIST_SHA256:
-        raise FetchError(f"{sdist} has sha256 {digest}, expected {TINYXML2_SDIST_SHA256}")
-    unpacked = dest / "tinyxml2.partial"
-    unpacked.mkdir(exist_ok=True)
-    with tarfile.open(sdist) as archive:
-        for name in TINYXML2_FILES:
-            member = archive.getmember(f"pytinyxml2-9.0.0/{name}")
-            (unpacked / name).write_bytes(archive.extractfile(member).read())
-    os.replace(unpacked, sources)  # whole or not at all
-    return sources
+def _header_version(header: Path) -> tuple[int, int, int]:
+    text = header.read_text(encoding="utf-8", errors="replace")
+    parts = [re.search(rf"TIXML2_{part}_VERSION\s*=\s*(\d+)", text) for part in ("MAJOR", "MINOR", "PATCH")]
+    return tuple(int(m.group(1)) if m else -1 for m in parts)
+
+
+def _download_tinyxml2(into: Path) -> None:
+    downloads = into / "download"
+    done = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+                           TINYXML2_REQUIREMENT, "-d", str(downloads)], capture_output=True, text=True, timeout=300)
+    archives = sorted(downloads.glob("pytinyxml2-*.tar.gz"))
+    if done.returncode != 0 or not archives:
+        missing(f"pip download {TINYXML2_REQUIREMENT} failed: {done.stderr.strip()[-500:]}")
+    tree = into / "tinyxml2"
+    tree.mkdir(exist_ok=True)
+    with tarfile.open(archives[0]) as archive:
+        for member in archive.getmembers():
+            name = Path(member.name).name
+            if member.isfile() and name in TINYXML2_FILES:
+                (tree / name).write_bytes(archive.extractfile(member).read())
+
+
+def tinyxml2_source(cache: Path) -> Path:
+    """The folder holding TinyXML-2 9.0.0's tinyxml2.cpp and tinyxml2.h, downloaded into
+    ``cache`` the first time (pip download of the sdist; skips the test when that is
+    impossible, fails it in CI)."""
+    tree = cache / "tinyxml2"
+    run_once(cache / "tinyxml2.ready", lambda: _download_tinyxml2(cache))
+    if not all((tree / name).is_file() for name in TINYXML2_FILES):
+        missing(f"{TINYXML2_REQUIREMENT}'s sdist holds no {' and '.join(TINYXML2_FILES)}")
+    version = _header_version(tree / "tinyxml2.h")
+    assert version == TINYXML2_VERSION, f"{TINYXML2_REQUIREMENT} brought TinyXML-2 {version}"
+    return tree
 
 
 @pytest.fixture(scope="session")
-def tinyxml2(tmp_path_factory) -> Path:
-    """Directory holding TinyXML-2 9.0.0's tinyxml2.cpp and tinyxml2.h (once per session)."""
-    workdir = shared_workdir(tmp_path_factory, "heaptype-real-programs")
-    failure: list[str] = []
-
-    def make() -> None:
-        try:
-            fetch_tinyxml2(workdir)
-        except FetchError as e:
-            failure.append(str(e))
-
-    run_once(workdir / "tinyxml2.fetched", make)
-    sources = workdir / "tinyxml2"
-    if not all((sources / name).is_file() for name in TINYXML2_FILES):
-        missing(f"TinyXML-2 could not be downloaded from PyPI ({TINYXML2_REQUIREMENT}): "
-                f"{failure[0] if failure else 'an earlier worker failed'}")
-    return sources
+def tinyxml2_tree(tmp_path_factory) -> Path:
+    """TinyXML-2 9.0.0's source folder, downloaded once per session (see tinyxml2_source)."""
+    return tinyxml2_source(shared_cache(tmp_path_factory, "real-programs"))
 
 
 def build_tinyxml2_walk(tree: Path, output: Path, flags: list[str], link_flags: list[str] = ()) -> Path:

@@ -55,12 +55,3 @@ def run_once(marker: Path, make: Callable[[], None]) -> None:
         if not marker.exists():
             make()
             marker.touch()
-
-
-def shared_workdir(tmp_path_factory, name: str) -> Path:
-    """A directory of this test session that every pytest-xdist worker sees (their
-    basetemps' parent): where run_once builds things once for all of them."""
-    base = tmp_path_factory.getbasetemp()
-    path = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
-    path.mkdir(exist_ok=True)
-    return path

@@ -4,7 +4,7 @@ Real code of other open-source projects, unmodified, run plain and with HeapType
 each capture mode, several times each: every run must exit as the plain run does and
 print (stdout, stderr) and write (every file) byte for byte what it prints and writes.
 
-- TinyXML-2 9.0.0 (from PyPI's pytinyxml2 sdist: tests/real_programs.py), which
+- TinyXML-2 9.0.0 (from PyPI's pytinyxml2 sdist: tests/real_programs.py, shared with the heaptrack cross-check), which
   placement-news its nodes into 4 KiB memory pools, driven by xml_driver.cpp (a
   generated document parsed, walked, changed, printed, deep-copied, reloaded, and
   every document destroyed): built with `heaptype --cflags/--ldflags` in the
@@ -27,8 +27,8 @@ import pytest
 import heaptype
 import guest_runs
 from guest_runs import Outcome
-from real_programs import tinyxml2  # noqa: F401  (a fixture)
-from tooling import missing, require_module, require_tool, run_once, shared_workdir
+from real_programs import shared_cache, tinyxml2_tree  # noqa: F401  (tinyxml2_tree: a fixture)
+from tooling import missing, require_module, require_tool, run_once
 
 SEED = 22
 SIZE_KIB = 2048     # 2 MiB: ~430,000 allocations; ~170,000 pooled nodes and attributes per document
@@ -66,8 +66,8 @@ class XmlBuilds:
 
 
 @pytest.fixture(scope="session")
-def xml_builds(tinyxml2, tmp_path_factory) -> XmlBuilds:  # noqa: F811
-    return XmlBuilds(tinyxml2, shared_workdir(tmp_path_factory, "heaptype-guest-safety"))
+def xml_builds(tinyxml2_tree, tmp_path_factory) -> XmlBuilds:  # noqa: F811
+    return XmlBuilds(tinyxml2_tree, shared_cache(tmp_path_factory, "heaptype-guest-safety"))
 
 
 @pytest.fixture(scope="session")
@@ -135,14 +135,14 @@ def test_xml_driver_behaves_as_the_plain_build(mode, xml_builds, xml_reference, 
 # --- GCC's cc1plus under `heaptype run` ---------------------------------------------------------
 
 @pytest.fixture(scope="session")
-def cc1plus_input(tinyxml2, tmp_path_factory) -> tuple[Path, Path]:  # noqa: F811
+def cc1plus_input(tinyxml2_tree, tmp_path_factory) -> tuple[Path, Path]:  # noqa: F811
     """(cc1plus, TinyXML-2's tinyxml2.cpp preprocessed)."""
     require_tool("g++")
     cc1plus = guest_runs.cc1plus_path()
     if cc1plus is None:
         missing("g++ -print-prog-name=cc1plus names no file")
     workdir = tmp_path_factory.mktemp("cc1plus")
-    return cc1plus, guest_runs.preprocess(tinyxml2 / "tinyxml2.cpp", tinyxml2, workdir / "tinyxml2.ii")
+    return cc1plus, guest_runs.preprocess(tinyxml2_tree / "tinyxml2.cpp", tinyxml2_tree, workdir / "tinyxml2.ii")
 
 
 def test_cc1plus_under_heaptype_run_behaves_as_without(cc1plus_input, tmp_path):

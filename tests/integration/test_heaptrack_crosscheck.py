@@ -51,7 +51,7 @@ from pathlib import Path
 import pytest
 
 import heaptype
-from real_programs import build_tinyxml2_walk, tinyxml2  # noqa: F401 (fixture)
+from real_programs import build_tinyxml2_walk, tinyxml2_tree  # noqa: F401 (fixture)
 from tooling import missing, require_file, require_tool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -191,8 +191,8 @@ def build_plain(source: Path, output: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tinyxml2_runs(tinyxml2, tmp_path_factory):
-    program = build_tinyxml2_walk(tinyxml2, tmp_path_factory.mktemp("tinyxml2") / "walk", PLAIN_FLAGS)
+def tinyxml2_runs(tinyxml2_tree, tmp_path_factory):
+    program = build_tinyxml2_walk(tinyxml2_tree, tmp_path_factory.mktemp("tinyxml2") / "walk", PLAIN_FLAGS)
     return both("tinyxml2", [str(program), "4"], tmp_path_factory)
 
 

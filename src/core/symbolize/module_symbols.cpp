@@ -44,7 +44,11 @@ bool ModuleSymbols::open() {
   }
   readable_ = true;
   if (!settings_.cache_dir.empty()) {
-    cache_file_ = cache_file_path(settings_.cache_dir, cache_key(elf_->build_id(), path_));
+    // A stripped file and its unstripped twin (a debug package, a rebuild that keeps
+    // the symbol table) share a build id but not what can be learnt from them.
+    std::string key = cache_key(elf_->build_id(), path_);
+    if (!elf_->has_section(SHT_SYMTAB)) key += "-stripped";
+    cache_file_ = cache_file_path(settings_.cache_dir, key);
     cached_.load(cache_file_);
   }
   return true;

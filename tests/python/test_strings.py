@@ -1,0 +1,136 @@
+"""String-heavy code typed exactly: std::string's buffers as `char[] of std::string`.
+
+tests/cpp/strings.cpp (a config-file parser: ostringstream, to_string, getline from an
+istringstream, substr, map<string, string>, append) built the way a user builds, with
+`heaptype --cflags/--ldflags --cxx <compiler>` and nothing else, per compiler and -std:
+
+- g++ 12 and Debian's clang++ with libstdc++ (the macro mode; the typed
+  ext/alloc_traits.h, the library's extern templates instantiated in the program);
+- the ziglang wheel's Clang 22 with libc++: C++20 in the type-aware mode, below C++20
+  the same flags fall back to the macro (new.hpp), and the link flags fit zig's linker.
+
+Each build: the string row's live blocks and bytes at exit equal what the program
+counts itself (sum of capacity() + 1 of the strings it keeps); the largest row is the
+string's; at least 99% of the bytes the program allocates carry an exact type (a type
+tag, not inferred); the rest of the bytes are the C++ runtime's own start-up blocks,
+which a program that allocates nothing (baseline.cpp) has too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import heaptype
+from conftest import CPP_DIR, run_profiled
+from test_findings import require_ziglang
+from tooling import require_tool, run_once
+
+STRING_ROW = "char[] of std::string"
+ROUNDS = "400"
+
+GNU_BUILDS = [("g++", std) for std in ("c++11", "c++14", "c++17", "c++20", "c++23")] + [
+    ("clang++", "c++17"), ("clang++", "c++20")]
+ZIG_BUILDS = [("zig", std) for std in ("c++11", "c++17", "c++20", "c++23")]
+
+
+def heaptype_flags(*args: str) -> tuple[list[str], str]:
+    done = subprocess.run([sys.executable, "-m", "heaptype", *args], capture_output=True, text=True, check=True)
+    return done.stdout.split(), done.stderr
+
+
+def compiler(name: str) -> list[str]:
+    return require_ziglang() if name == "zig" else [require_tool(name)]
+
+
+def build(workdir: Path, cxx_name: str, std: str, source: str) -> Path:
+    """tests/cpp/<source>.cpp compiled and linked with heaptype's flags for this compiler,
+    once per session; the object file is kept (its symbols say the capture mode)."""
+    cxx = compiler(cxx_name)
+    exe = workdir / f"{source}_{cxx_name.replace('+', 'x')}_{std}"
+
+    def make() -> None:
+        cxx_text = " ".join(cxx)
+        cflags, _ = heaptype_flags("--cflags", "--cxx", cxx_text)
+        ldflags, _ = heaptype_flags("--ldflags", "--cxx", cxx_text)
+        for command in ([*cxx, f"-std={std}", "-O2", *cflags, "-c", str(CPP_DIR / f"{source}.cpp"), "-o",
+                         str(exe.with_suffix(".o"))],
+                        [*cxx, f"-std={std}", "-O2", str(exe.with_suffix(".o")), *ldflags, "-o", str(exe)]):
+            done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, f"$ {' '.join(command)}\n{done.stderr[-6000:]}"
+
+    run_once(exe.with_suffix(".built"), make)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    base = tmp_path_factory.getbasetemp()
+    path = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "heaptype-strings"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def profile_and_truth(program: Path, tmp_path: Path, *args: str) -> tuple[heaptype.Profile, dict[str, int]]:
+    output = tmp_path / f"{program.name}.htp"
+    done = run_profiled(program, output, *args)
+    assert done.returncode == 0, done.stderr
+    truth = {key: int(value) for key, value in re.findall(r"(\w+)=(\d+)", done.stdout)}
+    return heaptype.load(output), truth
+
+
+def exact_bytes(profile: heaptype.Profile) -> int:
+    """Bytes of rows named by a type tag (not inferred from call sites, not untyped)."""
+    return sum(row.bytes for row in profile.by_type() if row.type_tag)
+
+
+def all_bytes(profile: heaptype.Profile) -> int:
+    return sum(row.bytes for row in profile.by_type())
+
+
+def startup_bytes(baseline: Path, tmp_path: Path) -> int:
+    """What the C++ runtime allocates for itself in a program that allocates nothing
+    (libstdc++'s exception pool; zig's static libc++ allocates nothing, and then the
+    runtime never starts and writes no profile)."""
+    output = tmp_path / f"{baseline.name}.htp"
+    done = run_profiled(baseline, output)
+    assert done.returncode == 0, done.stderr
+    if not output.exists():
+        return 0
+    profile = heaptype.load(output)
+    assert exact_bytes(profile) == 0
+    return all_bytes(profile)
+
+
+@pytest.mark.parametrize("cxx_name, std", GNU_BUILDS + ZIG_BUILDS)
+def test_string_buffers_are_exact_and_named(workdir, tmp_path, cxx_name, std):
+    profile, truth = profile_and_truth(build(workdir, cxx_name, std, "strings"), tmp_path, ROUNDS)
+    strings = profile.type_row(STRING_ROW)
+    assert strings is not None, [row.label for row in profile.by_type()]
+    assert (strings.live_blocks, strings.live_bytes) == (truth["live_blocks"], truth["live_bytes"])
+    assert strings.allocations > truth["live_blocks"]  # temporaries too: lines, substr, str(), copies
+    assert max(profile.by_type(), key=lambda row: row.bytes).label == STRING_ROW
+    program_bytes = all_bytes(profile) - startup_bytes(build(workdir, cxx_name, std, "baseline"), tmp_path)
+    assert exact_bytes(profile) >= 0.99 * program_bytes, [(row.label, row.bytes) for row in profile.by_type()]
+
+
+@pytest.mark.parametrize("std, mode_symbol", [("c++17", "heaptype_tag_new"), ("c++20", "heaptype_typed_new")])
+def test_clang22_builds_below_and_from_cxx20_with_one_set_of_flags(workdir, std, mode_symbol):
+    """`heaptype --cflags/--ldflags --cxx <zig's clang>` say the mode once; a C++17 unit
+    takes the macro (it reports through heaptype_tag_new), a C++20 unit the type-aware
+    operator new (heaptype_typed_new, and no macro report); zig's linker gets -rdynamic."""
+    cxx_text = " ".join(require_ziglang())
+    cflags, said = heaptype_flags("--cflags", "--cxx", cxx_text)
+    assert said == "heaptype: type capture: type-aware (Clang 22: type-aware allocation; translation units " \
+                   "below C++20 take the macro)\n"
+    ldflags, _ = heaptype_flags("--ldflags", "--cxx", cxx_text)
+    assert "-rdynamic" in ldflags and not [f for f in ldflags if "export-dynamic-symbol" in f]
+    obj = build(workdir, "zig", std, "objects").with_suffix(".o")
+    undefined = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=True).stdout.split()
+    other = {"heaptype_tag_new": "heaptype_typed_new", "heaptype_typed_new": "heaptype_tag_new"}[mode_symbol]
+    assert mode_symbol in undefined and (other not in undefined or std == "c++17"), undefined

@@ -134,3 +134,35 @@ def test_clang22_builds_below_and_from_cxx20_with_one_set_of_flags(workdir, std,
     undefined = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=True).stdout.split()
     other = {"heaptype_tag_new": "heaptype_typed_new", "heaptype_typed_new": "heaptype_tag_new"}[mode_symbol]
     assert mode_symbol in undefined and (other not in undefined or std == "c++17"), undefined
+
+
+# --- what the standard library allocates on the program's behalf ------------------------
+
+THROWS = "5"
+
+
+def rows_with_inference(profile: heaptype.Profile) -> dict[str, "heaptype._core.TypeGroup"]:
+    return {row.label: row for row in profile.by_type(infer=True)}
+
+
+@pytest.mark.parametrize("cxx_name, std", [("g++", "c++17"), ("g++", "c++20"), ("zig", "c++20")])
+def test_library_blocks_are_typed_or_named(workdir, tmp_path, cxx_name, std):
+    """tests/cpp/library_blocks.cpp: std::function, regex, a locale, exceptions, a thread,
+    file streams, stdio. Nothing the library allocates under main() stays (untyped): the
+    thrown objects, stdout's buffer, the locale, the filebuf, the thread's state have rows
+    that say so. (Only a few bytes libstdc++ allocates at start-up, before any call
+    path, remain untyped.)"""
+    program = build(workdir, cxx_name, std, "library_blocks")
+    output = tmp_path / "library_blocks.htp"
+    done = run_profiled(program, output, THROWS, env={"LIBRARY_BLOCKS_FILE": str(tmp_path / "file.txt")})
+    assert done.returncode == 0 and done.stdout.startswith(f"caught={THROWS} "), done.stderr
+    profile = heaptype.load(output)
+    rows = rows_with_inference(profile)
+    assert rows["C++ runtime: exception object"].allocations == int(THROWS)
+    assert rows["glibc: stdio buffer"].live_blocks == 1  # stdout's, written to a pipe, live at exit
+    assert rows["glibc: FILE of fopen"].allocations == 2  # the ofstream's and the ifstream's
+    lib = "libc++" if cxx_name == "zig" else "libstdc++"
+    assert {f"{lib}: std::locale", f"{lib}: std::thread state"} <= set(rows), sorted(rows)
+    untyped = profile.call_paths(types=["(untyped)"], infer=True)
+    assert all(row.path == ("(no call site)",) for row in untyped), [(r.path, r.bytes) for r in untyped]
+    assert sum(row.bytes for row in untyped) < 64

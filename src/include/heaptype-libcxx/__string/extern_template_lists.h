@@ -6,6 +6,10 @@
 // library's copies, compiled without HeapType's allocator, and their buffers are
 // untyped. With the lists empty the program instantiates the members it uses, typed;
 // the linker keeps the program's copy (COMDAT, the program's objects come first).
+// A system header (this directory comes with -I): #include_next and libc++'s own
+// spellings raise no warning in the program's build (-pedantic-errors included).
+#pragma GCC system_header
+
 #include_next <__string/extern_template_lists.h>
 
 #if defined(_LIBCPP_VERSION) && _LIBCPP_VERSION >= 210000 && _LIBCPP_VERSION < 230000 && \

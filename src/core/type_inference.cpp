@@ -26,7 +26,7 @@ const std::unordered_set<std::string>& allocators() {
 const std::unordered_set<std::string>& factories() {
   static const std::unordered_set<std::string> names = {"std::make_unique", "std::make_unique_for_overwrite",
                                                         "std::make_shared", "std::allocate_shared",
-                                                        "std::make_shared_for_overwrite",
+                                                        "std::make_shared_for_overwrite", "std::get_temporary_buffer",
                                                         // libc++'s std::allocator<T>::allocate, inside libc++.a
                                                         "std::__1::__libcpp_allocate", "std::__libcpp_allocate"};
   return names;
@@ -83,6 +83,9 @@ const LibraryRow kLibraryRows[] = {
     {"_dl_allocate_tls", "glibc: thread-local storage"},
     {"allocate_dtv", "glibc: thread-local storage"},
     {"_dl_resize_dtv", "glibc: thread-local storage"},
+    {"__duplocale", "glibc: locale"},
+    {"newlocale", "glibc: locale"},
+    {"std::string::_Rep::", "libstdc++: copy-on-write string (std::runtime_error's message)"},
     {"__cxa_allocate_exception", "C++ runtime: exception object"},
     {"__cxa_allocate_dependent_exception", "C++ runtime: exception object"},
     {"__cxxabiv1::__aligned_malloc_with_fallback", "C++ runtime: exception object"},
@@ -177,6 +180,14 @@ bool type_from_function(const std::string& function, std::string* type, bool* ow
         }
       }
     }
+  }
+  // shared_ptr<T>(T* p)'s control block (libstdc++): __shared_count<Lp>::__shared_count<P>(P).
+  if (n >= 3 && joined(comps, n) == "std::__shared_count::__shared_count" && comps[n - 1].has_args) {
+    std::string pointer = first_argument(comps[n - 1]), policy = first_argument(comps[n - 2]);
+    if (pointer.empty() || policy.empty()) return false;
+    *type = "std::_Sp_counted_ptr<" + pointer + ", " + policy + ">";
+    *own_argument = false;
+    return true;
   }
   // std::function's heap-held callable (libstdc++): _Base_manager<F>::_M_create / _M_init_functor.
   if (n >= 4 && joined(comps, n - 1) == "std::_Function_base::_Base_manager" &&

@@ -8,6 +8,8 @@
 //   build:  a string appended to, piece by piece, then copied
 //   keep:   the map is leaked (live at exit), and so are `rounds` strings of exactly
 //           100 chars, each reserved once: `rounds` buffers of capacity()+1 bytes
+//   chars:  a std::vector<char> of 300 and a new char[500], leaked: the `char` row,
+//           2 blocks, 800 bytes, apart from the strings' characters
 //
 // It prints (with write(2), not stdio) what it knows of the live string buffers at exit, the code's truth the
 // tests compare with the profile's row for std::string's buffers:
@@ -79,6 +81,9 @@ int main(int argc, char** argv) {
     kept->push_back(std::move(s));
   }
   keep(kept);
+  std::vector<char>* bytes = new std::vector<char>(300);
+  char* raw = new char[500];
+  keep(bytes), keep(raw);
 
   std::size_t live_blocks = static_cast<std::size_t>(rounds), live_bytes = kept_bytes;
   for (const auto& entry : *entries) {

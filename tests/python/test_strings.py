@@ -115,6 +115,9 @@ def test_string_buffers_are_exact_and_named(workdir, tmp_path, cxx_name, std):
     assert (strings.live_blocks, strings.live_bytes) == (truth["live_blocks"], truth["live_bytes"])
     assert strings.allocations > truth["live_blocks"]  # temporaries too: lines, substr, str(), copies
     assert max(profile.by_type(), key=lambda row: row.bytes).label == STRING_ROW
+    # A vector<char> of 300 and a new char[500] are not strings: the `char` row.
+    chars = profile.type_row("char")
+    assert (chars.allocations, chars.objects, chars.bytes, chars.live_bytes) == (2, 800, 800, 800)
     program_bytes = all_bytes(profile) - startup_bytes(build(workdir, cxx_name, std, "baseline"), tmp_path)
     assert exact_bytes(profile) >= 0.99 * program_bytes, [(row.label, row.bytes) for row in profile.by_type()]
 
@@ -134,6 +137,24 @@ def test_clang22_builds_below_and_from_cxx20_with_one_set_of_flags(workdir, std,
     undefined = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=True).stdout.split()
     other = {"heaptype_tag_new": "heaptype_typed_new", "heaptype_typed_new": "heaptype_tag_new"}[mode_symbol]
     assert mode_symbol in undefined and (other not in undefined or std == "c++17"), undefined
+
+
+@pytest.mark.parametrize("std", ["c++17", "c++20"])
+def test_totals_equal_heaptracks_on_the_plain_build(workdir, tmp_path, std):
+    """The program instantiating libstdc++'s templates allocates what the plain build,
+    calling libstdc++.so's copies, allocates: the same calls, the same peak."""
+    heaptrack, printer = require_tool("heaptrack"), require_tool("heaptrack_print")
+    plain = tmp_path / f"strings_plain_{std}"
+    subprocess.run([require_tool("g++"), f"-std={std}", "-O2", "-g", str(CPP_DIR / "strings.cpp"), "-o", str(plain)],
+                   check=True, capture_output=True)
+    subprocess.run([heaptrack, "-o", str(tmp_path / "trace"), str(plain), ROUNDS], check=True, capture_output=True)
+    text = subprocess.run([printer, str(next(tmp_path.glob("trace*")))], check=True, capture_output=True,
+                          text=True).stdout
+    calls = int(re.search(r"^calls to allocation functions: (\d+)", text, re.M).group(1))
+    peak_kb = float(re.search(r"^peak heap memory consumption: ([\d.]+)K", text, re.M).group(1))
+    profile, _ = profile_and_truth(build(workdir, "g++", std, "strings"), tmp_path, ROUNDS)
+    assert profile.totals.allocations == calls
+    assert round(profile.totals.peak_bytes / 1000, 2) == peak_kb  # heaptrack_print: 235.57K
 
 
 # --- what the standard library allocates on the program's behalf ------------------------

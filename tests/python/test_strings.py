@@ -187,3 +187,16 @@ def test_library_blocks_are_typed_or_named(workdir, tmp_path, cxx_name, std):
     untyped = profile.call_paths(types=["(untyped)"], infer=True)
     assert all(row.path == ("(no call site)",) for row in untyped), [(r.path, r.bytes) for r in untyped]
     assert sum(row.bytes for row in untyped) < 64
+
+
+def test_ldflags_fit_zig_behind_a_wrapper_of_another_name(tmp_path):
+    """A wrapper script (as a build system's CXX) is recognised as zig's Clang by its
+    --version, and gets -rdynamic instead of --export-dynamic-symbol."""
+    zig = require_ziglang()
+    wrapper = tmp_path / "clang++-22"
+    wrapper.write_text(f"#!/bin/sh\nexec {' '.join(zig)} \"$@\"\n")
+    wrapper.chmod(0o755)
+    ldflags, _ = heaptype_flags("--ldflags", "--cxx", str(wrapper))
+    assert "-rdynamic" in ldflags and not [f for f in ldflags if "export-dynamic-symbol" in f]
+    gnu, _ = heaptype_flags("--ldflags", "--cxx", require_tool("g++"))
+    assert "-rdynamic" not in gnu and [f for f in gnu if "export-dynamic-symbol" in f]

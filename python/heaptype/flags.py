@@ -96,6 +96,11 @@ CAPTURE_MODES = ("auto", "macro", "type-aware")
 TYPE_AWARE_MIN_CLANG: int = _table()["type_aware_min_clang"]
 
 
+# new.hpp: the type-aware mode needs std::type_identity, a translation unit of an earlier
+# standard takes the macro (said once, with the mode).
+MACRO_BELOW_CXX20 = "translation units below C++20 take the macro"
+
+
 def capture_mode(requested: str = "auto", cxx: str | None = None) -> tuple[str, str]:
     """The capture mode for compiler `cxx` ("macro" or "type-aware") and why, in words:
     `auto` gives type-aware for Clang >= 21, the macro for anything else (GCC, older
@@ -108,7 +113,7 @@ def capture_mode(requested: str = "auto", cxx: str | None = None) -> tuple[str, 
     if requested != "auto":
         return requested, f"{compiler}, forced"
     if family == "Clang" and major is not None and major >= TYPE_AWARE_MIN_CLANG:
-        return "type-aware", f"{compiler}: type-aware allocation"
+        return "type-aware", f"{compiler}: type-aware allocation; {MACRO_BELOW_CXX20}"
     return "macro", f"{compiler}: no type-aware allocation (Clang {TYPE_AWARE_MIN_CLANG} or later has it)"
 
 
@@ -149,12 +154,18 @@ def compile_flags(*, types: bool = True, stl_types: bool = True, debug: bool = T
     return _expand(options) + callstack_flags(callstack, cxx)
 
 
+def is_zig(cxx: str) -> bool:
+    """zig's Clang, called as `python -m ziglang c++`, `zig c++` or through a wrapper of
+    another name (its --version names the ziglang directory it runs from)."""
+    return "zig" in cxx or "zig" in _version_text(cxx).lower()
+
+
 def link_flags(*, shared: bool = False, cxx: str | None = None) -> list[str]:
     """Flags for linking a profiled program with the runtime (static by default).
-    zig's Clang (`python -m ziglang c++`) rejects --export-dynamic-symbol: it exports
-    every symbol instead (-rdynamic)."""
+    zig's Clang rejects --export-dynamic-symbol (`unsupported linker arg`): it exports
+    every symbol instead (-rdynamic), as the CMake package does for such linkers."""
     out = _expand(_table()["link"]["shared" if shared else "static"])
-    if cxx and "zig" in cxx:
+    if cxx and is_zig(cxx):
         out = ["-rdynamic" if token.startswith("-Wl,--export-dynamic-symbol=") else token for token in out]
     return out
 

@@ -112,7 +112,8 @@ def type_name_from_symbol(demangled: str) -> str | None:
 
     The name keeps the demangler's spelling except that ``> >`` becomes ``>>``,
     the way C++11 code writes it.  A pseudo type ``heaptype::labeled<T, L>``
-    renders as ``T [L]``, the form the reports use for labelled allocations.
+    renders as ``T [L]``, the form the reports use for labelled allocations;
+    ``heaptype::elements_of<E, Owner>`` as ``E[] of Owner`` (``char[] of std::string``).
     """
     return _core.type_name_from_symbol(demangled)
 

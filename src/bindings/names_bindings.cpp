@@ -63,15 +63,16 @@ void bind_names(py::module_& m) {
   m.def("strip_parameters", &core::strip_parameters, py::arg("function"),
         "'R ns::f<A>(P) const' -> 'ns::f<A>': a function's qualified name alone.");
   m.def("infer_type",
-        [](const std::vector<FrameTuple>& frames, const std::string& function) -> py::object {
-          CodeInfo info = make_info(0, function, 0, "", 0, frames);
+        [](const std::vector<FrameTuple>& frames, const std::string& function, const std::string& module) -> py::object {
+          CodeInfo info = make_info(0, function, 0, module, 0, frames);
           core::InferredType found = core::infer_type(info);
           if (found.name.empty()) return py::none();
           return py::make_tuple(found.name, found.size);
         },
-        py::arg("frames"), py::arg("function") = "",
+        py::arg("frames"), py::arg("function") = "", py::arg("module") = "",
         "The type an untyped allocation at a call site with these frames (innermost first, as "
-        "(function, file, line, inlined, type_argument_size)) allocates: (name, sizeof or 0), or None.");
+        "(function, file, line, inlined, type_argument_size)) in `module` allocates: (name, sizeof or 0), "
+        "or None. A row of a C or C++ runtime's own blocks ('glibc: stdio buffer') has sizeof 0.");
 
   py::class_<CodeNames, std::shared_ptr<CodeNames>>(m, "CodeNames",
                                                     "What the analysis knows of code addresses and type tags.");

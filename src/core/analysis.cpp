@@ -104,7 +104,7 @@ uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uin
     }
     if (!c.inferred.name.empty()) {
       *objects = c.inferred.objects(1, size);
-      return group_for_name(strings_.intern(c.inferred.name), true, 0);
+      return group_for_name(strings_.intern(c.inferred.row(size)), !c.inferred.library, 0);
     }
   }
   return group_for_name(0, false, 0);

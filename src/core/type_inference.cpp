@@ -10,6 +10,12 @@ namespace heaptype {
 namespace core {
 namespace {
 
+// A name without its ABI tags: "__libcpp_allocate[abi:nie220108]" -> "__libcpp_allocate".
+std::string without_abi_tags(const std::string& name) {
+  size_t tag = name.find("[abi:");
+  return tag == std::string::npos ? name : name.substr(0, tag);
+}
+
 const std::unordered_set<std::string>& allocators() {
   static const std::unordered_set<std::string> names = {"std::__new_allocator", "__gnu_cxx::new_allocator",
                                                         "std::allocator", "__gnu_cxx::__pool_alloc",
@@ -20,7 +26,9 @@ const std::unordered_set<std::string>& allocators() {
 const std::unordered_set<std::string>& factories() {
   static const std::unordered_set<std::string> names = {"std::make_unique", "std::make_unique_for_overwrite",
                                                         "std::make_shared", "std::allocate_shared",
-                                                        "std::make_shared_for_overwrite"};
+                                                        "std::make_shared_for_overwrite", "std::get_temporary_buffer",
+                                                        // libc++'s std::allocator<T>::allocate, inside libc++.a
+                                                        "std::__1::__libcpp_allocate", "std::__libcpp_allocate"};
   return names;
 }
 
@@ -33,15 +41,101 @@ uint64_t character_size(const std::string& name) {
   static const std::unordered_map<std::string, uint64_t> sizes = {
       {"char", 1}, {"signed char", 1}, {"unsigned char", 1}, {"char8_t", 1},
       {"char16_t", 2}, {"char32_t", 4}, {"wchar_t", 4}};
-  auto it = sizes.find(name);
+  auto it = sizes.find(name.substr(0, name.find("[] of ")));
   return it == sizes.end() ? 0 : it->second;
+}
+
+// A string's characters, named as the typed headers name them (heaptype::elements_of
+// renders so): "char[] of std::string".
+std::string string_buffer(const std::string& character) {
+  static const std::unordered_map<std::string, std::string> strings = {
+      {"char", "std::string"}, {"wchar_t", "std::wstring"}, {"char8_t", "std::u8string"},
+      {"char16_t", "std::u16string"}, {"char32_t", "std::u32string"}};
+  auto it = strings.find(character);
+  return character + "[] of " + (it == strings.end() ? "std::basic_string<" + character + ">" : it->second);
+}
+
+// A qualified name without template arguments and without the standard libraries'
+// inline namespaces: "std::__1::locale::__imp::__imp" -> "std::locale::__imp::__imp".
+std::string plain_name(const std::vector<NameComponent>& components) {
+  std::string out;
+  for (const NameComponent& c : components) {
+    if (c.name == "__cxx11" || c.name == "__1") continue;
+    if (!out.empty()) out += "::";
+    out += without_abi_tags(c.name);
+  }
+  return out;
+}
+
+// Untyped blocks the C and C++ runtimes allocate, for themselves or on the program's
+// behalf, in code built without HeapType, by the function that allocates them: a row
+// that names the library and what the block is for. `function` is a plain_name; one
+// ending in "::" stands for every member of that class. "{lib}" becomes libstdc++ or
+// libc++ (by the name's inline namespace).
+struct LibraryRow {
+  const char* function;
+  const char* row;
+};
+
+const LibraryRow kLibraryRows[] = {
+    {"_IO_file_doallocate", "glibc: stdio buffer"},
+    {"__fopen_internal", "glibc: FILE of fopen"},
+    {"_dl_allocate_tls", "glibc: thread-local storage"},
+    {"allocate_dtv", "glibc: thread-local storage"},
+    {"_dl_resize_dtv", "glibc: thread-local storage"},
+    {"__duplocale", "glibc: locale"},
+    {"newlocale", "glibc: locale"},
+    {"std::string::_Rep::", "libstdc++: copy-on-write string (std::runtime_error's message)"},
+    {"__cxa_allocate_exception", "C++ runtime: exception object"},
+    {"__cxa_allocate_dependent_exception", "C++ runtime: exception object"},
+    {"__cxxabiv1::__aligned_malloc_with_fallback", "C++ runtime: exception object"},
+    {"std::basic_filebuf::", "{lib}: std::basic_filebuf buffer"},
+    {"std::basic_stringbuf::", "{lib}: std::basic_stringbuf buffer"},
+    {"std::collate::", "{lib}: std::collate::transform buffer"},
+    {"std::locale::", "{lib}: std::locale"},
+    {"std::locale::_Impl::", "{lib}: std::locale"},
+    {"std::locale::__imp::", "{lib}: std::locale"},
+    {"std::numpunct::", "{lib}: std::locale"},
+    {"std::moneypunct::", "{lib}: std::locale"},
+    {"std::__timepunct::", "{lib}: std::locale"},
+    {"std::thread::", "{lib}: std::thread state"},
+    {"std::__thread_struct::", "{lib}: std::thread state"},
+};
+
+bool library_row(const std::string& function, std::string* row) {
+  std::vector<NameComponent> comps = name_components(strip_parameters(function));
+  if (comps.empty()) return false;
+  std::string name = plain_name(comps);
+  std::string scope = name.substr(0, name.rfind("::") == std::string::npos ? 0 : name.rfind("::") + 2);
+  for (const LibraryRow& entry : kLibraryRows) {
+    std::string pattern = entry.function;
+    bool member = pattern.size() > 2 && pattern.compare(pattern.size() - 2, 2, "::") == 0;
+    if (member ? scope != pattern : name != pattern) continue;
+    *row = entry.row;
+    size_t lib = row->find("{lib}");
+    if (lib != std::string::npos)
+      row->replace(lib, 5, function.find("std::__1::") != std::string::npos ? "libc++" : "libstdc++");
+    return true;
+  }
+  return false;
+}
+
+const char kWithoutSymbol[] = ": function without a symbol";
+const std::string kLibstdcxxWithoutSymbol = std::string("libstdc++") + kWithoutSymbol;
+
+// A call site in one of these modules without a symbol for it (a stripped library).
+std::string library_of_module(const std::string& module) {
+  std::string base = module.substr(module.rfind('/') + 1);
+  if (base.compare(0, 12, "libstdc++.so") == 0) return "libstdc++";
+  if (base.compare(0, 7, "libc.so") == 0 || base.compare(0, 8, "ld-linux") == 0) return "glibc";
+  return "";
 }
 
 std::string joined(const std::vector<NameComponent>& components, size_t count) {
   std::string out;
   for (size_t i = 0; i < count; ++i) {
     if (i) out += "::";
-    out += components[i].name;
+    out += without_abi_tags(components[i].name);
   }
   return out;
 }
@@ -87,6 +181,21 @@ bool type_from_function(const std::string& function, std::string* type, bool* ow
       }
     }
   }
+  // shared_ptr<T>(T* p)'s control block (libstdc++): __shared_count<Lp>::__shared_count<P>(P).
+  if (n >= 3 && joined(comps, n) == "std::__shared_count::__shared_count" && comps[n - 1].has_args) {
+    std::string pointer = first_argument(comps[n - 1]), policy = first_argument(comps[n - 2]);
+    if (pointer.empty() || policy.empty()) return false;
+    *type = "std::_Sp_counted_ptr<" + pointer + ", " + policy + ">";
+    *own_argument = false;
+    return true;
+  }
+  // std::function's heap-held callable (libstdc++): _Base_manager<F>::_M_create / _M_init_functor.
+  if (n >= 4 && joined(comps, n - 1) == "std::_Function_base::_Base_manager" &&
+      (comps[n - 1].name == "_M_create" || comps[n - 1].name == "_M_init_functor")) {
+    *type = first_argument(comps[n - 2]);
+    *own_argument = false;
+    return !type->empty();
+  }
   if (factories().count(joined(comps, n))) {
     *type = first_argument(comps[n - 1]);
     *own_argument = true;
@@ -94,9 +203,11 @@ bool type_from_function(const std::string& function, std::string* type, bool* ow
   }
   for (size_t i = 1; i + 1 < n; ++i) {
     if (strings().count(joined(comps, i + 1))) {
-      *type = first_argument(comps[i]);
+      std::string character = first_argument(comps[i]);
       *own_argument = false;
-      return !type->empty();
+      if (character.empty()) return false;
+      *type = string_buffer(character);
+      return true;
     }
   }
   return false;
@@ -112,13 +223,29 @@ InferredType infer_type(const CodeInfo& call_site) {
   }
   for (const CodeFrame& frame : *frames) {
     bool own_argument = false;
-    if (!type_from_function(frame.function, &out.name, &own_argument)) continue;
-    out.size = own_argument ? frame.type_argument_size : 0;
-    if (!out.size) out.size = character_size(out.name);
-    return out;
+    if (type_from_function(frame.function, &out.name, &own_argument)) {
+      out.size = own_argument ? frame.type_argument_size : 0;
+      if (!out.size) out.size = character_size(out.name);
+      return out;
+    }
+    if (library_row(frame.function, &out.name)) {
+      out.library = true;
+      return out;
+    }
   }
   out.name.clear();
+  std::string library = frames->empty() ? library_of_module(call_site.module) : "";
+  if (!library.empty()) {
+    out.name = library + kWithoutSymbol;
+    out.library = true;
+  }
   return out;
+}
+
+const std::string& InferredType::row(uint64_t bytes) const {
+  static const std::string pool = "libstdc++: emergency exception pool";
+  constexpr uint64_t kGcc12PoolBytes = 64 * 1024 + 64 * 112;
+  return library && bytes == kGcc12PoolBytes && name == kLibstdcxxWithoutSymbol ? pool : name;
 }
 
 uint64_t InferredType::objects(uint64_t count, uint64_t bytes) const {

@@ -3,7 +3,9 @@
 // out-of-line templates, a library nobody rebuilt) allocates untyped, but when the
 // allocating frame is a standard allocator or factory its name says the type:
 // std::__new_allocator<T>::allocate, std::make_shared<T>, any member of
-// std::basic_string<C> (its buffer is C[]). Such a type is marked inferred.
+// std::basic_string<C> (its buffer: "C[] of std::string", as the typed headers name
+// it). Such a type is marked inferred. Blocks of the C and C++ runtimes' own code get
+// a row naming the library instead (InferredType::library).
 #ifndef HEAPTYPE_CORE_TYPE_INFERENCE_HPP
 #define HEAPTYPE_CORE_TYPE_INFERENCE_HPP
 
@@ -18,10 +20,20 @@ namespace core {
 struct InferredType {
   std::string name;   // "" when nothing was inferred
   uint64_t size = 0;  // sizeof(T) when known
+  // `name` is not a C++ type but a row for what a C or C++ runtime allocates in code
+  // built without HeapType ("glibc: stdio buffer", "libstdc++: std::locale"), by the
+  // function that allocates; such a row is not marked inferred.
+  bool library = false;
 
   // How many T `count` blocks of `bytes` in all hold: bytes / sizeof(T) when that
   // divides, else one per block.
   uint64_t objects(uint64_t count, uint64_t bytes) const;
+
+  // The row for blocks of `bytes` each: `name`, except for a block libstdc++ allocates
+  // at start-up in a function without a symbol whose size is that of its emergency
+  // exception pool (GCC 12: 64 x 1 KiB objects + 64 x 112 B dependent exceptions,
+  // 72,704 B): "libstdc++: emergency exception pool".
+  const std::string& row(uint64_t bytes) const;
 };
 
 // The innermost standard allocator or factory frame at the call site decides.

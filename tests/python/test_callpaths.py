@@ -123,7 +123,7 @@ def test_exception_object_is_allocated_below_the_throwing_frames(known, known_op
     # __cxa_allocate_exception (libstdc++.so, built without frame pointers and not
     # instrumented) is the frame that calls malloc: the call site adds it below the
     # hooks' frames, and a walk steps over it by its unwind rule to find thrower3().
-    paths = paths_by_type(known, **known_options)["(untyped)"]
+    paths = paths_by_type(known, **known_options)["C++ runtime: exception object"]
     path = ("main", "catcher()", "thrower1()", "thrower2()", "thrower3()", "__cxa_allocate_exception")
     assert paths.get(path) == 2, paths
 
@@ -302,7 +302,7 @@ INFERRED = {
     "Bar": (4, 7, 168),
     "std::_Sp_counted_ptr_inplace<Bar, std::allocator<void>, (__gnu_cxx::_Lock_policy)2>": (1, 1, 40),
     "std::_Rb_tree_node<std::pair<int const, Bar>>": (3, 3, 192),
-    "char": (1, 41, 41),
+    "char[] of std::string": (1, 41, 41),
 }
 
 
@@ -316,11 +316,16 @@ def test_inferred_types_by_type(inferred):
     assert {name: rows.get((name, True)) for name in INFERRED} == INFERRED
     assert rows[("Plain", False)] == (1, 1, 24)
     assert not any(inferred_flag for (name, inferred_flag) in rows if name not in INFERRED)
-    # Without inference the same allocations are one untyped row; nothing is lost.
+    # Without inference the same allocations are one untyped row; nothing is lost. With
+    # it, what the C and C++ runtimes allocate in their own code has rows of its own
+    # (no type tag, not inferred: "libstdc++: emergency exception pool" ...).
+    library = [r for r in inferred.by_type(infer=True) if r.type and not r.type_tag and not r.inferred]
+    assert library and all(r.type.split(":")[0] in ("glibc", "libstdc++", "C++ runtime") for r in library)
     plain = {r.type: r for r in inferred.by_type()}
-    moved = sum(v[0] for v in INFERRED.values())
-    assert plain[None].allocations == rows[(None, False)][0] + moved
-    assert plain[None].bytes == rows[(None, False)][2] + sum(v[2] for v in INFERRED.values())
+    untyped = rows.get((None, False), (0, 0, 0))
+    assert plain[None].allocations == untyped[0] + sum(v[0] for v in INFERRED.values()) + sum(
+        r.allocations for r in library)
+    assert plain[None].bytes == untyped[2] + sum(v[2] for v in INFERRED.values()) + sum(r.bytes for r in library)
 
 
 def test_inferred_types_in_call_paths(inferred):
@@ -330,7 +335,7 @@ def test_inferred_types_in_call_paths(inferred):
                                         "std::vector<Foo, std::allocator<Foo> > >, Foo&&)"): 4}
     assert sum(paths["Bar (inferred)"].values()) == 4
     assert all(path[:2] == ("main", "unique_bars()") for path in paths["Bar (inferred)"])
-    assert list(paths["char (inferred)"].values()) == [1]
+    assert list(paths["char[] of std::string (inferred)"].values()) == [1]
     assert paths_by_type(inferred, infer=False).get("Foo (inferred)") is None
 
 
@@ -359,7 +364,30 @@ def test_inferred_types_in_cli_reports(callpath_programs):
     ("std::__detail::_MakeUniq<Bar []>::__array std::make_unique<Bar []>(unsigned long)", "Bar"),
     ("std::shared_ptr<std::enable_if<!std::is_array<Bar>::value, Bar>::type> std::make_shared<Bar>()", "Bar"),
     ("std::__cxx11::basic_string<wchar_t, std::char_traits<wchar_t>, std::allocator<wchar_t> >::_M_create("
-     "unsigned long&, unsigned long)", "wchar_t"),
+     "unsigned long&, unsigned long)", "wchar_t[] of std::wstring"),
+    ("void std::_Function_base::_Base_manager<main::{lambda()#1}>::_M_create<main::{lambda()#1}>(std::_Any_data&, "
+     "main::{lambda()#1}&&, std::integral_constant<bool, false>)", "main::{lambda()#1}"),
+    ("std::__1::locale::facet** std::__1::__libcpp_allocate[abi:nie220108]<std::__1::locale::facet*>("
+     "std::__1::__element_count, unsigned long)", "std::__1::locale::facet*"),
+    # What the C and C++ runtimes allocate in their own code: rows that say so.
+    ("_IO_file_doallocate", "glibc: stdio buffer"),
+    ("__cxa_allocate_exception", "C++ runtime: exception object"),
+    ("__cxxabiv1::__aligned_malloc_with_fallback(unsigned long)", "C++ runtime: exception object"),
+    ("std::basic_filebuf<char, std::char_traits<char> >::_M_allocate_internal_buffer()",
+     "libstdc++: std::basic_filebuf buffer"),
+    ("std::locale::_Impl::_Impl(std::locale::_Impl const&, unsigned long)", "libstdc++: std::locale"),
+    ("std::__1::locale::__install_ctor(std::__1::locale const&, std::__1::locale::facet*, long)",
+     "libc++: std::locale"),
+    ("std::__cxx11::collate<char>::do_transform(char const*, char const*) const",
+     "libstdc++: std::collate::transform buffer"),
+    ("std::__1::__thread_struct::__thread_struct()", "libc++: std::thread state"),
+    ("std::thread::thread<main::{lambda()#1}>(main::{lambda()#1}&&)", "libstdc++: std::thread state"),
+    ("std::threadlike::make()", None),
+    ("std::__shared_count<(__gnu_cxx::_Lock_policy)2>::__shared_count<testing::Expectation*>(testing::Expectation*)",
+     "std::_Sp_counted_ptr<testing::Expectation*, (__gnu_cxx::_Lock_policy)2>"),
+    ("std::pair<Foo**, long> std::get_temporary_buffer<Foo*>(long)", "Foo*"),
+    ("std::string::_Rep::_S_create(unsigned long, unsigned long, std::allocator<char> const&)",
+     "libstdc++: copy-on-write string (std::runtime_error's message)"),
     ("void std::vector<Foo, std::allocator<Foo> >::_M_realloc_insert<Foo>(Foo&&)", None),
     ("std::allocator<Foo>::~allocator()", None),
     ("main", None),
@@ -367,6 +395,14 @@ def test_inferred_types_in_cli_reports(callpath_programs):
 def test_infer_type_from_frame_names(name, expected):
     found = _core.infer_type([(name, "", 0, False, 0)], name)
     assert (found[0] if found else None) == expected
+
+
+def test_a_call_site_in_a_stripped_standard_library_names_the_library():
+    assert _core.infer_type([], "", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30") == (
+        "libstdc++: function without a symbol", 0)
+    assert _core.infer_type([], "", "/usr/lib/x86_64-linux-gnu/libc.so.6")[0] == "glibc: function without a symbol"
+    assert _core.infer_type([], "", "/opt/app/libstdcxx_like.so") is None
+    assert _core.infer_type([], "") is None
 
 
 def test_innermost_allocator_frame_wins():

@@ -25,7 +25,7 @@ from html_pages import browser, deep_profile, open_page, svg_x, synthetic_profil
 import heaptype
 from heaptype.report import timeline_json
 
-LIFETIMES_SERIES = {"(untyped)", "Kilo", "Quarter", "Leaked"}
+LIFETIMES_SERIES = {"(untyped)", "libstdc++: emergency exception pool", "Kilo", "Quarter", "Leaked"}
 HOSTILE_TYPES = ["<script>alert('type')</script>", 'Evil"><img src=x onerror=alert("img")>',
                  "</script><script>alert('end')</script><!--"]
 HOSTILE_FUNCTIONS = ["<script>alert('function')</script>", "f(\"'</script>)", "g<!--x-->()"]

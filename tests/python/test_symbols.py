@@ -329,6 +329,12 @@ def test_parse_proc_maps_keeps_file_mappings():
     ("heaptype::type_id<heaptype::labeled<int, MEM_TYPE_IMGBUF> >::tag", "int [MEM_TYPE_IMGBUF]"),
     ("heaptype::type_id<heaptype::labeled<std::map<int, int>, ns::Label> >::tag",
      "std::map<int, int> [ns::Label]"),
+    ("heaptype::type_id<heaptype::elements_of<char, std::__cxx11::basic_string<char, std::char_traits<char>, "
+     "std::allocator<char> > > >::tag", "char[] of std::string"),
+    ("heaptype::type_id<heaptype::elements_of<wchar_t, std::__1::basic_string<wchar_t, "
+     "std::__1::char_traits<wchar_t>, std::__1::allocator<wchar_t> > > >::tag", "wchar_t[] of std::wstring"),
+    ("heaptype::type_id<heaptype::elements_of<char, std::basic_string<char, MyTraits, std::allocator<char> > > >::tag",
+     "char[] of std::basic_string<char, MyTraits, std::allocator<char>>"),
     ("heaptype::type_id<(anonymous namespace)::Local>::tag", "(anonymous namespace)::Local"),
     ("heaptype::type_id<Holder<(char)65, (anonymous namespace)::Local> >::tag",
      "Holder<(char)65, (anonymous namespace)::Local>"),

@@ -35,10 +35,41 @@ std::string trim(const std::string& s) {
   return s.substr(begin, end - begin);
 }
 
+const std::string kElementsOfPrefix = "heaptype::elements_of<";
+
+// The two template arguments of "<prefix>A, B>", if `name` is one.
+std::optional<std::vector<std::string>> argument_pair(const std::string& name, const std::string& prefix) {
+  if (!starts_with(name, prefix) || !ends_with(name, ">")) return std::nullopt;
+  auto args = core::split_template_arguments(name.substr(prefix.size(), name.size() - prefix.size() - 1));
+  if (!args || args->size() != 2) return std::nullopt;
+  for (std::string& arg : *args) arg = trim(arg);
+  return args;
+}
+
+// The standard library's string classes by the names programs use for them, whatever
+// the library's inline namespace (std::__cxx11 for libstdc++, std::__1 for libc++).
+std::string owner_name(const std::string& owner) {
+  static const std::pair<const char*, const char*> strings[] = {
+      {"char", "std::string"}, {"wchar_t", "std::wstring"}, {"char8_t", "std::u8string"},
+      {"char16_t", "std::u16string"}, {"char32_t", "std::u32string"}};
+  for (const char* prefix : {"std::basic_string<", "std::__cxx11::basic_string<", "std::__1::basic_string<"}) {
+    for (const auto& entry : strings) {
+      std::string c = entry.first;
+      for (const char* ns : {"std::", "std::__cxx11::", "std::__1::"}) {
+        if (owner == prefix + c + ", " + ns + "char_traits<" + c + ">, " + ns + "allocator<" + c + ">>") {
+          return entry.second;
+        }
+      }
+    }
+  }
+  return owner;
+}
+
 std::string render_type(const std::string& name) {
-  if (starts_with(name, kLabeledPrefix) && ends_with(name, ">")) {
-    auto args = core::split_template_arguments(name.substr(kLabeledPrefix.size(), name.size() - kLabeledPrefix.size() - 1));
-    if (args && args->size() == 2) return render_type((*args)[0]) + " [" + (*args)[1] + "]";
+  if (auto labeled = argument_pair(name, kLabeledPrefix)) return render_type((*labeled)[0]) + " [" + (*labeled)[1] + "]";
+  // heaptype::elements_of<E, Owner>: the elements a standard class allocates for itself.
+  if (auto elements = argument_pair(name, kElementsOfPrefix)) {
+    return render_type((*elements)[0]) + "[] of " + owner_name((*elements)[1]);
   }
   return name;
 }

@@ -25,7 +25,9 @@ extern const char kMangledTagPrefix[];
 using TagMap = std::map<uint64_t, std::string>;  // link-time address -> type name
 
 // T for a demangled "heaptype::type_id<T>::tag", else nullopt. "> >" becomes
-// ">>" as C++11 code writes it; heaptype::labeled<T, L> renders as "T [L]".
+// ">>" as C++11 code writes it; heaptype::labeled<T, L> renders as "T [L]",
+// heaptype::elements_of<E, Owner> as "E[] of Owner" (the standard strings by their
+// usual names: "char[] of std::string").
 std::optional<std::string> type_name_from_symbol(const std::string& demangled);
 
 struct ElfTags {

@@ -2,7 +2,7 @@
 // new-expression of a translation unit.
 //
 // Two capture modes (docs/capture.md). With HEAPTYPE_TYPE_AWARE=1 (Clang 21 and
-// later) it declares Clang's type-aware operator new and delete templates
+// later, C++20 and later; earlier standards take the macro) it declares Clang's type-aware operator new and delete templates
 // (type_aware_new.hpp) and defines no macro. Otherwise, the macro mode below:
 //
 // `new T(...)` becomes `heaptype_new_trick{} * new T(...)` (the struct's real name is
@@ -25,6 +25,15 @@
 #define HEAPTYPE_NEW_HPP
 
 #ifdef __cplusplus
+
+// The type-aware mode needs std::type_identity (C++20). A translation unit of an
+// earlier standard takes the macro mode instead, so that one set of flags
+// (`heaptype --cflags`, which says so) builds every file of a project; the runtime
+// takes both kinds of report in one program.
+#if defined(HEAPTYPE_TYPE_AWARE) && HEAPTYPE_TYPE_AWARE && __cplusplus <= 201703L
+#undef HEAPTYPE_TYPE_AWARE
+#define HEAPTYPE_TYPE_AWARE 0
+#endif
 
 #if defined(HEAPTYPE_TYPE_AWARE) && HEAPTYPE_TYPE_AWARE
 #include "type_aware_new.hpp"

@@ -25,6 +25,12 @@ char type_id<T>::tag = 0;
 template <class T, class Label>
 struct labeled;
 
+// Elements a standard class allocates for itself, counted under their owner: a
+// std::string's characters are `elements_of<char, std::string>`, reported as
+// `char[] of std::string` (not `char`, the row of `new char[n]` and vector<char>).
+template <class Element, class Owner>
+struct elements_of;
+
 // cv-qualifiers do not make a different heap type.
 template <class T> struct strip_cv { typedef T type; };
 template <class T> struct strip_cv<const T> { typedef T type; };

@@ -1,0 +1,202 @@
+"""String-heavy code typed exactly: std::string's buffers as `char[] of std::string`.
+
+tests/cpp/strings.cpp (a config-file parser: ostringstream, to_string, getline from an
+istringstream, substr, map<string, string>, append) built the way a user builds, with
+`heaptype --cflags/--ldflags --cxx <compiler>` and nothing else, per compiler and -std:
+
+- g++ 12 and Debian's clang++ with libstdc++ (the macro mode; the typed
+  ext/alloc_traits.h, the library's extern templates instantiated in the program);
+- the ziglang wheel's Clang 22 with libc++: C++20 in the type-aware mode, below C++20
+  the same flags fall back to the macro (new.hpp), and the link flags fit zig's linker.
+
+Each build: the string row's live blocks and bytes at exit equal what the program
+counts itself (sum of capacity() + 1 of the strings it keeps); the largest row is the
+string's; at least 99% of the bytes the program allocates carry an exact type (a type
+tag, not inferred); the rest of the bytes are the C++ runtime's own start-up blocks,
+which a program that allocates nothing (baseline.cpp) has too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import heaptype
+from conftest import CPP_DIR, run_profiled
+from test_findings import require_ziglang
+from tooling import require_tool, run_once
+
+STRING_ROW = "char[] of std::string"
+ROUNDS = "400"
+
+GNU_BUILDS = [("g++", std) for std in ("c++11", "c++14", "c++17", "c++20", "c++23")] + [
+    ("clang++", "c++17"), ("clang++", "c++20")]
+ZIG_BUILDS = [("zig", std) for std in ("c++11", "c++17", "c++20", "c++23")]
+
+
+def heaptype_flags(*args: str) -> tuple[list[str], str]:
+    done = subprocess.run([sys.executable, "-m", "heaptype", *args], capture_output=True, text=True, check=True)
+    return done.stdout.split(), done.stderr
+
+
+def compiler(name: str) -> list[str]:
+    return require_ziglang() if name == "zig" else [require_tool(name)]
+
+
+def build(workdir: Path, cxx_name: str, std: str, source: str) -> Path:
+    """tests/cpp/<source>.cpp compiled and linked with heaptype's flags for this compiler,
+    once per session; the object file is kept (its symbols say the capture mode)."""
+    cxx = compiler(cxx_name)
+    exe = workdir / f"{source}_{cxx_name.replace('+', 'x')}_{std}"
+
+    def make() -> None:
+        cxx_text = " ".join(cxx)
+        cflags, _ = heaptype_flags("--cflags", "--cxx", cxx_text)
+        ldflags, _ = heaptype_flags("--ldflags", "--cxx", cxx_text)
+        for command in ([*cxx, f"-std={std}", "-O2", *cflags, "-c", str(CPP_DIR / f"{source}.cpp"), "-o",
+                         str(exe.with_suffix(".o"))],
+                        [*cxx, f"-std={std}", "-O2", str(exe.with_suffix(".o")), *ldflags, "-o", str(exe)]):
+            done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, f"$ {' '.join(command)}\n{done.stderr[-6000:]}"
+
+    run_once(exe.with_suffix(".built"), make)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    base = tmp_path_factory.getbasetemp()
+    path = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "heaptype-strings"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def profile_and_truth(program: Path, tmp_path: Path, *args: str) -> tuple[heaptype.Profile, dict[str, int]]:
+    output = tmp_path / f"{program.name}.htp"
+    done = run_profiled(program, output, *args)
+    assert done.returncode == 0, done.stderr
+    truth = {key: int(value) for key, value in re.findall(r"(\w+)=(\d+)", done.stdout)}
+    return heaptype.load(output), truth
+
+
+def exact_bytes(profile: heaptype.Profile) -> int:
+    """Bytes of rows named by a type tag (not inferred from call sites, not untyped)."""
+    return sum(row.bytes for row in profile.by_type() if row.type_tag)
+
+
+def all_bytes(profile: heaptype.Profile) -> int:
+    return sum(row.bytes for row in profile.by_type())
+
+
+def startup_bytes(baseline: Path, tmp_path: Path) -> int:
+    """What the C++ runtime allocates for itself in a program that allocates nothing
+    (libstdc++'s exception pool; zig's static libc++ allocates nothing, and then the
+    runtime never starts and writes no profile)."""
+    output = tmp_path / f"{baseline.name}.htp"
+    done = run_profiled(baseline, output)
+    assert done.returncode == 0, done.stderr
+    if not output.exists():
+        return 0
+    profile = heaptype.load(output)
+    assert exact_bytes(profile) == 0
+    return all_bytes(profile)
+
+
+@pytest.mark.parametrize("cxx_name, std", GNU_BUILDS + ZIG_BUILDS)
+def test_string_buffers_are_exact_and_named(workdir, tmp_path, cxx_name, std):
+    profile, truth = profile_and_truth(build(workdir, cxx_name, std, "strings"), tmp_path, ROUNDS)
+    strings = profile.type_row(STRING_ROW)
+    assert strings is not None, [row.label for row in profile.by_type()]
+    assert (strings.live_blocks, strings.live_bytes) == (truth["live_blocks"], truth["live_bytes"])
+    assert strings.allocations > truth["live_blocks"]  # temporaries too: lines, substr, str(), copies
+    assert max(profile.by_type(), key=lambda row: row.bytes).label == STRING_ROW
+    # A vector<char> of 300 and a new char[500] are not strings: the `char` row.
+    chars = profile.type_row("char")
+    assert (chars.allocations, chars.objects, chars.bytes, chars.live_bytes) == (2, 800, 800, 800)
+    program_bytes = all_bytes(profile) - startup_bytes(build(workdir, cxx_name, std, "baseline"), tmp_path)
+    assert exact_bytes(profile) >= 0.99 * program_bytes, [(row.label, row.bytes) for row in profile.by_type()]
+
+
+@pytest.mark.parametrize("std, mode_symbol", [("c++17", "heaptype_tag_new"), ("c++20", "heaptype_typed_new")])
+def test_clang22_builds_below_and_from_cxx20_with_one_set_of_flags(workdir, std, mode_symbol):
+    """`heaptype --cflags/--ldflags --cxx <zig's clang>` say the mode once; a C++17 unit
+    takes the macro (it reports through heaptype_tag_new), a C++20 unit the type-aware
+    operator new (heaptype_typed_new, and no macro report); zig's linker gets -rdynamic."""
+    cxx_text = " ".join(require_ziglang())
+    cflags, said = heaptype_flags("--cflags", "--cxx", cxx_text)
+    assert said == "heaptype: type capture: type-aware (Clang 22: type-aware allocation; translation units " \
+                   "below C++20 take the macro)\n"
+    ldflags, _ = heaptype_flags("--ldflags", "--cxx", cxx_text)
+    assert "-rdynamic" in ldflags and not [f for f in ldflags if "export-dynamic-symbol" in f]
+    obj = build(workdir, "zig", std, "objects").with_suffix(".o")
+    undefined = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=True).stdout.split()
+    other = {"heaptype_tag_new": "heaptype_typed_new", "heaptype_typed_new": "heaptype_tag_new"}[mode_symbol]
+    assert mode_symbol in undefined and (other not in undefined or std == "c++17"), undefined
+
+
+@pytest.mark.parametrize("std", ["c++17", "c++20"])
+def test_totals_equal_heaptracks_on_the_plain_build(workdir, tmp_path, std):
+    """The program instantiating libstdc++'s templates allocates what the plain build,
+    calling libstdc++.so's copies, allocates: the same calls, the same peak."""
+    heaptrack, printer = require_tool("heaptrack"), require_tool("heaptrack_print")
+    plain = tmp_path / f"strings_plain_{std}"
+    subprocess.run([require_tool("g++"), f"-std={std}", "-O2", "-g", str(CPP_DIR / "strings.cpp"), "-o", str(plain)],
+                   check=True, capture_output=True)
+    subprocess.run([heaptrack, "-o", str(tmp_path / "trace"), str(plain), ROUNDS], check=True, capture_output=True)
+    text = subprocess.run([printer, str(next(tmp_path.glob("trace*")))], check=True, capture_output=True,
+                          text=True).stdout
+    calls = int(re.search(r"^calls to allocation functions: (\d+)", text, re.M).group(1))
+    peak_kb = float(re.search(r"^peak heap memory consumption: ([\d.]+)K", text, re.M).group(1))
+    profile, _ = profile_and_truth(build(workdir, "g++", std, "strings"), tmp_path, ROUNDS)
+    assert profile.totals.allocations == calls
+    assert round(profile.totals.peak_bytes / 1000, 2) == peak_kb  # heaptrack_print: 235.57K
+
+
+# --- what the standard library allocates on the program's behalf ------------------------
+
+THROWS = "5"
+
+
+def rows_with_inference(profile: heaptype.Profile) -> dict[str, "heaptype._core.TypeGroup"]:
+    return {row.label: row for row in profile.by_type(infer=True)}
+
+
+@pytest.mark.parametrize("cxx_name, std", [("g++", "c++17"), ("g++", "c++20"), ("zig", "c++20")])
+def test_library_blocks_are_typed_or_named(workdir, tmp_path, cxx_name, std):
+    """tests/cpp/library_blocks.cpp: std::function, regex, a locale, exceptions, a thread,
+    file streams, stdio. Nothing the library allocates under main() stays (untyped): the
+    thrown objects, stdout's buffer, the locale, the filebuf, the thread's state have rows
+    that say so. (Only a few bytes libstdc++ allocates at start-up, before any call
+    path, remain untyped.)"""
+    program = build(workdir, cxx_name, std, "library_blocks")
+    output = tmp_path / "library_blocks.htp"
+    done = run_profiled(program, output, THROWS, env={"LIBRARY_BLOCKS_FILE": str(tmp_path / "file.txt")})
+    assert done.returncode == 0 and done.stdout.startswith(f"caught={THROWS} "), done.stderr
+    profile = heaptype.load(output)
+    rows = rows_with_inference(profile)
+    assert rows["C++ runtime: exception object"].allocations == int(THROWS)
+    assert rows["glibc: stdio buffer"].live_blocks == 1  # stdout's, written to a pipe, live at exit
+    assert rows["glibc: FILE of fopen"].allocations == 2  # the ofstream's and the ifstream's
+    lib = "libc++" if cxx_name == "zig" else "libstdc++"
+    assert {f"{lib}: std::locale", f"{lib}: std::thread state"} <= set(rows), sorted(rows)
+    untyped = profile.call_paths(types=["(untyped)"], infer=True)
+    assert all(row.path == ("(no call site)",) for row in untyped), [(r.path, r.bytes) for r in untyped]
+    assert sum(row.bytes for row in untyped) < 64
+
+
+def test_ldflags_fit_zig_behind_a_wrapper_of_another_name(tmp_path):
+    """A wrapper script (as a build system's CXX) is recognised as zig's Clang by its
+    --version, and gets -rdynamic instead of --export-dynamic-symbol."""
+    zig = require_ziglang()
+    wrapper = tmp_path / "clang++-22"
+    wrapper.write_text(f"#!/bin/sh\nexec {' '.join(zig)} \"$@\"\n")
+    wrapper.chmod(0o755)
+    ldflags, _ = heaptype_flags("--ldflags", "--cxx", str(wrapper))
+    assert "-rdynamic" in ldflags and not [f for f in ldflags if "export-dynamic-symbol" in f]
+    gnu, _ = heaptype_flags("--ldflags", "--cxx", require_tool("g++"))
+    assert "-rdynamic" not in gnu and [f for f in gnu if "export-dynamic-symbol" in f]

@@ -38,6 +38,7 @@ INDEXER_TYPES = {
     "std::_Rb_tree_node<std::pair<std::__cxx11::basic_string<char, std::char_traits<char>, "
     "std::allocator<char>> const, std::shared_ptr<Entry>>>",
     "std::_Sp_counted_ptr_inplace<Entry, std::allocator<void>, (__gnu_cxx::_Lock_policy)2>",
+    "char[] of std::string",  # the map's keys and the words' buffers
 }
 # The runtime's own tag, in every binary it is linked into: blocks whose constructor threw.
 RUNTIME_TYPES = {"heaptype::constructor_threw"}

@@ -26,21 +26,12 @@ from pathlib import Path
 
 import pytest
 
-from tooling import missing, require_tool, run_once
+from tooling import missing, require_tool, run_once, shared_workdir
 
 TINYXML2_REQUIREMENT = "pytinyxml2==9.0.0"
 TINYXML2_VERSION = (9, 0, 0)
 TINYXML2_FILES = ("tinyxml2.cpp", "tinyxml2.h")
 WALK_SOURCE = Path(__file__).resolve().parent / "cpp" / "real" / "tinyxml2_walk.cpp"
-
-
-def shared_cache(tmp_path_factory, name: str) -> Path:
-    """A directory all pytest-xdist workers of this session share (their basetemps'
-    parent), made once."""
-    base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
-    folder.mkdir(exist_ok=True)
-    return folder
 
 
 def _header_version(header: Path) -> tuple[int, int, int]:
@@ -81,7 +72,7 @@ def tinyxml2_source(cache: Path) -> Path:
 @pytest.fixture(scope="session")
 def tinyxml2_tree(tmp_path_factory) -> Path:
     """TinyXML-2 9.0.0's source folder, downloaded once per session (see tinyxml2_source)."""
-    return tinyxml2_source(shared_cache(tmp_path_factory, "real-programs"))
+    return tinyxml2_source(shared_workdir(tmp_path_factory, "real-programs"))
 
 
 def build_tinyxml2_walk(tree: Path, output: Path, flags: list[str], link_flags: list[str] = ()) -> Path:

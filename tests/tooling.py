@@ -55,3 +55,12 @@ def run_once(marker: Path, make: Callable[[], None]) -> None:
         if not marker.exists():
             make()
             marker.touch()
+
+
+def shared_workdir(tmp_path_factory, name: str) -> Path:
+    """A directory of this test session that every pytest-xdist worker sees (the parent of
+    the workers' basetemps), made once: for builds and downloads the workers share."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    folder.mkdir(exist_ok=True)
+    return folder

@@ -27,8 +27,8 @@ import pytest
 import heaptype
 import guest_runs
 from guest_runs import Outcome
-from real_programs import shared_cache, tinyxml2_tree  # noqa: F401  (tinyxml2_tree: a fixture)
-from tooling import missing, require_module, require_tool, run_once
+from real_programs import tinyxml2_tree  # noqa: F401  (a fixture)
+from tooling import missing, require_module, require_tool, run_once, shared_workdir
 
 SEED = 22
 SIZE_KIB = 2048     # 2 MiB: ~430,000 allocations; ~170,000 pooled nodes and attributes per document
@@ -67,7 +67,7 @@ class XmlBuilds:
 
 @pytest.fixture(scope="session")
 def xml_builds(tinyxml2_tree, tmp_path_factory) -> XmlBuilds:  # noqa: F811
-    return XmlBuilds(tinyxml2_tree, shared_cache(tmp_path_factory, "heaptype-guest-safety"))
+    return XmlBuilds(tinyxml2_tree, shared_workdir(tmp_path_factory, "heaptype-guest-safety"))
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,6 @@ tests skip, and fail under HEAPTYPE_REQUIRE_TOOLS=1.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ from heaptype.budget import budget_from_mapping, evaluate, measure
 from heaptype.report import render_types_text, types_json
 from conftest import CPP_DIR, run_profiled
 from test_runtime_truth import OBJECTS, OBJECTS_FREES, THREADS, figures
-from tooling import require_module, run_once
+from tooling import require_module, run_once, shared_workdir
 
 ZIG_CXX = [sys.executable, "-m", "ziglang", "c++"]
 TYPE_AWARE_STD = "-std=c++20"
@@ -57,10 +56,7 @@ def build_type_aware(workdir: Path, name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
-    base = tmp_path_factory.getbasetemp()
-    path = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "heaptype-type-aware"
-    path.mkdir(exist_ok=True)
-    return path
+    return shared_workdir(tmp_path_factory, "heaptype-type-aware")
 
 
 def profile_of(program: Path, tmp_path: Path, *args: str) -> heaptype.Profile:

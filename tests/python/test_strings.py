@@ -18,7 +18,6 @@ which a program that allocates nothing (baseline.cpp) has too.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -29,7 +28,7 @@ import pytest
 import heaptype
 from conftest import CPP_DIR, run_profiled
 from test_findings import require_ziglang
-from tooling import require_tool, run_once
+from tooling import require_tool, run_once, shared_workdir
 
 STRING_ROW = "char[] of std::string"
 ROUNDS = "400"
@@ -70,10 +69,7 @@ def build(workdir: Path, cxx_name: str, std: str, source: str) -> Path:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
-    base = tmp_path_factory.getbasetemp()
-    path = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "heaptype-strings"
-    path.mkdir(exist_ok=True)
-    return path
+    return shared_workdir(tmp_path_factory, "heaptype-strings")
 
 
 def profile_and_truth(program: Path, tmp_path: Path, *args: str) -> tuple[heaptype.Profile, dict[str, int]]:

@@ -479,10 +479,11 @@ def build(ctx, cxx, cxx_name, workload, source, work):
                 "heaptype_instrument": " --callstack instrument"}
     flags = {}
     for opt in ["--ldflags"] + [f"--cflags{v}" for v in variants.values() if v is not None]:
-        rc, out = capture([ctx.heaptype_cli, *opt.split(), "--cxx", cxx])
-        if rc != 0:
-            raise BenchError(f"`heaptype {opt}` failed (exit {rc}):\n{out[-2000:]}")
-        flags[opt] = shlex.split(out)
+        # The flags are on stdout; stderr says which capture mode was chosen.
+        done = subprocess.run([ctx.heaptype_cli, *opt.split(), "--cxx", cxx], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise BenchError(f"`heaptype {opt}` failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+        flags[opt] = shlex.split(done.stdout)
     ldflags = flags["--ldflags"]
     # The instrumentation flags alone, for the hook-cost builds.
     hook_flags = [f for f in flags["--cflags --callstack instrument"] if f.startswith("-finstrument-functions")]

@@ -57,8 +57,6 @@ inline uint8_t* block_start_mark(const void* address) {
   return __atomic_load_n(mark, __ATOMIC_RELAXED) == start_mark(p) ? mark : nullptr;
 }
 
-inline bool is_block_start(const void* address) { return block_start_mark(address) != nullptr; }
-
 // The leaf for p, reserved if it is new; nullptr when p lies outside the table or
 // the kernel has no address space for it.
 uint8_t* start_leaf(uintptr_t p);

@@ -14,8 +14,26 @@ namespace {
 
 CallstackMode g_mode = CallstackMode::kAuto;
 
+// The kept node of number `id`, or nullptr when it belongs to a forgotten generation.
+inline ContextNode* kept_node(CallContext& c, uint32_t id) {
+  uint32_t i = id - c.first_node;  // wraps around for older numbers
+  return i < c.node_count ? &c.nodes[i] : nullptr;
+}
+
+// A new generation: the kept nodes are forgotten, numbering goes on after them.
+void start_node_generation(CallContext& c) {
+  c.first_node += c.node_count;
+  c.node_count = 0;
+  std::memset(c.child_index, 0, c.index_capacity * sizeof(uint32_t));
+}
+
+// Room for one more node: the table grows up to a generation's size, then starts over.
 bool ensure_nodes(CallContext& c) {
   if (c.node_count < c.node_capacity) return true;
+  if (c.node_capacity >= kNodesPerGeneration && c.child_index) {
+    start_node_generation(c);
+    return true;
+  }
   uint32_t capacity = c.node_capacity ? c.node_capacity * 2 : 1024;
   ContextNode* nodes = static_cast<ContextNode*>(map_pages(capacity * sizeof(ContextNode)));
   if (!nodes) return false;
@@ -25,7 +43,7 @@ bool ensure_nodes(CallContext& c) {
   }
   c.nodes = nodes;
   c.node_capacity = capacity;
-  if (c.node_count == 0) {  // the root
+  if (c.node_count == 0 && c.first_node == 0) {  // the root
     std::memset(&nodes[0], 0, sizeof(ContextNode));
     c.node_count = 1;
   }
@@ -44,7 +62,7 @@ inline uint64_t child_hash(uint32_t parent, uintptr_t function, uintptr_t call_s
 }
 
 void index_node(CallContext& c, uint32_t id) {
-  const ContextNode& n = c.nodes[id];
+  const ContextNode& n = *kept_node(c, id);
   uint32_t mask = c.index_capacity - 1;
   for (uint64_t i = child_hash(n.parent, n.function, n.call_site) & mask;; i = (i + 1) & mask) {
     if (c.child_index[i] == 0) {
@@ -62,44 +80,45 @@ bool ensure_index(CallContext& c) {
   if (c.child_index) unmap_pages(c.child_index, c.index_capacity * sizeof(uint32_t));
   c.child_index = index;
   c.index_capacity = capacity;
-  for (uint32_t id = 1; id < c.node_count; ++id) index_node(c, id);
+  for (uint32_t i = 0; i < c.node_count; ++i)
+    if (c.first_node + i != 0) index_node(c, c.first_node + i);  // not the root
   return true;
 }
 
 // The child of `parent` for (function, call site), created and announced if new.
 uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site) {
   CallContext& c = t->context;
-  if (!ensure_nodes(c)) return parent;
+  if (!ensure_nodes(c) || !ensure_index(c)) return parent;
   ChildCacheEntry& cached = cache_entry(c, parent, function, call_site);
   if (cached.child && cached.parent == parent && cached.function == function && cached.call_site == call_site)
     return cached.child;
-  ContextNode& p = c.nodes[parent];
-  uint32_t hint = p.last_found;
-  if (hint && c.nodes[hint].function == function && c.nodes[hint].call_site == call_site) {
-    cached = {function, call_site, parent, hint};
-    return hint;
+  ContextNode* p = kept_node(c, parent);
+  if (p && p->last_found) {
+    const ContextNode* hint = kept_node(c, p->last_found);
+    if (hint && hint->function == function && hint->call_site == call_site) {
+      cached = {function, call_site, parent, p->last_found};
+      return p->last_found;
+    }
   }
-  if (!ensure_index(c)) return parent;
   uint32_t mask = c.index_capacity - 1;
   for (uint64_t i = child_hash(parent, function, call_site) & mask; c.child_index[i]; i = (i + 1) & mask) {
     uint32_t child = c.child_index[i];
-    const ContextNode& n = c.nodes[child];
+    const ContextNode& n = *kept_node(c, child);
     if (n.parent == parent && n.function == function && n.call_site == call_site) {
-      c.nodes[parent].last_found = child;
+      if (p) p->last_found = child;
       cached = {function, call_site, parent, child};
       return child;
     }
   }
-  uint32_t id = c.node_count++;
-  ContextNode& n = c.nodes[id];
+  uint32_t id = c.first_node + c.node_count;
+  if (id == UINT32_MAX) return parent;  // numbers run out: deeper frames are not told apart
+  ++c.node_count;
+  ContextNode& n = *kept_node(c, id);
   n.function = function;
   n.call_site = call_site;
   n.parent = parent;
-  n.first_child = 0;
   n.last_found = 0;
-  n.next_sibling = c.nodes[parent].first_child;
-  c.nodes[parent].first_child = id;
-  c.nodes[parent].last_found = id;
+  if (p) p->last_found = id;
   index_node(c, id);
   cached = {function, call_site, parent, id};
   emit_node(t, parent, function, call_site);
@@ -313,6 +332,7 @@ void reset_call_context(ThreadState* t) {
   c.walk_depth = 0;
   reset_frame_rules(c.frame_rules);
   if (c.known_paths) std::memset(c.known_paths, 0, sizeof(KnownPath) << kKnownPathBits);
+  c.first_node = 0;
   c.node_count = c.nodes ? 1 : 0;
   if (c.child_index) std::memset(c.child_index, 0, c.index_capacity * sizeof(uint32_t));
   if (c.nodes) std::memset(&c.nodes[0], 0, sizeof(ContextNode));

@@ -55,10 +55,17 @@ struct ContextNode {
   uintptr_t function;
   uintptr_t call_site;
   uint32_t parent;
-  uint32_t first_child;
-  uint32_t next_sibling;
   uint32_t last_found;  // the child found last: loops call the same callee again
 };
+
+// The nodes a thread keeps to find them again. A test suite's binary reaches a new
+// call path with almost every allocation (each test is a new path to the same code),
+// so a tree kept whole grows with the allocations, not with what the program uses at
+// a time. When this many nodes are kept, the thread forgets them (a new generation)
+// and numbers on: a path met again gets new nodes under the same numbering, which
+// the reader merges with the old by their return addresses. Nothing else changes:
+// caches that name older nodes still name real ones.
+constexpr uint32_t kNodesPerGeneration = 1u << 16;
 
 constexpr uint32_t kMaxShadowDepth = 1024;
 constexpr unsigned kChildCacheBits = 9;
@@ -98,10 +105,11 @@ struct CallContext {
   bool hooks_seen;
   volatile bool in_hook;    // a signal handler's hooks inside ours do nothing
   ChildCacheEntry* cache;   // kChildCacheSize entries
-  ContextNode* nodes;       // index 0 is the thread's root
+  ContextNode* nodes;       // the generation's nodes: node number first_node + i at i
+  uint32_t first_node;      // (the first generation starts with the thread's root, 0)
   uint32_t node_count;
   uint32_t node_capacity;
-  uint32_t* child_index;    // open addressing: node ids by (parent, function, call site)
+  uint32_t* child_index;    // open addressing: the generation's node ids by (parent, function, call site)
   uint32_t index_capacity;  // a power of two, at least twice the nodes
 };
 

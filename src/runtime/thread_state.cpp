@@ -74,6 +74,7 @@ bool grow_site_index(SiteTable& table) {
 
 bool grow_site_definitions(SiteTable& table) {
   size_t capacity = table.by_id_capacity ? table.by_id_capacity + table.by_id_capacity / 2 : 256;
+  if (capacity > kSitesPerGeneration) capacity = kSitesPerGeneration;
   SiteKey* by_id = static_cast<SiteKey*>(map_pages(capacity * sizeof(SiteKey)));
   if (!by_id) return false;
   if (table.used) std::memcpy(by_id, table.by_id, table.used * sizeof(SiteKey));
@@ -81,6 +82,13 @@ bool grow_site_definitions(SiteTable& table) {
   table.by_id = by_id;
   table.by_id_capacity = capacity;
   return true;
+}
+
+// A new generation of sites: the kept ones are forgotten, numbering goes on.
+void start_site_generation(SiteTable& table) {
+  table.first_site += static_cast<uint32_t>(table.used);
+  table.used = 0;
+  std::memset(table.slots, 0, table.capacity * sizeof(SiteSlot));
 }
 
 // --- the event buffer -------------------------------------------------------------------
@@ -150,6 +158,7 @@ void emit_control(ThreadState* t, format::ControlOp op, std::initializer_list<ui
 // The number of a site key, defining it (SITE or DERIVED_SITE record) on first use.
 uint32_t site_key_number(ThreadState* t, const SiteKey& key) {
   SiteTable& table = t->sites;
+  if (table.used == kSitesPerGeneration) start_site_generation(table);
   if ((table.used + 1) * 4 > table.capacity * 3 && !grow_site_index(table)) return 0;
   if (table.used == table.by_id_capacity && !grow_site_definitions(table)) return 0;
   size_t mask = table.capacity - 1;
@@ -159,7 +168,7 @@ uint32_t site_key_number(ThreadState* t, const SiteKey& key) {
     SiteSlot& slot = table.slots[i];
     if (slot.id_plus_one) {
       uint32_t id = slot.id_plus_one - 1;
-      if (slot.hash_high == hash_high && same_site(table.by_id[id], key)) return id;
+      if (slot.hash_high == hash_high && same_site(table.by_id[id], key)) return table.first_site + id;
       continue;
     }
     uint32_t id = static_cast<uint32_t>(table.used++);
@@ -171,7 +180,7 @@ uint32_t site_key_number(ThreadState* t, const SiteKey& key) {
                    {owner_thread(key.base - 1), owner_site(key.base - 1), s.type_tag, s.count});
     else
       emit_control(t, format::ControlOp::kSite, {s.size, s.count, s.type_tag, s.call_site, s.node});
-    return id;
+    return table.first_site + id;
   }
 }
 
@@ -203,6 +212,7 @@ void reset_stream(ThreadState* t, uint32_t number, bool keep_totals) {
   t->stack_reported = 0;
   if (t->sites.capacity) std::memset(t->sites.slots, 0, t->sites.capacity * sizeof(SiteSlot));
   t->sites.used = 0;
+  t->sites.first_site = 0;
   t->probation_count = 0;
   if (!keep_totals) {
     t->allocations.store(0, std::memory_order_relaxed);
@@ -297,7 +307,8 @@ uint32_t derived_site_number(ThreadState* t, uint32_t thread, uint32_t site, uin
 }
 
 const SiteKey* site_definition(const ThreadState* t, uint32_t site) {
-  return site < t->sites.used ? &t->sites.by_id[site] : nullptr;
+  uint32_t i = site - t->sites.first_site;  // wraps around for forgotten numbers
+  return i < t->sites.used ? &t->sites.by_id[i] : nullptr;
 }
 
 // The tick ends: a STACK record says how deep the stack went in it, when that changed.

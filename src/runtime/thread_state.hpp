@@ -48,11 +48,18 @@ struct SiteSlot {
   uint32_t hash_high;
 };
 
+// The sites a thread keeps to find them again: up to this many, then it forgets
+// them and numbers on (a new generation, as for calling-context nodes, see
+// call_context.hpp). A site met again is defined again under a new number; blocks of
+// a forgotten site keep their number, and a retyping derives its new site from it.
+constexpr size_t kSitesPerGeneration = size_t{1} << 15;
+
 struct SiteTable {
   SiteSlot* slots;     // open addressing, keyed by SiteKey (through by_id)
   size_t capacity;
-  size_t used;
-  SiteKey* by_id;      // the definitions in site-number order
+  size_t used;         // definitions kept: site numbers first_site ... first_site + used - 1
+  uint32_t first_site;
+  SiteKey* by_id;      // the kept definitions in site-number order
   size_t by_id_capacity;
 };
 
@@ -170,7 +177,8 @@ extern bool g_write_addresses;  // the profile's records carry addresses (profil
 // for another thread's site with a new type (a DERIVED_SITE record).
 uint32_t site_number(ThreadState* t, const format::Site& site);
 uint32_t derived_site_number(ThreadState* t, uint32_t thread, uint32_t site, uintptr_t type_tag, uint64_t count);
-// The definition of one of this thread's site numbers (nullptr if undefined).
+// The definition of one of this thread's site numbers (nullptr if undefined, or
+// of a forgotten generation).
 const SiteKey* site_definition(const ThreadState* t, uint32_t site);
 // A FREE_REMOTE record: a block of another thread's site.
 void emit_remote_free(ThreadState* t, uint64_t owner, uintptr_t address, uint64_t time);

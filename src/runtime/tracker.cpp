@@ -227,9 +227,12 @@ void retype(ThreadState* t, uintptr_t block, uint64_t owner, uintptr_t type_tag,
   uint32_t new_site;
   if (thread == t->number) {
     const SiteKey* def = site_definition(t, site);
-    if (!def) return;
-    if (def->site.type_tag == type_tag && def->site.count == count) return;  // named so already
-    if (def->base) {
+    if (!def) {
+      // A site of a forgotten generation: the new one is derived from it.
+      new_site = derived_site_number(t, thread, site, type_tag, count);
+    } else if (def->site.type_tag == type_tag && def->site.count == count) {
+      return;  // named so already
+    } else if (def->base) {
       uint64_t base = def->base - 1;
       new_site = derived_site_number(t, owner_thread(base), owner_site(base), type_tag, count);
     } else {

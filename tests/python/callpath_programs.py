@@ -56,6 +56,8 @@ PROGRAMS = {
     "lifetimes": (CPP_DIR / "lifetimes.cpp", ["-fno-omit-frame-pointer"], True, "instrument"),
     "deep": (CPP_DIR / "deep_recursion.cpp", ["-fno-omit-frame-pointer"], True, "instrument"),
     "deep-frame-pointer": (CPP_DIR / "deep_recursion.cpp", [], True, DEFAULT),
+    "many_paths": (CPP_DIR / "many_paths.cpp", [], True, DEFAULT),
+    "many_paths-instrument": (CPP_DIR / "many_paths.cpp", ["-fno-omit-frame-pointer"], True, "instrument"),
 }
 
 

@@ -27,7 +27,7 @@ constexpr size_t kMaxFindings = 1u << 16;
 }  // namespace
 
 ThreadEvents::ThreadEvents(const ProfileFile& file, uint32_t thread)
-    : file_(file), thread_(thread), addresses_(file.has_addresses()) {
+    : file_(file), thread_(thread), addresses_(file.has_addresses()), distances_(file.version() >= 3) {
   auto it = file.event_chunks().find(thread);
   chunks_ = it == file.event_chunks().end() ? &kNoChunks : &it->second;
 }
@@ -81,6 +81,17 @@ bool ThreadEvents::freed_right_after_allocation(uint32_t site) {
   return temporary;
 }
 
+// The site an ALLOC or FREE record names: its number (version 2) or its distance
+// from the newest site (version 3).
+bool ThreadEvents::site_of_record(uint64_t number, const char* record, uint32_t* site) {
+  int64_t n = static_cast<int64_t>(number);
+  if (distances_) n = sites_.empty() ? -1 : site_from_distance(static_cast<uint32_t>(sites_.size() - 1), number);
+  if (n < 0 || static_cast<uint64_t>(n) >= sites_.size())
+    return fail(std::string(record) + " at undefined site " + std::to_string(n));
+  *site = static_cast<uint32_t>(n);
+  return true;
+}
+
 bool ThreadEvents::next(Event* out) {
   for (;;) {
     if (!load_chunk()) return false;
@@ -88,21 +99,17 @@ bool ThreadEvents::next(Event* out) {
     if (!read(&v, "event")) return false;
     *out = Event{Event::kAlloc, false, thread_, thread_, 0, 0, time_, 0};
     if (v & 1) {  // ALLOC
-      uint64_t site = v >> 1;
-      if (site >= sites_.size()) return fail("allocation at undefined site " + std::to_string(site));
+      if (!site_of_record(v >> 1, "allocation", &out->site)) return false;
       if (!read_address(&out->address, "allocation")) return false;
       if (addresses_) last_address_ = out->address;
-      out->site = static_cast<uint32_t>(site);
       last_alloc_site_ = out->site;
       last_alloc_open_ = true;
       alloc_just_before_ = true;
       return true;
     }
     if ((v & 3) == 0) {  // FREE of one of this thread's sites
-      uint64_t site = v >> 2;
-      if (site >= sites_.size()) return fail("free at undefined site " + std::to_string(site));
+      if (!site_of_record(v >> 2, "free", &out->site)) return false;
       out->kind = Event::kFree;
-      out->site = static_cast<uint32_t>(site);
       out->temporary = freed_right_after_allocation(out->site);
       return read_address(&out->address, "free");
     }
@@ -124,6 +131,12 @@ bool ThreadEvents::next(Event* out) {
       case ControlOp::kSite: {
         for (int i = 0; i < 5; ++i)
           if (!read(&operands[i], "site")) return false;
+        if (distances_) {
+          operands[2] = value_from(&deltas_.type, operands[2]);
+          operands[3] = value_from(&deltas_.code, operands[3]);
+          if (operands[4] >= nodes_.size()) return fail("site refers to a node before the first");
+          operands[4] = nodes_.size() - 1 - operands[4];
+        }
         if (operands[4] >= nodes_.size()) return fail("site refers to undefined node " + std::to_string(operands[4]));
         if (operands[0] > kMaxBlockSize) return fail("site of " + std::to_string(operands[0]) + " bytes, more than any process can address");
         if (sites_.size() >= kMaxIndex) return fail("too many sites");
@@ -135,6 +148,12 @@ bool ThreadEvents::next(Event* out) {
       case ControlOp::kNode:
         for (int i = 0; i < 3; ++i)
           if (!read(&operands[i], "node")) return false;
+        if (distances_) {
+          if (operands[0] == 0 || operands[0] > nodes_.size()) return fail("node refers to a parent after it or before the root");
+          operands[0] = nodes_.size() - operands[0];
+          operands[1] = value_from(&deltas_.function, operands[1]);
+          operands[2] = value_from(&deltas_.code, operands[2]);
+        }
         if (operands[0] >= nodes_.size()) return fail("node refers to undefined parent " + std::to_string(operands[0]));
         if (nodes_.size() >= kMaxIndex) return fail("too many nodes");
         nodes_.push_back({operands[0], operands[1], operands[2]});

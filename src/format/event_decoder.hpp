@@ -94,11 +94,14 @@ class ThreadEvents {
   bool read_slow(uint64_t* value, const char* record);
   bool read_address(uint64_t* address, const char* record);
   bool freed_right_after_allocation(uint32_t site);
+  bool site_of_record(uint64_t number, const char* record, uint32_t* site);
 
   const ProfileFile& file_;
   uint32_t thread_;
   const std::vector<ChunkRef>* chunks_;
   bool addresses_;
+  bool distances_;  // version 3: sites, nodes and addresses as distances (profile_format.hpp)
+  StreamDeltas deltas_;
   size_t chunk_index_ = 0;
   std::vector<uint8_t> buffer_;
   const uint8_t* pos_ = nullptr;

@@ -7,7 +7,7 @@ namespace format {
 
 ProfileBuilder::ProfileBuilder(uint64_t clock_tick_ns, bool addresses, uint64_t pid) {
   std::memcpy(header_.magic, kFileMagic, sizeof kFileMagic);
-  header_.version = kVersion;
+  header_.version = kOldestVersion;  // its records are version 2's: the reader keeps reading them
   header_.header_size = sizeof(FileHeader);
   header_.pid = pid;
   header_.clock_tick_ns = clock_tick_ns;

@@ -1,7 +1,10 @@
 // profile_builder.hpp: writes profile files record by record, without a running
 // program. The analysis core's exact-truth tests generate event sequences with it
 // (threads handing blocks to each other, chunks out of order, files cut short),
-// and it documents the writer's side of the format in plain code.
+// and it documents the writer's side of the format in plain code. It writes version
+// 2's records (numbers as they are, no compression): the oldest the reader reads,
+// so that every test of the analysis on built profiles keeps that reading tested;
+// the runtime writes version 3.
 #ifndef HEAPTYPE_FORMAT_PROFILE_BUILDER_HPP
 #define HEAPTYPE_FORMAT_PROFILE_BUILDER_HPP
 

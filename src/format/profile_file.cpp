@@ -92,9 +92,10 @@ void ProfileFile::read_header() {
     return;
   }
   if (!read_exact(fd_, 0, &header_, sizeof header_)) throw ProfileError(path_ + ": cannot read its header");
-  if (header_.version != kVersion)
+  if (header_.version < kOldestVersion || header_.version > kVersion)
     throw ProfileError(path_ + ": profile format version " + std::to_string(header_.version) +
-                       ", this HeapType reads version " + std::to_string(kVersion));
+                       ", this HeapType reads versions " + std::to_string(kOldestVersion) + " to " +
+                       std::to_string(kVersion));
   if (header_.header_size < sizeof(FileHeader))
     throw ProfileError(path_ + ": damaged header (header size " + std::to_string(header_.header_size) +
                        ", at least 64)");

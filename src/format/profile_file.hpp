@@ -58,6 +58,7 @@ class ProfileFile {
   const std::string& path() const { return path_; }
   const FileHeader& header() const { return header_; }
   bool has_addresses() const { return (header_.flags & kFlagAddresses) != 0; }
+  uint32_t version() const { return header_.version; }
   RuntimeMode mode() const { return runtime_mode(header_.flags); }
   // The times (clock ticks) of the snapshot marks, in file order.
   const std::vector<uint64_t>& snapshots() const { return snapshots_; }

@@ -31,6 +31,18 @@
 // are followed by the block's address, as a zigzag varint of its distance from
 // the address of the thread's previous ALLOC record (see encode_address_delta).
 // Without it (the default) the profile holds no addresses.
+//
+// Version 3 writes numbers as distances where they repeat from record to record
+// (a real program's call paths are many, and each is the last one's neighbour):
+// ALLOC and FREE name their site by its distance from the newest site the thread
+// defined (zigzag: 0 is that site), and a NODE or SITE names its parent or node by
+// distance from the newest node, its addresses by distance from the stream's
+// previous ones (see StreamDeltas). Version 2 wrote them as they are; the reader
+// reads both.
+//
+// With kFlagZstd set, everything after the file header is one zstd stream of the
+// chunks, flushed whole at every write: a file cut short decodes up to its last
+// flush.
 #ifndef HEAPTYPE_PROFILE_FORMAT_HPP
 #define HEAPTYPE_PROFILE_FORMAT_HPP
 
@@ -42,12 +54,14 @@ namespace heaptype {
 namespace format {
 
 constexpr char kFileMagic[8] = {'H', 'E', 'A', 'P', 'T', 'Y', 'P', 'E'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
+constexpr uint32_t kOldestVersion = 2;  // the oldest the reader reads
 constexpr uint32_t kChunkMagic = 0x4b435448u;  // "HTCK" little-endian
 constexpr uint32_t kMaxChunkPayload = 1u << 24;  // sanity bound for the reader
 
 // FileHeader::flags
 constexpr uint32_t kFlagAddresses = 1u << 0;  // records carry block addresses
+constexpr uint32_t kFlagZstd = 1u << 1;       // the chunks are a zstd stream
 // Bits 8-9: how the runtime came into the process (RuntimeMode). Files written
 // before these bits existed hold 0 there: linked.
 constexpr unsigned kModeShift = 8;
@@ -113,10 +127,16 @@ enum class ControlOp : uint8_t {
   kSite = 2,         // defines this thread's next site number:
                      //   varint size, varint count, varint type tag, varint call site,
                      //   varint calling-context node (0: none)
+                     // version 3: type tag and call site as zigzag distances from the
+                     // stream's previous type tag and code address, the node as the
+                     // newest node's number minus it
   kNode = 3,         // defines this thread's next calling-context node (numbered from
                      // 1; 0 is the thread's root): varint parent node, varint function
                      // entered (0 when only the return address is known), varint call
                      // site (the return address in the caller)
+                     // version 3: the new node's number minus the parent's, then
+                     // function and call site as zigzag distances from the stream's
+                     // previous function and code address
   kFreeRemote = 4,   // varint thread, varint site: a block of another thread's site
   kDerivedSite = 5,  // defines this thread's next site number as another thread's site
                      // with a new type: varint thread, varint site, varint type tag,
@@ -209,8 +229,36 @@ inline bool get_varint(const uint8_t** pos, const uint8_t* end, uint64_t* out) {
 
 // --- record heads -------------------------------------------------------------------
 
+// `site`: version 2 the site's number, version 3 site_distance().
 inline uint64_t alloc_record_head(uint64_t site) { return (site << 1) | 1u; }
 inline uint64_t free_record_head(uint64_t site) { return site << 2; }
+
+// --- version 3's distances ------------------------------------------------------------
+
+// A site named by its distance from the newest one the thread defined.
+inline uint64_t site_distance(uint32_t newest, uint32_t site) {
+  return zigzag(static_cast<int64_t>(newest) - static_cast<int64_t>(site));
+}
+inline int64_t site_from_distance(uint32_t newest, uint64_t distance) {
+  return static_cast<int64_t>(newest) - unzigzag(distance);
+}
+
+// The values a thread's stream numbers from (writer and reader keep the same).
+struct StreamDeltas {
+  uint64_t code = 0;      // the previous NODE's or SITE's call site
+  uint64_t function = 0;  // the previous NODE's function
+  uint64_t type = 0;      // the previous SITE's type tag
+};
+
+inline uint64_t delta_from(uint64_t* previous, uint64_t value) {
+  uint64_t d = zigzag(static_cast<int64_t>(value - *previous));
+  *previous = value;
+  return d;
+}
+inline uint64_t value_from(uint64_t* previous, uint64_t delta) {
+  *previous += static_cast<uint64_t>(unzigzag(delta));
+  return *previous;
+}
 inline uint64_t control_record_head(ControlOp op) { return (static_cast<uint64_t>(op) << 2) | 2u; }
 
 // Address mode: a block's address as its distance from `base` (the thread's last

@@ -121,7 +121,7 @@ uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr
   if (p) p->last_found = id;
   index_node(c, id);
   cached = {function, call_site, parent, id};
-  emit_node(t, parent, function, call_site);
+  emit_node(t, id, parent, function, call_site);
   return id;
 }
 

@@ -179,8 +179,11 @@ uint32_t site_key_number(ThreadState* t, const SiteKey& key) {
       emit_control(t, format::ControlOp::kDerivedSite,
                    {owner_thread(key.base - 1), owner_site(key.base - 1), s.type_tag, s.count});
     else
-      emit_control(t, format::ControlOp::kSite, {s.size, s.count, s.type_tag, s.call_site, s.node});
-    return table.first_site + id;
+      emit_control(t, format::ControlOp::kSite,
+                   {s.size, s.count, format::delta_from(&t->deltas.type, s.type_tag),
+                    format::delta_from(&t->deltas.code, s.call_site), t->newest_node - s.node});
+    t->newest_site = table.first_site + id;
+    return t->newest_site;
   }
 }
 
@@ -206,6 +209,8 @@ void reset_stream(ThreadState* t, uint32_t number, bool keep_totals) {
   t->committed.store(0, std::memory_order_relaxed);
   t->last_address = 0;
   t->last_alloc.address = 0;
+  t->newest_site = t->newest_node = 0;
+  t->deltas = format::StreamDeltas{};
   t->hint_block = 0;
   t->last_time = 0;
   t->stack_deepest = UINTPTR_MAX;
@@ -358,8 +363,11 @@ void emit_move(ThreadState* t, uint64_t owner, uint32_t new_site, uintptr_t addr
     last.address = 0;
 }
 
-void emit_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site) {
-  emit_control(t, format::ControlOp::kNode, {parent, function, call_site});
+void emit_node(ThreadState* t, uint32_t id, uint32_t parent, uintptr_t function, uintptr_t call_site) {
+  emit_control(t, format::ControlOp::kNode,
+               {id - parent, format::delta_from(&t->deltas.function, function),
+                format::delta_from(&t->deltas.code, call_site)});
+  t->newest_node = id;
 }
 
 void thread_states_lock_all() {

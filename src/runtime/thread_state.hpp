@@ -117,6 +117,9 @@ struct ThreadState {
   uint64_t last_time;        // of the last TIME record, in clock ticks
   uintptr_t last_address;    // of the last ALLOC record (address mode: deltas from it)
   LastAlloc last_alloc;
+  uint32_t newest_site;      // the site and node the stream defined last (version 3's
+  uint32_t newest_node;      // distances count from them)
+  format::StreamDeltas deltas;
   uintptr_t hint_block;      // the block heaptype_hint describes (0: none)
   SiteTable sites;
   CallSiteTypes call_sites;
@@ -184,8 +187,9 @@ const SiteKey* site_definition(const ThreadState* t, uint32_t site);
 void emit_remote_free(ThreadState* t, uint64_t owner, uintptr_t address, uint64_t time);
 // The block `owner` names is counted at this thread's `new_site` from now on.
 void emit_move(ThreadState* t, uint64_t owner, uint32_t new_site, uintptr_t address, uint64_t time);
-// A new calling-context node of this thread (see call_context.hpp).
-void emit_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr_t call_site);
+// A new calling-context node of this thread (see call_context.hpp), numbered `id`:
+// the one after the last.
+void emit_node(ThreadState* t, uint32_t id, uint32_t parent, uintptr_t function, uintptr_t call_site);
 // The buffer is full, or the profile finished: its records go to the file now.
 void flush_own(ThreadState* t);
 // A TIME record: the thread's clock moves on to `time`.
@@ -226,7 +230,7 @@ __attribute__((always_inline)) inline void emit_alloc(ThreadState* t, uint32_t s
   reserve_record(t);
   stamp(t, time);  // first: the depth of this allocation belongs to its own tick
   note_stack_depth(t, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
-  put_record_varint(t, format::alloc_record_head(site));
+  put_record_varint(t, format::alloc_record_head(format::site_distance(t->newest_site, site)));
   put_address(t, address);
   t->last_address = address;
   t->last_alloc = {address, site};
@@ -244,7 +248,7 @@ __attribute__((always_inline)) inline void emit_local_free(ThreadState* t, uint3
     put_record_varint(t, format::control_record_head(format::ControlOp::kFreeLast));
     last.address = 0;
   } else {
-    put_record_varint(t, format::free_record_head(site));
+    put_record_varint(t, format::free_record_head(format::site_distance(t->newest_site, site)));
     put_address(t, address);
   }
   bump(t->frees, 1);

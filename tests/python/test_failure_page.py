@@ -11,22 +11,16 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
+from html_pages import browser, hover_timeline, open_page  # noqa: F401  (browser: a fixture)
+from test_pytest_plugin import (budget_programs, clean_environment, junit_properties,  # noqa: F401 (fixtures)
+                                project, run)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data" / "budget"))
-from budget_testing import budget_programs  # noqa: E402,F401  (a fixture)
-from html_pages import browser, open_page  # noqa: E402,F401  (browser: a fixture)
-
-from heaptype.budget.failure_page import page_path, page_types  # noqa: E402
+from heaptype.budget.failure_page import page_path, page_types
 
 pytest_plugins = ["pytester"]
 
-# As test_pytest_plugin.py: only pytest's own plugins and heaptype in the inner runs.
-UNRELATED_PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:benchmark", "-p", "no:randomly", "-p", "no:cacheprovider")
 SMALL_OVER = """
 [[tests]]
 name = "small_big"
@@ -40,24 +34,6 @@ command = ["build/workload", "small=10"]
 [tests.types."Small"]
 peak = "64 KiB"
 """
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch):
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-
-
-@pytest.fixture
-def project(pytester, budget_programs):
-    build = pytester.path / "build"
-    build.mkdir()
-    (build / "workload").symlink_to(budget_programs.workload())
-    return pytester
-
-
-def junit_properties(path: Path) -> dict[str, dict[str, str]]:
-    return {case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
-            for case in ET.parse(path).iter("testcase")}
 
 
 def page_named_in(result) -> Path:
@@ -74,7 +50,7 @@ def embedded_data(page: Path) -> dict:
 
 def test_a_failing_budget_test_writes_a_page_that_shows_the_failing_type(project, browser):
     (project.path / "heap-budget.toml").write_text(SMALL_OVER.lstrip())
-    result = project.runpytest(*UNRELATED_PLUGINS, "--heap-budget", "--junitxml=junit.xml", "--heap-json=results.json")
+    result = run(project, "--heap-budget", "--junitxml=junit.xml", "--heap-json=results.json")
     result.assert_outcomes(passed=1, failed=1)
     page = page_named_in(result)
     results = {t["test"]: t for t in json.loads((project.path / "results.json").read_text())["tests"]}
@@ -96,11 +72,7 @@ def test_a_failing_budget_test_writes_a_page_that_shows_the_failing_type(project
     assert verdict.endswith("This page shows only Small.")
     # the timeline: the failing type alone, exact at its peak
     assert opened.attributes("#legend .legend-item", "data-series") == ["Small"]
-    marker = opened.page.locator("#timeline .peak-marker").bounding_box()
-    chart = opened.page.locator("#timeline svg").bounding_box()
-    opened.page.mouse.move(marker["x"] + marker["width"] / 2, chart["y"] + chart["height"] / 2)
-    opened.page.locator("#tooltip").wait_for(state="visible")
-    lines = dict(zip(opened.texts("#tooltip .tip-label"), opened.texts("#tooltip .tip-value")))
+    lines = hover_timeline(opened, "peak")
     assert (lines["Small"], lines["total live"]) == ("80,000 B", "80,000 B")
     # its call paths: from main to live_then_free<Small> to the type
     frames = opened.attributes("#flame g.frame", "data-name")
@@ -119,7 +91,7 @@ def test_the_heap_profile_fixture_names_a_page_for_each_failing_run(project):
             heap_profile.run([{str(workload)!r}, "small=1000"], name="over")
             heap_profile.run([{str(workload)!r}, "small=10"], name="within")
         """)
-    result = project.runpytest(*UNRELATED_PLUGINS, "--junitxml=junit.xml")
+    result = run(project, "--junitxml=junit.xml")
     result.assert_outcomes(failed=1)
     page = page_named_in(result)
     properties = junit_properties(project.path / "junit.xml")["test_over"]

@@ -22,7 +22,8 @@ import pytest
 
 from callpath_programs import callpath_programs  # noqa: F401 (fixture)
 from conftest import run_profiled
-from html_pages import browser, deep_profile, open_page, svg_x, synthetic_profile  # noqa: F401 (fixture)
+from html_pages import (browser, deep_profile, hover_timeline, open_page, svg_x,  # noqa: F401 (fixture)
+                        synthetic_profile)
 
 import heaptype
 from heaptype.report import timeline_json
@@ -69,20 +70,6 @@ def phases_page(phases, pages) -> Path:
     page = pages / "phases.html"
     heaptype_html(str(phases), "-o", str(page))
     return page
-
-
-def hover_timeline(opened, where: str) -> dict[str, str]:
-    """The timeline's tooltip (label: value) with the mouse on the peak marker
-    ("peak") or on the chart's last pixel column ("end")."""
-    chart = opened.page.locator("#timeline svg").bounding_box()
-    if where == "peak":
-        marker = opened.page.locator("#timeline .peak-marker").bounding_box()
-        x = marker["x"] + marker["width"] / 2
-    else:
-        x = chart["x"] + float(opened.page.get_attribute("#timeline svg", "data-px1")) - 1
-    opened.page.mouse.move(x, chart["y"] + chart["height"] / 2)
-    opened.page.locator("#tooltip").wait_for(state="visible")
-    return dict(zip(opened.texts("#tooltip .tip-label"), opened.texts("#tooltip .tip-value")))
 
 
 # --- the page of one profile ------------------------------------------------------------

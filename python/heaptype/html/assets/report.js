@@ -369,7 +369,7 @@
     }
     brushArea.on("mousemove.tip", hover).on("mouseleave.tip", () => { guide.style("display", "none"); hideTooltip(); });
 
-    const groups = GROUPING_LABELS[by] === "call path" ? "call paths" : GROUPING_LABELS[by] + "s";
+    const groups = GROUPING_LABELS[by] + "s";  // the legend's "other": groups outside the top N
     for (const name of names) {
       const item = el("button", {type: "button", className: "legend-item", "data-series": name,
                                  title: name === "other" ? groups + " outside the top " + (names.length - 1)

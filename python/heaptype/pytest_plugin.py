@@ -46,7 +46,7 @@ import pytest
 
 from . import budget as hb
 from . import budget_outputs as outputs
-from .budget.failure_page import write_failure_page
+from .budget.failure_page import with_failure_page
 from .budget.session import SessionNames
 from .inprocess import InProcessRuntime, TestWindow
 from .runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_for_budget
@@ -609,23 +609,6 @@ def add_properties(item: pytest.Item, record: dict) -> None:
             item.user_properties.append((f"heaptype{run}.{name}[{label}]", value))
     if record.get("page"):
         item.user_properties.append((f"heaptype{run}.page", record["page"]))
-
-
-def with_failure_page(record: dict, failure: str | None, run: HeapRun) -> str | None:
-    """A failing run's failure text, naming the HTML page written beside its profile
-    (budget/failure_page.py); the record keeps the page's path for the JUnit XML."""
-    if failure is None or run.profile_path is None:
-        return failure
-    try:
-        page = write_failure_page(run.profile, record["over"], failure, test=record["test"],
-                                  profile_path=run.profile_path)
-    except Exception as e:  # noqa: BLE001 - the page is an aid: the verdict stands without it
-        failure += f"\n  no HTML page: {type(e).__name__}: {e}"
-    else:
-        record["page"] = str(page)
-        failure += f"\n  HTML report: {page}"
-    record["failure"] = failure
-    return failure
 
 
 def remember(item: pytest.Item, record: dict) -> None:

@@ -17,7 +17,7 @@ from html_pages import browser, hover_timeline, open_page  # noqa: F401  (browse
 from test_pytest_plugin import (budget_programs, clean_environment, junit_properties,  # noqa: F401 (fixtures)
                                 project, run)
 
-from heaptype.budget.failure_page import page_path, page_types
+from heaptype.budget.failure_page import page_path, page_types, with_failure_page
 
 pytest_plugins = ["pytester"]
 
@@ -108,3 +108,21 @@ def test_the_page_shows_every_type_when_the_whole_process_failed():
     assert page_types(["(untyped)"]) == ["(untyped)"]
     assert page_types(["Small", "(total)"]) == []   # the total over: every type counts
     assert page_types([]) == []                     # a crash or an exit status: the same
+
+
+class UnreadableRun:
+    """A run whose profile cannot be read back (say, the disk filled up)."""
+
+    profile_path = Path("/nowhere/workload.1.htp")
+
+    @property
+    def profile(self):
+        raise OSError("No space left on device")
+
+
+def test_a_page_that_cannot_be_written_leaves_the_verdict_as_it_was():
+    record = {"test": "t", "over": ["Small"], "failure": "heap budget exceeded: t"}
+    failure = with_failure_page(record, "heap budget exceeded: t", UnreadableRun())
+    assert failure == "heap budget exceeded: t\n  no HTML page: OSError: No space left on device"
+    assert record["failure"] == failure and "page" not in record
+    assert with_failure_page(record, None, UnreadableRun()) is None  # a passing run: no page

@@ -50,3 +50,22 @@ def write_failure_page(profile, failing: Iterable[str], failure: str, *, test: s
     data = report_data(shown)
     data["verdict"] = {"test": test, "types": types, "text": failure}
     return write_html(render_page(data, f"HeapType budget failure: {test}"), page_path(profile_path))
+
+
+def with_failure_page(record: dict, failure: str | None, run) -> str | None:
+    """A failing run's failure text, naming its page (written now); the test's record
+    (pytest_plugin.make_record: ``over``, ``test``) keeps the page's path for the JUnit
+    XML and the report files. ``run``: what was run, with its ``profile`` and
+    ``profile_path``. A passing run, or one without a profile, writes nothing."""
+    if failure is None or run.profile_path is None:
+        return failure
+    try:
+        page = write_failure_page(run.profile, record["over"], failure, test=record["test"],
+                                  profile_path=run.profile_path)
+    except Exception as e:  # noqa: BLE001 - the page is an aid: the verdict stands without it
+        failure += f"\n  no HTML page: {type(e).__name__}: {e}"
+    else:
+        record["page"] = str(page)
+        failure += f"\n  HTML report: {page}"
+    record["failure"] = failure
+    return failure

@@ -149,7 +149,7 @@ def _escape(text: str) -> str:
 
 def results_json(records: list[dict], *, warnings: list[str]) -> str:
     """Every measured test: its verdict, the figures of its kept rows, its rows as the
-    summary shows them, its baseline changes and its failure text."""
+    summary shows them, its baseline changes, its failure text and a failing run's HTML page."""
     tests = []
     for record in sorted_records(records):
         tests.append({
@@ -157,7 +157,7 @@ def results_json(records: list[dict], *, warnings: list[str]) -> str:
             "profile": record["profile"],
             "figures": {label: dict(zip(hb.FIELDS, values)) for label, values in record["figures"].items()},
             "rows": [dict(zip(hb.TABLE_HEADER, row)) for row in record["rows"]],
-            "changes": record["changes"], "failure": record.get("failure"),
+            "changes": record["changes"], "failure": record.get("failure"), "page": record.get("page"),
         })
     data = {"format": RESULTS_FORMAT, "version": 1, "tests": tests, "warnings": warnings}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"

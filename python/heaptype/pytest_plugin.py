@@ -46,6 +46,7 @@ import pytest
 
 from . import budget as hb
 from . import budget_outputs as outputs
+from .budget.failure_page import with_failure_page
 from .budget.session import SessionNames
 from .inprocess import InProcessRuntime, TestWindow
 from .runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_for_budget
@@ -575,6 +576,7 @@ def make_record(test: str, budget: hb.Budget, evaluation: hb.Evaluation, compari
         "profile": evaluation.profile_path,
         "figures": {label: list(evaluation.figures[label]) for label in sorted(set(kept) | set(shown))},
         "shown": shown,
+        "over": sorted({v.type for v in evaluation.violations} | regressed),  # the failure page's types
         "rows": [[test] + row for row in rows],
         "usage": [limit_usage(evaluation, label) for label in shown],
         "changes": [{"type": c.type, "field": c.field, "verdict": c.verdict, "text": c.text()}
@@ -599,11 +601,14 @@ def limit_usage(evaluation: hb.Evaluation, label: str) -> float:
 
 def add_properties(item: pytest.Item, record: dict) -> None:
     """JUnit XML properties: every figure of every row the summary shows (named after
-    the run too, `heaptype[second].peak[Foo]`, when a test ran several programs)."""
+    the run too, `heaptype[second].peak[Foo]`, when a test ran several programs), and a
+    failing run's HTML page (`heaptype.page`)."""
     run = record["test"][len(item.nodeid):] if record["test"].startswith(item.nodeid) else ""
     for label in record["shown"]:
         for name, value in zip(hb.FIELDS, record["figures"][label]):
             item.user_properties.append((f"heaptype{run}.{name}[{label}]", value))
+    if record.get("page"):
+        item.user_properties.append((f"heaptype{run}.page", record["page"]))
 
 
 def remember(item: pytest.Item, record: dict) -> None:
@@ -632,7 +637,8 @@ class BudgetItem(pytest.Item):
             self._output_sections(run)
             record, failure = judge(state, self.nodeid, budget, run)
             if failure and not state.call_paths_always and process_problem(run, budget.test) is None:
-                record, failure = self._judge_with_call_paths(state, budget, record, failure)
+                record, failure, run = self._judge_with_call_paths(state, budget, record, failure, run)
+            failure = with_failure_page(record, failure, run)
         except RunProblem as e:
             raise HeapBudgetFailure(f"{self.nodeid} ({self.spec.where}): {e}\n  command: "
                                     f"{shlex.join(self.spec.command)}") from None
@@ -648,15 +654,16 @@ class BudgetItem(pytest.Item):
         return run
 
     def _judge_with_call_paths(self, state: HeapState, budget: hb.Budget, record: dict,
-                               failure: str) -> tuple[dict, str]:
+                               failure: str, run: HeapRun) -> tuple[dict, str, HeapRun]:
         """A run without call paths failed: the same run again, recording them, for a
-        failure text that shows where. Its verdict is the test's when it fails too."""
+        failure text that shows where. Its verdict is the test's when it fails too.
+        Returns the verdict's record, failure text and run."""
         detail = self._run(state, call_paths=True, suffix="-call-paths")
         detail_record, detail_failure = judge(state, self.nodeid, budget, detail)
         if detail_failure:
-            return detail_record, detail_failure
+            return detail_record, detail_failure, detail
         return record, (failure + "\n  a second run, recording call paths, passed: this test's heap use "
-                        "differs from run to run (--heap-call-paths=always judges the run that shows them)")
+                        "differs from run to run (--heap-call-paths=always judges the run that shows them)"), run
 
     def _output_sections(self, run: HeapRun) -> None:
         if run.stdout:
@@ -921,6 +928,7 @@ class HeapProfiler:
             budget = self._state.thresholds_for(budget)
             run.expect = None  # the test body judges the exit status
             record, failure = judge(self._state, test, budget, run)
+            failure = with_failure_page(record, failure, run)
             remember(self._item, record)
             if failure:
                 failures.append(failure)
@@ -1038,6 +1046,7 @@ def _end_window(item: pytest.Item, state: HeapState, spec: dict | None, window: 
                   expect=None, names=state.names)
     run._profile = profile
     record, failure = judge(state, item.nodeid, state.thresholds_for(budget), run, figures=figures)
+    failure = with_failure_page(record, failure, run)
     remember(item, record)
     return failure
 

@@ -7,7 +7,8 @@
 //   free-new N       N times: `new Counted` (24 B) released with free()
 //   delete-array N   N times: `new Plain[4]` (4 x 8 B, no cookie) released with delete
 //   free-cookie N    N times: `new Counted[3]` (a cookie, then 3 x 24 B) released with free()
-// Each prints "done=N": the program keeps working.
+// Several MODE N pairs run one after the other. It prints "done=N", N the releases
+// made: the program keeps working.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -62,14 +63,17 @@ __attribute__((noinline)) void free_cookie() {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 3) return 2;
-  long n = std::atol(argv[2]);
-  for (long i = 0; i < n; ++i) {
-    if (std::strcmp(argv[1], "delete-base") == 0) delete_as_base(make_derived());
-    else if (std::strcmp(argv[1], "free-new") == 0) free_new();
-    else if (std::strcmp(argv[1], "delete-array") == 0) delete_array();
-    else if (std::strcmp(argv[1], "free-cookie") == 0) free_cookie();
-    else return 2;
+  if (argc < 3 || argc % 2 == 0) return 2;
+  for (int arg = 1; arg + 1 < argc; arg += 2) {
+    const char* mode = argv[arg];
+    long n = std::atol(argv[arg + 1]);
+    for (long i = 0; i < n; ++i) {
+      if (std::strcmp(mode, "delete-base") == 0) delete_as_base(make_derived());
+      else if (std::strcmp(mode, "free-new") == 0) free_new();
+      else if (std::strcmp(mode, "delete-array") == 0) delete_array();
+      else if (std::strcmp(mode, "free-cookie") == 0) free_cookie();
+      else return 2;
+    }
   }
   std::printf("done=%d\n", g_released);
   return 0;

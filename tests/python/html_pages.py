@@ -99,6 +99,20 @@ def svg_x(opened: OpenPage, seconds: float) -> float:
     return box["x"] + px0 + (seconds - t0) / (t1 - t0) * (px1 - px0)
 
 
+def hover_timeline(opened: OpenPage, where: str) -> dict[str, str]:
+    """The timeline's tooltip (label: value) with the mouse on the peak marker
+    ("peak") or on the chart's last pixel column ("end")."""
+    chart = opened.page.locator("#timeline svg").bounding_box()
+    if where == "peak":
+        marker = opened.page.locator("#timeline .peak-marker").bounding_box()
+        x = marker["x"] + marker["width"] / 2
+    else:
+        x = chart["x"] + float(opened.page.get_attribute("#timeline svg", "data-px1")) - 1
+    opened.page.mouse.move(x, chart["y"] + chart["height"] / 2)
+    opened.page.locator("#tooltip").wait_for(state="visible")
+    return dict(zip(opened.texts("#tooltip .tip-label"), opened.texts("#tooltip .tip-value")))
+
+
 def synthetic_profile(path: Path, *, functions: list[str], types: list[str], program: str = "/synthetic/program",
                       addresses: bool = False):
     """A profile whose thread calls main -> each function in turn, each allocating

@@ -6,6 +6,8 @@ lifetimes: f() x100 (one Kilo made and freed each time), g(10) holds ten Kilo
 (peak 10,240 B), h() 50 Quarter temporaries, leak() three Leaked never freed. Its
 run is shorter than one clock tick, so its timeline is one point.
 phases: 100 Alpha, then 50 Beta, then 20 Gamma, each held through a 40 ms sleep.
+threads (3 threads, 50,000 each): every worker thread keeps 7 Kept (48 B) to the end.
+findings: releases a program gets wrong, the HTML report's findings tab.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import pytest
 
 from callpath_programs import callpath_programs  # noqa: F401 (fixture)
 from conftest import run_profiled
-from html_pages import browser, deep_profile, open_page, svg_x, synthetic_profile  # noqa: F401 (fixture)
+from html_pages import (browser, deep_profile, hover_timeline, open_page, svg_x,  # noqa: F401 (fixture)
+                        synthetic_profile)
 
 import heaptype
 from heaptype.report import timeline_json
@@ -86,12 +89,7 @@ def test_timeline_shows_the_series_and_its_hover_the_exact_peak(browser, lifetim
     assert set(opened.attributes("#legend .legend-item", "data-series")) == expected
     assert set(opened.attributes("#timeline path.series", "data-series")) == expected
 
-    marker = opened.page.locator("#timeline .peak-marker").bounding_box()
-    chart = opened.page.locator("#timeline svg").bounding_box()
-    opened.page.mouse.move(marker["x"] + marker["width"] / 2, chart["y"] + chart["height"] / 2)
-    tooltip = opened.page.locator("#tooltip")
-    tooltip.wait_for(state="visible")
-    lines = dict(zip(opened.texts("#tooltip .tip-label"), opened.texts("#tooltip .tip-value")))
+    lines = hover_timeline(opened, "peak")
     opened.screenshot("lifetimes-hover-peak")
     assert lines["total live"] == f"{profile.totals.peak_bytes:,} B"
     assert lines["Kilo"] == "10,240 B"
@@ -167,6 +165,137 @@ def test_clicking_a_series_filters_by_its_type(browser, phases_page):
     assert "phase_beta()" not in opened.table("functions-table")  # it calls hold<Beta, 50>, which allocates
     assert any("Beta" in name for name in opened.table("functions-table"))
     opened.screenshot("phases-type-beta")
+    assert opened.errors == []
+
+
+# --- timeline groupings and findings (issue 25) ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def threads_page(cpp_programs, pages) -> Path:
+    profile = pages / "threads.htp"
+    done = run_profiled(cpp_programs.program("threads"), profile, "3", "50000")  # ~0.1 s: many clock ticks
+    assert done.returncode == 0, done.stderr
+    page = pages / "threads-kept.html"
+    heaptype_html(str(profile), "--type", "Kept", "-o", str(page))
+    return page
+
+
+@pytest.mark.parametrize("by,series,held", [
+    ("function", "void hold<Gamma, 20>()", "20,480 B"),
+    ("callpath", "main > void hold<Gamma, 20>() [Gamma]", "20,480 B"),
+    ("type", "Gamma", "20,480 B"),
+])
+def test_the_timeline_stacks_by_the_cores_groupings(browser, phases, phases_page, by, series, held):
+    """Each grouping's series are the core's (`heaptype timeline --by`); at the peak,
+    phase_gamma's 20 Gamma of 1 KiB are live, held by hold<Gamma, 20>."""
+    profile = heaptype.load(phases)
+    expected = timeline_json(profile, by)
+    assert series in {s["name"] for s in expected["series"]}
+    opened = open_page(browser, phases_page)
+    opened.page.click(f"#timeline-by-{by}")
+    assert opened.page.get_attribute("#timeline svg", "data-by") == by
+    assert opened.attributes("#legend .legend-item", "data-series") == [s["name"] for s in expected["series"]]
+    assert set(opened.attributes("#timeline path.series", "data-series")) == {s["name"] for s in expected["series"]}
+    label = {"callpath": "call path"}.get(by, by)
+    assert opened.page.text_content("#timeline-title") == f"Live bytes over time, by {label}"
+    lines = hover_timeline(opened, "peak")
+    opened.screenshot(f"phases-by-{by}")
+    assert lines[series] == held
+    assert lines["total live"] == f"{profile.totals.peak_bytes:,} B"
+    assert opened.errors == []
+
+
+def test_the_timeline_by_thread_ends_with_each_workers_kept_blocks(browser, threads_page):
+    """threads 3 50000, the page of type Kept: each worker thread (2, 3, 4; the main
+    thread is 1) keeps 7 Kept (48 B) to the end: 336 B each."""
+    opened = open_page(browser, threads_page)
+    opened.page.click("#timeline-by-thread")
+    assert set(opened.attributes("#legend .legend-item", "data-series")) == {"2", "3", "4"}
+    lines = hover_timeline(opened, "end")
+    opened.screenshot("threads-kept-by-thread")
+    assert [lines[t] for t in ("2", "3", "4")] == ["336 B"] * 3
+    assert lines["total live"] == "1,008 B"
+    assert opened.errors == []
+
+
+def test_a_brushed_range_outlives_a_change_of_grouping(browser, phases, phases_page):
+    profile = heaptype.load(phases)
+    alpha = next(g for g in profile.by_type() if g.label == "Alpha").peak_time_us / 1e6
+    opened = open_page(browser, phases_page)
+    chart = opened.page.locator("#timeline svg").bounding_box()
+    middle = chart["y"] + chart["height"] / 2
+    opened.page.mouse.move(svg_x(opened, float(opened.page.get_attribute("#timeline svg", "data-t0"))) + 1, middle)
+    opened.page.mouse.down()
+    opened.page.mouse.move(svg_x(opened, alpha) + 40, middle, steps=8)
+    opened.page.mouse.up()
+    opened.page.wait_for_function("document.querySelector('#selection').textContent.includes(' to ')")
+    brushed = opened.table("types-table")
+    opened.page.click("#timeline-by-function")
+    assert " to " in opened.page.text_content("#selection")
+    assert float(opened.page.eval_on_selector("#timeline .brush .selection", "r => r.getAttribute('width')")) > 0
+    assert opened.table("types-table") == brushed  # the views keep the range
+    # Another grouping's bands do not choose a type: only the type grouping's do.
+    opened.page.click("#legend .legend-item >> nth=0")
+    assert "type " not in opened.page.text_content("#selection")
+    assert opened.errors == []
+
+
+@pytest.fixture(scope="module")
+def findings_page(cpp_programs, pages) -> tuple[Path, Path]:
+    """findings.cpp: 7 Counted released with free(), then 5 Plain[4] with delete."""
+    profile = pages / "findings.htp"
+    done = run_profiled(cpp_programs.program("findings"), profile, "free-new", "7", "delete-array", "5")
+    assert done.returncode == 0 and done.stdout == "done=12\n", done.stderr
+    page = pages / "findings.html"
+    heaptype_html(str(profile), "-o", str(page))
+    return profile, page
+
+
+def test_findings_show_with_their_call_paths(browser, findings_page):
+    profile_path, page = findings_page
+    profile = heaptype.load(profile_path)
+    paths = {f["allocated"]: " \u2192 ".join(f["stack"]) for f in profile.findings}
+    allocation_paths = {f["allocated"]: " \u2192 ".join(f["allocation_stack"]) for f in profile.findings}
+    assert paths["Counted"].endswith("free_new()") and paths["Plain"].endswith("delete_array()")
+    opened = open_page(browser, page)
+    assert opened.page.text_content("[data-tab=findings]") == "Findings (12)"
+    opened.page.click("[data-tab=findings]")
+    opened.screenshot("findings")
+    table = opened.table("findings-table")
+    # finding, type, times, what happened, release call path, allocation call path
+    assert table == {
+        f"Counted {paths['Counted']}": ["mismatched free()", "Counted", "7",
+                                        "allocated with new (24 B), released with free()", paths["Counted"],
+                                        allocation_paths["Counted"]],
+        f"Plain {paths['Plain']}": ["mismatched delete", "Plain", "5",
+                                    "allocated with new[] (32 B), released with delete", paths["Plain"],
+                                    allocation_paths["Plain"]],
+    }
+    opened.page.click("[data-tab=types]")
+    opened.page.click("#types-table tr[data-name=Plain]")  # one type: its findings only
+    opened.page.click("[data-tab=findings]")
+    assert [cells[1] for cells in opened.table("findings-table").values()] == ["Plain"]
+    assert opened.errors == []
+
+
+def test_a_mismatched_delete_shows_both_types(browser, tmp_path):
+    """The type-aware mode's finding (test_findings.findings_profile): two Derived
+    (40 B) deleted as Base (4 B) in worker(), one Elem new[] block freed with free()."""
+    from test_findings import findings_profile
+
+    from heaptype.html import report_html, write_html
+    from heaptype.profile import Profile
+
+    file, names = findings_profile(tmp_path)
+    page = write_html(report_html(Profile(file.path, file, names, [])), tmp_path / "deletes.html")
+    opened = open_page(browser, page)
+    opened.page.click("[data-tab=findings]")
+    opened.screenshot("findings-mismatched-delete")
+    table = opened.table("findings-table")
+    assert table["Derived worker()"] == ["mismatched delete", "Derived", "2",
+                                         "deleted as Base (4 B), allocated as Derived (40 B)", "worker()", "main"]
+    assert table["Elem worker()"][:4] == ["mismatched free()", "Elem", "1", "allocated with new[] (64 B), released with free()"]
+    assert opened.page.text_content("[data-tab=findings]") == "Findings (3)"
     assert opened.errors == []
 
 

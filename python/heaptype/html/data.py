@@ -1,22 +1,26 @@
 """What the page of one profile shows, assembled from the report views (report/):
-the JSON the CLI prints for types, functions, the timeline and leaks, plus the
+the JSON the CLI prints for types, functions, the timelines (stacked by type,
+function, call path and thread, as `heaptype timeline --by`), leaks and findings, plus the
 kept call tree (flame.py), the figures per time bucket (ranges.py) and the memory
 view (memory.py). Nothing here computes a figure: the core does; this only picks
 and shapes.
 
 One pass with the call tree serves the types, the functions, the tree and the
-leaks; the timeline is a second pass, each time bucket one more (``ranges``).
+leaks; each timeline grouping is a pass of its own (the core follows one grouping
+per pass), and the time buckets one more (``ranges``).
 """
 
 from __future__ import annotations
 
+from ..profile import TIMELINE_GROUPINGS
 from ..report import functions_json, leaks_json, timeline_json, types_json
+from ..report.findings import findings_json
 from ..report.header import header_lines
 from .flame import flame_json, keep_nodes
 from .memory import memory_json
 from .ranges import default_ranges, range_figures
 
-TOP_SERIES = 10       # types stacked in the timeline, the rest is "other" (as `heaptype timeline`)
+TOP_SERIES = 10       # groups stacked in a timeline, the rest is "other" (as `heaptype timeline`)
 MAX_TYPES = 2000      # table rows a page carries; the rest is counted
 MAX_FUNCTIONS = 2000
 MAX_LEAKS = 500
@@ -59,7 +63,8 @@ def report_data(profile, *, ranges: int | None = None, top: int = TOP_SERIES) ->
     functions = functions_json(profile, inlined=False)
     functions["functions"], functions["rows_cut"] = _capped(functions["functions"], MAX_FUNCTIONS)
     leaks = leaks_json(profile, top=MAX_LEAKS)
-    timeline = timeline_json(profile, "type", top)
+    # by type first: the page draws it first, and the types' colours follow its series
+    timelines = {by: timeline_json(profile, by, top) for by in TIMELINE_GROUPINGS}
     kept = keep_nodes(profile.call_tree())
     buckets = range_figures(profile, ranges, [r["label"] for r in types["rows"]],
                             [f["function"] for f in functions["functions"]], kept) if ranges else None
@@ -70,7 +75,8 @@ def report_data(profile, *, ranges: int | None = None, top: int = TOP_SERIES) ->
         "types": types,
         "functions": functions,
         "leaks": leaks,
-        "timeline": timeline,
+        "timelines": timelines,
+        "findings": findings_json(profile),
         "flame": flame_json(kept),
         "ranges": buckets,
         "ranges_requested": ranges,

@@ -9,7 +9,7 @@
   "use strict";
 
   const DATA = JSON.parse(document.getElementById("heaptype-data").textContent);
-  const state = {range: null, type: null, metric: "bytes", tab: null, zoom: -1};
+  const state = {range: null, type: null, metric: "bytes", tab: null, zoom: -1, by: "type"};
   const listeners = [];
 
   // --- numbers as the CLI prints them (units.py) -------------------------------------
@@ -84,8 +84,8 @@
     }
     return typeColours.get(name);
   }
-  // The timeline's series keep the palette's first colours, in their order.
-  for (const [i, series] of ((DATA.timeline && DATA.timeline.series) || []).entries()) {
+  // The type timeline's series keep the palette's first colours, in their order.
+  for (const [i, series] of ((DATA.timelines && DATA.timelines.type.series) || []).entries()) {
     if (series.name !== "other") typeColours.set(series.name, palette[i % palette.length]);
   }
   function frameColour(name) {
@@ -200,11 +200,46 @@
       .call(d3.axisLeft(y).ticks(5).tickFormat((v) => formatBytes(v)));
   }
 
+  // The groupings a timeline stacks by, as `heaptype timeline --by` names them; the
+  // core made each one (data.py), the page only draws the chosen one.
+  const GROUPING_LABELS = {type: "type", function: "function", callpath: "call path", thread: "thread"};
+  // What the drawn timeline does when the state changes (replaced when it is redrawn).
+  let timelineUpdates = [];
+  let drawnBy = null;
+
+  // Series of a grouping other than type: the palette in the series' order.
+  function seriesColour(by, names) {
+    if (by === "type") return typeColour;
+    const colours = new Map(names.map((name, i) => [name, name === "other" ? "#bbbbbb" : palette[i % palette.length]]));
+    return (name) => colours.get(name);
+  }
+
+  function drawGroupingChoice() {
+    const holder = document.getElementById("timeline-by");
+    for (const by of Object.keys(DATA.timelines)) {
+      holder.appendChild(el("button", {type: "button", className: "grouping", id: "timeline-by-" + by,
+                                       "data-by": by, text: GROUPING_LABELS[by] || by,
+                                       onclick: () => setState({by})}));
+    }
+    listeners.push(() => {
+      if (drawnBy !== state.by) drawTimeline();
+      for (const button of holder.children) button.classList.toggle("selected", button.dataset.by === state.by);
+      for (const update of timelineUpdates) update();
+    });
+  }
+
   function drawTimeline() {
-    const timeline = DATA.timeline;
+    const by = state.by;
+    const timeline = DATA.timelines[by];
+    const byType = by === "type";
     const container = document.getElementById("timeline");
     const legend = document.getElementById("legend");
     const hint = document.getElementById("timeline-hint");
+    container.textContent = "";
+    legend.textContent = "";
+    timelineUpdates = [];
+    drawnBy = by;
+    document.getElementById("timeline-title").textContent = "Live bytes over time, by " + GROUPING_LABELS[by];
     if (!timeline.times_s.length) {
       container.appendChild(el("p", {className: "note", text: "no allocations"}));
       return;
@@ -212,6 +247,7 @@
     const size = chartSize(container, 280);
     const {width, height, margin} = size;
     const names = timeline.series.map((s) => s.name);
+    const colour = seriesColour(by, names);
     const rows = timeline.times_s.map((t, i) => {
       const row = {time: t};
       timeline.series.forEach((s, k) => { row[k] = s.bytes[i]; });
@@ -223,14 +259,14 @@
       .range([height - margin.bottom, margin.top]);
     // The scale's ends, for whoever needs to point at a time (the tests do).
     const svg = d3.select(container).append("svg").attr("width", width).attr("height", height)
-      .attr("role", "img").attr("aria-label", "live bytes over time, stacked by type")
-      .attr("data-t0", x.domain()[0]).attr("data-t1", x.domain()[1])
+      .attr("role", "img").attr("aria-label", "live bytes over time, stacked by " + GROUPING_LABELS[by])
+      .attr("data-by", by).attr("data-t0", x.domain()[0]).attr("data-t1", x.domain()[1])
       .attr("data-px0", x.range()[0]).attr("data-px1", x.range()[1]);
     const single = rows.length === 1;
     const area = d3.area().x((d) => x(d.data.time)).y0((d) => y(d[0])).y1((d) => y(d[1])).curve(d3.curveStepAfter);
     const bandWidth = 6;
     const bands = svg.append("g").attr("class", "bands").selectAll("path").data(stacked).enter().append("path")
-      .attr("class", "series").attr("data-series", (d) => names[d.key]).attr("fill", (d) => typeColour(names[d.key]))
+      .attr("class", "series").attr("data-series", (d) => names[d.key]).attr("fill", (d) => colour(names[d.key]))
       .attr("d", (d) => single
         ? `M${x(rows[0].time) - bandWidth},${y(d[0][0])}H${x(rows[0].time) + bandWidth}V${y(d[0][1])}H${x(rows[0].time) - bandWidth}Z`
         : area(d.concat([Object.assign([d[d.length - 1][0], d[d.length - 1][1]], {data: {time: x.domain()[1]}})])));
@@ -290,6 +326,8 @@
         return [first, last];
       };
       // Moving the brush from code (snapping, clearing) emits brush events too: ignored.
+      const rangePixels = (range) => [x(edges[range[0]]), x(edges[range[1]])].map(
+        (px) => Math.max(margin.left, Math.min(width - margin.right, px)));
       let moving = false;
       const moveBrush = (selection) => {
         moving = true;
@@ -302,43 +340,47 @@
           const selection = d3.event.selection;
           if (!selection) {
             const [mx, my] = d3.mouse(this);
-            const name = seriesAt(mx, my);
+            const name = byType ? seriesAt(mx, my) : null;
             if (name && name !== "other") setState({type: state.type === name ? null : name});
             else if (state.range) setState({range: null});
             return;
           }
           const range = snap(selection.map((px) => x.invert(px)));
-          moveBrush([x(edges[range[0]]), x(edges[range[1]])].map(
-            (px) => Math.max(margin.left, Math.min(width - margin.right, px))));
+          moveBrush(rangePixels(range));
           setState({range});
         });
       brushArea.call(brush);
-      listeners.push(() => { if (!state.range && d3.brushSelection(brushArea.node())) moveBrush(null); });
+      if (state.range) moveBrush(rangePixels(state.range));  // redrawn for another grouping: keep the range
+      timelineUpdates.push(() => { if (!state.range && d3.brushSelection(brushArea.node())) moveBrush(null); });
       hint.textContent = "Drag across the chart to choose a time range (it snaps to " + (edges.length - 1) +
-        " equal spans of the run); click a band or a name to show one type; hover for exact figures.";
+        " equal spans of the run); " + (byType ? "click a band or a name to show one type; " : "") +
+        "hover for exact figures.";
     } else {
       brushArea.append("rect").attr("class", "overlay").attr("x", margin.left).attr("y", margin.top)
         .attr("width", width - margin.left - margin.right).attr("height", height - margin.top - margin.bottom)
         .attr("fill", "transparent").on("click", function () {
           const [mx, my] = d3.mouse(this);
-          const name = seriesAt(mx, my);
+          const name = byType ? seriesAt(mx, my) : null;
           if (name && name !== "other") setState({type: state.type === name ? null : name});
         });
       hint.textContent = (DATA.ranges_requested ? "The run is shorter than two clock ticks: it cannot be cut into " +
         "time ranges. " : "This page was written without time ranges (--ranges 0). ") +
-        "Click a band or a name to show one type.";
+        (byType ? "Click a band or a name to show one type." : "");
     }
     brushArea.on("mousemove.tip", hover).on("mouseleave.tip", () => { guide.style("display", "none"); hideTooltip(); });
 
+    const groups = GROUPING_LABELS[by] + "s";  // the legend's "other": groups outside the top N
     for (const name of names) {
       const item = el("button", {type: "button", className: "legend-item", "data-series": name,
-                                 title: name === "other" ? "types outside the top " + (names.length - 1) : "show only " + name},
+                                 title: name === "other" ? groups + " outside the top " + (names.length - 1)
+                                   : byType ? "show only " + name : name},
                       [el("span", {className: "swatch"}), el("span", {className: "legend-name", text: name})]);
-      item.firstChild.style.background = typeColour(name);
-      if (name !== "other") item.addEventListener("click", () => setState({type: state.type === name ? null : name}));
+      item.firstChild.style.background = colour(name);
+      if (byType && name !== "other") item.addEventListener("click", () => setState({type: state.type === name ? null : name}));
       legend.appendChild(item);
     }
-    listeners.push(() => {
+    if (!byType) return;
+    timelineUpdates.push(() => {
       bands.classed("dimmed", (d) => state.type !== null && names[d.key] !== state.type);
       for (const item of legend.children) item.classList.toggle("selected", item.dataset.series === state.type);
     });
@@ -367,6 +409,7 @@
     for (const view of views) {
       const button = el("button", {type: "button", className: "tab", "data-tab": view.id, text: view.label,
                                    onclick: () => setState({tab: view.id})});
+      if (view.count) button.appendChild(el("span", {className: "tab-count", text: " (" + formatCount(view.count) + ")"}));
       nav.appendChild(button);
       view.panel = el("div", {className: "panel", id: "panel-" + view.id, hidden: true}, [view.element]);
       holder.appendChild(view.panel);
@@ -637,6 +680,44 @@
     });
   }
 
+  // Releases the program got wrong, as the runtime recorded them (report/findings.py):
+  // whole-run figures, as `heaptype report` lists them.
+  function findingRows() {
+    const path = (stack) => stack.join(" \u2192 ");
+    const deletes = DATA.findings.mismatched_deletes.map((f) => ({
+      kind: "mismatched delete", allocated: f.allocated, count: f.count, path: path(f.stack),
+      allocation_path: path(f.allocation_stack),
+      what: "deleted as " + f.deleted + " (" + exactBytes(f.deleted_bytes) + "), allocated as " + f.allocated +
+        " (" + exactBytes(f.allocated_bytes) + ")"}));
+    const frees = DATA.findings.mismatched_frees.map((f) => ({
+      kind: "mismatched " + f.released_with, allocated: f.allocated, count: f.count, path: path(f.stack),
+      allocation_path: path(f.allocation_stack),
+      what: "allocated with " + f.allocated_with + " (" + exactBytes(f.allocated_bytes) + "), released with " +
+        f.released_with}));
+    return deletes.concat(frees);
+  }
+
+  function findingsTable() {
+    const all = findingRows();
+    const rows = () => all.filter((r) => state.type === null || r.allocated === state.type);
+    const table = makeTable({
+      id: "findings-table", searchLabel: "findings", sort: "count", rows, name: (r) => r.allocated + " " + r.path,
+      columns: () => [
+        {key: "kind", label: "finding", value: (r) => r.kind},
+        {key: "allocated", label: "type", value: (r) => r.allocated},
+        numberColumn("count", "times", (r) => r.count),
+        {key: "what", label: "what happened", value: (r) => r.what},
+        {key: "path", label: "release call path", value: (r) => r.path},
+        {key: "allocation_path", label: "allocation call path", value: (r) => r.allocation_path},
+      ],
+      note: () => (all.length ? formatCount(d3.sum(all, (r) => r.count)) + " releases the program got wrong, each " +
+        "passed on to the allocator as it was (as `heaptype report` lists them); the whole run: the time range " +
+        "and the page's filters do not apply." : "No mismatched free(), delete or delete[] was recorded."),
+    });
+    // the tab says how many there are: a page should not hide them behind a click
+    return Object.assign(table, {count: d3.sum(all, (r) => r.count)});
+  }
+
   function temporariesTable() {
     const flame = DATA.flame;
     const shape = treeShape(flame);
@@ -797,6 +878,14 @@
 
   // --- the page ---------------------------------------------------------------------------
 
+  // A failing budget test's page (budget/failure_page.py) opens with its failure text.
+  function drawVerdict(verdict) {
+    const element = document.getElementById("verdict");
+    element.textContent = verdict.text + (verdict.types.length ? "\n\nThis page shows only " +
+      verdict.types.join(", ") + "." : "");
+    element.hidden = false;
+  }
+
   function drawHead(lines, warnings) {
     document.getElementById("head-lines").textContent = lines.join("\n");
     const list = document.getElementById("warnings");
@@ -822,8 +911,10 @@
         Object.assign({id: "functions", label: "Functions"}, deltaTable("diff-functions-table", DATA.functions.rows, "name", "function")),
       ]);
     } else {
+      if (DATA.verdict) drawVerdict(DATA.verdict);
       drawHead(DATA.head.lines, DATA.head.warnings);
       drawTimeline();
+      drawGroupingChoice();
       drawSelection();
       flameSection(reportFlame());
       drawTabs([
@@ -831,6 +922,7 @@
         Object.assign({id: "functions", label: "Functions"}, functionsTable()),
         Object.assign({id: "memory", label: "Memory"}, memoryView()),
         Object.assign({id: "leaks", label: "Leaks"}, leaksTable()),
+        Object.assign({id: "findings", label: "Findings"}, findingsTable()),
         Object.assign({id: "temporaries", label: "Temporaries"}, temporariesTable()),
       ]);
     }

@@ -200,6 +200,12 @@ class Profile:
         end = self._raw.end
         return end["buffer_bytes"] if end else None
 
+    def bookkeeping_uses(self) -> dict[str, int]:
+        """bookkeeping_bytes() by what the memory was for ("call paths", "sites", "event
+        buffers", ...), at the runtime's peak; empty for profiles written before it was kept."""
+        end = self._raw.end
+        return dict(end.get("buffer_uses", {})) if end else {}
+
     def registry_bytes_at_exit(self) -> int | None:
         """What the runtime kept beside the blocks live at exit: their headers (and
         its table of memory it did not allocate). None: no end record."""

@@ -27,6 +27,14 @@ py::object end_summary(const ProfileFile& file) {
   d["untracked_frees"] = e.untracked_frees;
   d["buffer_bytes"] = e.buffer_bytes;
   d["registry_bytes"] = e.registry_bytes;
+  // buffer_bytes by use (version 3 on), in the END chunk's order (format::EndUse).
+  static const char* const kUses[] = {"event buffers", "call paths", "sites", "call-site types",
+                                      "profile writer", "other", "block starts"};
+  static_assert(sizeof kUses / sizeof *kUses == static_cast<size_t>(heaptype::format::EndUse::kCount),
+                "a name per EndUse");
+  py::dict uses;
+  for (size_t i = 0; i < e.buffer_uses.size(); ++i) uses[kUses[i]] = e.buffer_uses[i];
+  d["buffer_uses"] = uses;
   return std::move(d);
 }
 

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "compressed_stream.hpp"
+
 namespace heaptype {
 namespace format {
 namespace {
@@ -68,6 +70,7 @@ ProfileFile::ProfileFile(const std::string& path) : path_(path) {
   size_ = static_cast<uint64_t>(st.st_size);
   try {
     read_header();
+    if (damage_.empty() && (header_.flags & kFlagZstd)) inflate();
   } catch (...) {
     close(fd_);
     fd_ = -1;
@@ -102,6 +105,27 @@ void ProfileFile::read_header() {
   if (header_.header_size > size_)
     throw ProfileError(path_ + ": damaged header (header size " + std::to_string(header_.header_size) +
                        " is past the end of the " + std::to_string(size_) + "-byte file)");
+}
+
+// A compressed profile: its chunks, decompressed into a temporary file, stand for it
+// from here on (a copy of the header first, so that offsets stay the file's own).
+void ProfileFile::inflate() {
+  std::vector<uint8_t> prefix(header_.header_size);
+  if (!read_exact(fd_, 0, prefix.data(), prefix.size())) throw ProfileError(path_ + ": cannot read its header");
+  Inflated inflated;
+  try {
+    inflated = inflate_to_temporary(fd_, header_.header_size, size_, prefix.data(), prefix.size());
+  } catch (const std::runtime_error& e) {
+    throw ProfileError(path_ + ": " + e.what());
+  }
+  close(fd_);
+  fd_ = inflated.fd;
+  compressed_size_ = size_;
+  size_ = inflated.size;
+  stream_damage_ = inflated.damage;
+  if (!inflated.finished && stream_damage_.empty())
+    warnings_.push_back("the compressed stream does not end where a frame ends (the program was still "
+                        "running, or stopped without finishing): read up to its last whole block");
 }
 
 void ProfileFile::index_chunks() {
@@ -142,6 +166,7 @@ void ProfileFile::index_chunks() {
     offset = payload + h.payload_size;
   }
   dropped_bytes_ = size_ - offset;
+  if (damage_.empty() && !stream_damage_.empty()) damage_ = stream_damage_;
 }
 
 void ProfileFile::read_process_chunk(const ChunkHeader& h, uint64_t offset) {
@@ -183,11 +208,12 @@ void ProfileFile::read_process_chunk(const ChunkHeader& h, uint64_t offset) {
       break;
     }
     case ChunkKind::kEnd: {
-      uint64_t v[5] = {0, 0, 0, 0, 0};
+      uint64_t v[kEndFields] = {};
       const uint8_t* p = begin;
-      for (uint64_t& value : v)
-        if (!get_varint(&p, end, &value)) break;
-      end_ = {true, v[0], v[1], v[2], v[3], v[4]};
+      size_t fields = 0;
+      while (fields < kEndFields && get_varint(&p, end, &v[fields])) ++fields;
+      end_ = {true, v[0], v[1], v[2], v[3], v[4], {}};
+      if (fields == kEndFields) end_.buffer_uses.assign(v + 5, v + kEndFields);
       break;
     }
     case ChunkKind::kSnapshot: {

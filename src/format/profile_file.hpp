@@ -2,7 +2,8 @@
 // profile_format.hpp, with event_decoder.hpp).
 //
 // The file is read with pread(2), one chunk at a time, when its records are
-// needed: memory does not grow with the file's size. Nothing after a valid header
+// needed: memory does not grow with the file's size. A compressed profile is
+// decompressed once into a temporary file first (compressed_stream.hpp). Nothing after a valid header
 // throws: a file cut short or damaged keeps every whole chunk before the damage,
 // and damage() says what was dropped. Every count and index read from the file is
 // checked against the file's size before anything is allocated for it.
@@ -45,6 +46,7 @@ struct EndSummary {
   uint64_t untracked_frees = 0;
   uint64_t buffer_bytes = 0;    // peak bytes of the runtime's buffers and tables
   uint64_t registry_bytes = 0;  // the registry at the end
+  std::vector<uint64_t> buffer_uses;  // buffer_bytes by EndUse (empty before version 3)
 };
 
 class ProfileFile {
@@ -75,7 +77,9 @@ class ProfileFile {
   // Reads a chunk's payload into `out`; false (with error() set) on a read error.
   bool read_payload(const ChunkRef& chunk, std::vector<uint8_t>* out) const;
 
-  uint64_t file_size() const { return size_; }
+  // The profile's size on disk (compressed or not).
+  uint64_t file_size() const { return compressed_size_ ? compressed_size_ : size_; }
+  bool compressed() const { return (header_.flags & kFlagZstd) != 0; }
   // Bytes after the last whole chunk, and why they were dropped ("" if none).
   uint64_t dropped_bytes() const { return dropped_bytes_; }
   const std::string& damage() const { return damage_; }
@@ -83,12 +87,15 @@ class ProfileFile {
 
  private:
   void read_header();
+  void inflate();
   void index_chunks();
   void read_process_chunk(const ChunkHeader& header, uint64_t offset);
 
   std::string path_;
   int fd_ = -1;
-  uint64_t size_ = 0;
+  uint64_t size_ = 0;              // of what is read: the file, or its chunks decompressed
+  uint64_t compressed_size_ = 0;   // of a compressed file on disk (0: not compressed)
+  std::string stream_damage_;      // damage found while decompressing
   FileHeader header_{};
   std::string executable_;
   std::vector<std::string> argv_;

@@ -99,12 +99,26 @@ enum class ChunkKind : uint8_t {
   kEvents = 4,    // payload: records of ChunkHeader::thread (see above)
   // 5 was the list of live blocks of version 1; the reader knows them from the events.
   kEnd = 6,       // payload: varints allocations, frees, untracked frees, peak bytes of
-                  //          the runtime's buffers and tables, bytes of the registry;
-                  //          marks a finished profile
+                  //          the runtime's buffers and tables, bytes of the registry, then
+                  //          (since version 3) what those peak bytes were for, a varint per
+                  //          EndUse; marks a finished profile
   kSnapshot = 16, // payload: varint time (clock ticks since the start): the program was
                   //          asked for a snapshot (HEAPTYPE_SIGNAL); every event before it
                   //          in time is in the file before this chunk
 };
+
+// What the runtime's memory was for at its peak, in the END chunk's order.
+enum class EndUse : unsigned {
+  kEvents,       // event buffers and thread states
+  kCallPaths,    // calling-context trees, shadow stacks, walk caches
+  kSites,        // site tables
+  kTypes,        // what each allocation call site allocates
+  kWriter,       // the compression stream, /proc reads
+  kOther,
+  kBlockStarts,  // the table of block starts (resident pages)
+  kCount
+};
+constexpr size_t kEndFields = 5 + static_cast<size_t>(EndUse::kCount);
 
 struct ChunkHeader {
   uint32_t magic;

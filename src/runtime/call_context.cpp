@@ -35,11 +35,11 @@ bool ensure_nodes(CallContext& c) {
     return true;
   }
   uint32_t capacity = c.node_capacity ? c.node_capacity * 2 : 1024;
-  ContextNode* nodes = static_cast<ContextNode*>(map_pages(capacity * sizeof(ContextNode)));
+  ContextNode* nodes = static_cast<ContextNode*>(map_pages(capacity * sizeof(ContextNode), MemoryUse::kCallPaths));
   if (!nodes) return false;
   if (c.nodes) {
     std::memcpy(nodes, c.nodes, c.node_count * sizeof(ContextNode));
-    unmap_pages(c.nodes, c.node_capacity * sizeof(ContextNode));
+    unmap_pages(c.nodes, c.node_capacity * sizeof(ContextNode), MemoryUse::kCallPaths);
   }
   c.nodes = nodes;
   c.node_capacity = capacity;
@@ -75,9 +75,9 @@ void index_node(CallContext& c, uint32_t id) {
 bool ensure_index(CallContext& c) {
   if (c.child_index && (c.node_count + 1) * 2 <= c.index_capacity) return true;
   uint32_t capacity = c.index_capacity ? c.index_capacity * 2 : 4096;
-  uint32_t* index = static_cast<uint32_t*>(map_pages(capacity * sizeof(uint32_t)));
+  uint32_t* index = static_cast<uint32_t*>(map_pages(capacity * sizeof(uint32_t), MemoryUse::kCallPaths));
   if (!index) return false;
-  if (c.child_index) unmap_pages(c.child_index, c.index_capacity * sizeof(uint32_t));
+  if (c.child_index) unmap_pages(c.child_index, c.index_capacity * sizeof(uint32_t), MemoryUse::kCallPaths);
   c.child_index = index;
   c.index_capacity = capacity;
   for (uint32_t i = 0; i < c.node_count; ++i)
@@ -127,12 +127,12 @@ uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr
 
 bool ensure_frames(CallContext& c) {
   if (__builtin_expect(c.frames != nullptr, 1)) return true;
-  c.cache = static_cast<ChildCacheEntry*>(map_pages(kChildCacheSize * sizeof(ChildCacheEntry)));
+  c.cache = static_cast<ChildCacheEntry*>(map_pages(kChildCacheSize * sizeof(ChildCacheEntry), MemoryUse::kCallPaths));
   if (!c.cache) return false;
-  c.known_paths = static_cast<KnownPath*>(map_pages(sizeof(KnownPath) << kKnownPathBits));
-  c.walk_path = static_cast<uintptr_t*>(map_pages(kMaxWalkedFrames * sizeof(uintptr_t)));
-  c.walk_nodes = static_cast<uint32_t*>(map_pages(kMaxWalkedFrames * sizeof(uint32_t)));
-  c.frames = static_cast<CallFrame*>(map_pages(kMaxShadowDepth * sizeof(CallFrame)));
+  c.known_paths = static_cast<KnownPath*>(map_pages(sizeof(KnownPath) << kKnownPathBits, MemoryUse::kCallPaths));
+  c.walk_path = static_cast<uintptr_t*>(map_pages(kMaxWalkedFrames * sizeof(uintptr_t), MemoryUse::kCallPaths));
+  c.walk_nodes = static_cast<uint32_t*>(map_pages(kMaxWalkedFrames * sizeof(uint32_t), MemoryUse::kCallPaths));
+  c.frames = static_cast<CallFrame*>(map_pages(kMaxShadowDepth * sizeof(CallFrame), MemoryUse::kCallPaths));
   return c.frames && c.walk_path && c.walk_nodes && c.known_paths;
 }
 

@@ -65,7 +65,7 @@ struct ContextNode {
 // and numbers on: a path met again gets new nodes under the same numbering, which
 // the reader merges with the old by their return addresses. Nothing else changes:
 // caches that name older nodes still name real ones.
-constexpr uint32_t kNodesPerGeneration = 1u << 16;
+constexpr uint32_t kNodesPerGeneration = 1u << 15;
 
 constexpr uint32_t kMaxShadowDepth = 1024;
 constexpr unsigned kChildCacheBits = 9;

@@ -14,7 +14,7 @@ inline size_t slot_of(uintptr_t call_site, uint32_t capacity) {
 
 bool grow(CallSiteTypes& types) {
   uint32_t capacity = types.capacity ? types.capacity * 2 : 512;
-  CallSiteType* slots = static_cast<CallSiteType*>(map_pages(capacity * sizeof(CallSiteType)));
+  CallSiteType* slots = static_cast<CallSiteType*>(map_pages(capacity * sizeof(CallSiteType), MemoryUse::kTypes));
   if (!slots) return false;
   for (uint32_t i = 0; i < types.capacity; ++i) {
     const CallSiteType& old = types.slots[i];
@@ -23,7 +23,7 @@ bool grow(CallSiteTypes& types) {
     while (slots[j].call_site) j = (j + 1) & (capacity - 1);
     slots[j] = old;
   }
-  unmap_pages(types.slots, types.capacity * sizeof(CallSiteType));
+  unmap_pages(types.slots, types.capacity * sizeof(CallSiteType), MemoryUse::kTypes);
   types.slots = slots;
   types.capacity = capacity;
   return true;
@@ -37,7 +37,7 @@ void forget_memo(CallSiteTypes& types) {
 }  // namespace
 
 bool init_call_site_types(CallSiteTypes& types) {
-  if (!types.memo) types.memo = static_cast<SiteMemo*>(map_pages(sizeof(SiteMemo) << kMemoBits));
+  if (!types.memo) types.memo = static_cast<SiteMemo*>(map_pages(sizeof(SiteMemo) << kMemoBits, MemoryUse::kTypes));
   return types.memo != nullptr;
 }
 

@@ -152,7 +152,7 @@ void add_thread_totals(ThreadState* t, void* context) {
 
 // The END chunk's payload describing this moment; returns its size. The reader
 // knows the live blocks from the events.
-size_t describe_end(uint8_t (&end)[5 * format::kMaxVarint]) {
+size_t describe_end(uint8_t (&end)[format::kEndFields * format::kMaxVarint]) {
   Totals totals = {0, 0, 0, 0};
   for_each_thread_state(add_thread_totals, &totals);
   uint8_t* p = end;
@@ -167,6 +167,11 @@ size_t describe_end(uint8_t (&end)[5 * format::kMaxVarint]) {
   // of tagged memory the runtime did not allocate.
   int64_t headers = static_cast<int64_t>(kHeaderSize * (totals.allocations - totals.frees)) + totals.header_bytes;
   p = put_varint(p, static_cast<uint64_t>(headers > 0 ? headers : 0) + external_table_bytes());
+  // What the runtime's memory was for at its peak (format::EndUse order).
+  uint64_t uses[static_cast<unsigned>(MemoryUse::kCount)];
+  bookkeeping_peak_uses(uses);
+  for (uint64_t bytes : uses) p = put_varint(p, bytes);
+  p = put_varint(p, block_starts_resident_bytes());
   return static_cast<size_t>(p - end);
 }
 
@@ -174,16 +179,19 @@ void fork_prepare() {
   if (g_state.load() != kActive) return;
   thread_states_lock_all();
   writer_lock_for_fork();
+  bookkeeping_lock_for_fork();  // last: the writer maps memory under its lock
 }
 
 void fork_parent() {
   if (g_state.load() != kActive) return;
+  bookkeeping_unlock_after_fork();
   writer_unlock_after_fork();
   thread_states_unlock_all();
 }
 
 void fork_child() {
   if (g_state.load() != kActive) return;
+  bookkeeping_unlock_after_fork();
   writer_forget_in_child();
   ++g_epoch;  // the parent's blocks are untracked here
   external_clear_in_child();
@@ -251,6 +259,8 @@ int start_up() {
   char path[4096];
   expand_output_path(g_output_pattern, false, path, sizeof path);
   writer_set_mode(entry_mode());
+  const char* compress = getenv("HEAPTYPE_COMPRESS");
+  writer_set_compression(!compress || std::strcmp(compress, "0") != 0);
   if (!writer_open(path, kClockTickNs, env_flag("HEAPTYPE_ADDRESSES"))) {
     say("cannot create the profile file ", path, ": ", strerrordesc_np(errno), "; the program runs unprofiled");
     return kDisabled;
@@ -308,7 +318,7 @@ void finish(bool process_ends) {
   if (ThreadState* t = tls_thread_state) report_last_stack_depth(t);  // its last tick
   flush_all_threads();
   writer_modules();
-  uint8_t end[5 * format::kMaxVarint];
+  uint8_t end[format::kEndFields * format::kMaxVarint];
   writer_chunk(format::ChunkKind::kEnd, 0, end, describe_end(end));
   g_finished = true;
 }
@@ -317,7 +327,7 @@ bool dump(const char* path) {
   if (!path || g_state.load(std::memory_order_acquire) != kActive) return false;
   flush_all_threads();
   writer_modules();
-  uint8_t end[5 * format::kMaxVarint];
+  uint8_t end[format::kEndFields * format::kMaxVarint];
   return writer_copy(path, format::ChunkKind::kEnd, end, describe_end(end));
 }
 

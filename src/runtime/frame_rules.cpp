@@ -105,7 +105,7 @@ FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
 
 FrameRule frame_rule(FrameRules& rules, uintptr_t pc) {
   if (__builtin_expect(!rules.slots, 0)) {
-    rules.slots = static_cast<FrameRule*>(map_pages(sizeof(FrameRule) * kSlots));
+    rules.slots = static_cast<FrameRule*>(map_pages(sizeof(FrameRule) * kSlots, MemoryUse::kCallPaths));
     if (!rules.slots) return {pc, 0, kRbpKept, FrameKind::kFramePointer};
   }
   const FrameRule& slot = rules.slots[slot_of(pc)];

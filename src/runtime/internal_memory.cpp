@@ -2,9 +2,10 @@
 
 #include <sys/mman.h>
 
-#include <atomic>
+#include <cstring>
 
 #include "sanitizer.hpp"
+#include "spinlock.hpp"
 
 #ifdef HEAPTYPE_LSAN
 #include <sanitizer/lsan_interface.h>
@@ -14,45 +15,76 @@ namespace heaptype {
 namespace runtime {
 namespace {
 
-std::atomic<uint64_t> g_mapped{0};
-std::atomic<uint64_t> g_mapped_peak{0};
+constexpr unsigned kUses = static_cast<unsigned>(MemoryUse::kCount);
+
+// Mappings are rare (tables that grow, threads that start): one lock keeps the
+// counts and the breakdown at the peak consistent.
+SpinLock g_count_lock;
+uint64_t g_mapped = 0;
+uint64_t g_mapped_peak = 0;
+uint64_t g_mapped_by_use[kUses];
+uint64_t g_peak_by_use[kUses];
+
+void count_mapped(MemoryUse use, uint64_t bytes, bool mapped) {
+  LockGuard guard(g_count_lock);
+  unsigned i = static_cast<unsigned>(use);
+  if (mapped) {
+    g_mapped += bytes;
+    g_mapped_by_use[i] += bytes;
+    if (g_mapped > g_mapped_peak) {
+      g_mapped_peak = g_mapped;
+      std::memcpy(g_peak_by_use, g_mapped_by_use, sizeof g_peak_by_use);
+    }
+  } else {
+    g_mapped -= bytes;
+    g_mapped_by_use[i] -= bytes;
+  }
+}
 
 size_t round_to_pages(size_t bytes) {
   const size_t page = 4096;
   return (bytes + page - 1) & ~(page - 1);
 }
 
-void* map_with(size_t bytes, int flags) {
+void* map_with(size_t bytes, int flags, MemoryUse use) {
   bytes = round_to_pages(bytes);
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
   if (p == MAP_FAILED) return nullptr;
 #ifdef HEAPTYPE_LSAN
   __lsan_register_root_region(p, bytes);  // it names blocks on probation, freed by the program
 #endif
-  uint64_t now = g_mapped.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  uint64_t peak = g_mapped_peak.load(std::memory_order_relaxed);
-  while (now > peak && !g_mapped_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
+  count_mapped(use, bytes, true);
   return p;
 }
 
 }  // namespace
 
-void* map_pages(size_t bytes) { return map_with(bytes, 0); }
+void* map_pages(size_t bytes, MemoryUse use) { return map_with(bytes, 0, use); }
 
-void* map_pages_present(size_t bytes) { return map_with(bytes, MAP_POPULATE); }
+void* map_pages_present(size_t bytes, MemoryUse use) { return map_with(bytes, MAP_POPULATE, use); }
 
-void unmap_pages(void* p, size_t bytes) {
+void unmap_pages(void* p, size_t bytes, MemoryUse use) {
   if (!p) return;
   bytes = round_to_pages(bytes);
 #ifdef HEAPTYPE_LSAN
   __lsan_unregister_root_region(p, bytes);
 #endif
   munmap(p, bytes);
-  g_mapped.fetch_sub(bytes, std::memory_order_relaxed);
+  count_mapped(use, bytes, false);
 }
 
-uint64_t bookkeeping_peak_bytes() { return g_mapped_peak.load(std::memory_order_relaxed); }
+uint64_t bookkeeping_peak_bytes() {
+  LockGuard guard(g_count_lock);
+  return g_mapped_peak;
+}
+
+void bookkeeping_lock_for_fork() { g_count_lock.lock(); }
+void bookkeeping_unlock_after_fork() { g_count_lock.unlock(); }
+
+void bookkeeping_peak_uses(uint64_t (&bytes)[kUses]) {
+  LockGuard guard(g_count_lock);
+  std::memcpy(bytes, g_peak_by_use, sizeof bytes);
+}
 
 }  // namespace runtime
 }  // namespace heaptype

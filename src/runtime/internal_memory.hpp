@@ -12,15 +12,32 @@
 namespace heaptype {
 namespace runtime {
 
+// What the runtime's memory is for: the profile's END chunk says how much of each
+// was mapped when the runtime had the most (the overhead line of `heaptype report`).
+enum class MemoryUse : unsigned {
+  kEvents,      // the threads' event buffers and states
+  kCallPaths,   // calling-context trees, shadow stacks, walk caches
+  kSites,       // the threads' site tables
+  kTypes,       // what each allocation call site allocates (call_site_types.hpp)
+  kWriter,      // the profile's compression stream and /proc reads
+  kOther,
+  kCount
+};
+
 // Zero-filled, page-granular; nullptr when the kernel refuses.
-void* map_pages(size_t bytes);
+void* map_pages(size_t bytes, MemoryUse use = MemoryUse::kOther);
 // The same, its pages made present at once: for a table that a hash spreads over all of
 // them, where each first probe (a read, then a write) would fault twice per page.
-void* map_pages_present(size_t bytes);
-void unmap_pages(void* p, size_t bytes);
+void* map_pages_present(size_t bytes, MemoryUse use = MemoryUse::kOther);
+void unmap_pages(void* p, size_t bytes, MemoryUse use = MemoryUse::kOther);
 
 // The most bytes the runtime ever had mapped at once.
 uint64_t bookkeeping_peak_bytes();
+// Fork: the counts' lock is held across fork() and released on both sides.
+void bookkeeping_lock_for_fork();
+void bookkeeping_unlock_after_fork();
+// How those bytes were used at that moment, by MemoryUse.
+void bookkeeping_peak_uses(uint64_t (&bytes)[static_cast<unsigned>(MemoryUse::kCount)]);
 
 }  // namespace runtime
 }  // namespace heaptype

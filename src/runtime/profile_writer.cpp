@@ -8,10 +8,21 @@
 #include <cerrno>
 #include <cstring>
 
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createCCtx_advanced: the stream's memory from map_pages
+#include <zstd.h>
+
 #include "clock.hpp"
 #include "diagnostics.hpp"
 #include "internal_memory.hpp"
 #include "spinlock.hpp"
+
+// zstd's tracing hooks, weak references in its compressor: defined here, and made local
+// with zstd's own symbols (cmake/PrivateZstd.cmake), so that a program's tracing hooks
+// never see the runtime's stream.
+extern "C" {
+unsigned long long ZSTD_trace_compress_begin(const void*) { return 0; }
+void ZSTD_trace_compress_end(unsigned long long, const void*) {}
+}
 
 namespace heaptype {
 namespace runtime {
@@ -37,6 +48,76 @@ void write_failed(int error) {
       "; the profile ends here, the program runs on");
 }
 
+bool write_all(int fd, const void* data, size_t size);
+
+// --- compression ------------------------------------------------------------------------
+//
+// The chunks go into one zstd stream (format::kFlagZstd), and each chunk's write ends a
+// zstd block (ZSTD_e_flush): the file decodes up to its last chunk whenever it is read,
+// by a live view or after a crash. The END chunk ends the frame; a copy (writer_copy)
+// ends it too, so that the copy's own last chunk can follow as a frame of its own.
+// Level 1 with a 128 KiB window: the call paths a program repeats are close together,
+// and the stream costs about 1 MiB (from map_pages, counted as the profile writer's).
+constexpr int kZstdLevel = 1;
+constexpr int kZstdWindowLog = 17;
+
+bool g_compress = true;
+ZSTD_CCtx* g_zstd = nullptr;
+uint8_t* g_zstd_out = nullptr;
+size_t g_zstd_out_capacity = 0;
+
+void* zstd_alloc(void*, size_t size) {
+  size_t total = size + 16;
+  uint8_t* p = static_cast<uint8_t*>(map_pages(total, MemoryUse::kWriter));
+  if (!p) return nullptr;
+  std::memcpy(p, &total, sizeof total);
+  return p + 16;
+}
+
+void zstd_free(void*, void* address) {
+  if (!address) return;
+  uint8_t* p = static_cast<uint8_t*>(address) - 16;
+  size_t total;
+  std::memcpy(&total, p, sizeof total);
+  unmap_pages(p, total, MemoryUse::kWriter);
+}
+
+// The stream, made on first use; false when it cannot be (the profile is then written plain).
+bool compressor_ready() {
+  if (g_zstd) return true;
+  ZSTD_customMem memory = {zstd_alloc, zstd_free, nullptr};
+  ZSTD_CCtx* cctx = ZSTD_createCCtx_advanced(memory);
+  if (!cctx) return false;
+  size_t capacity = ZSTD_CStreamOutSize();
+  uint8_t* out = static_cast<uint8_t*>(map_pages(capacity, MemoryUse::kWriter));
+  if (!out || ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, kZstdLevel)) ||
+      ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_windowLog, kZstdWindowLog))) {
+    unmap_pages(out, capacity, MemoryUse::kWriter);
+    ZSTD_freeCCtx(cctx);
+    return false;
+  }
+  g_zstd = cctx;
+  g_zstd_out = out;
+  g_zstd_out_capacity = capacity;
+  return true;
+}
+
+// Feeds `size` bytes to the stream and writes what comes out; `mode`: ZSTD_e_continue,
+// or ZSTD_e_flush / ZSTD_e_end to write out everything fed so far.
+bool compress_out(int fd, const void* data, size_t size, ZSTD_EndDirective mode) {
+  ZSTD_inBuffer in = {data, size, 0};
+  for (;;) {
+    ZSTD_outBuffer out = {g_zstd_out, g_zstd_out_capacity, 0};
+    size_t remaining = ZSTD_compressStream2(g_zstd, &out, &in, mode);
+    if (ZSTD_isError(remaining)) {
+      errno = EIO;
+      return false;
+    }
+    if (out.pos && !write_all(fd, g_zstd_out, out.pos)) return false;
+    if (mode == ZSTD_e_continue ? in.pos == in.size : remaining == 0) return true;
+  }
+}
+
 bool write_all(int fd, const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);
   while (size) {
@@ -55,6 +136,8 @@ bool write_all(int fd, const void* data, size_t size) {
   return true;
 }
 
+bool g_compressing = false;  // the open file is compressed (its header says so)
+
 void write_chunk_locked(int fd, format::ChunkKind kind, uint32_t thread, const void* payload,
                         size_t size) {
   format::ChunkHeader header;
@@ -63,6 +146,12 @@ void write_chunk_locked(int fd, format::ChunkKind kind, uint32_t thread, const v
   header.kind = static_cast<uint8_t>(kind);
   header.thread = thread;
   header.payload_size = static_cast<uint32_t>(size);
+  if (g_compressing) {
+    ZSTD_EndDirective mode = kind == format::ChunkKind::kEnd || fd != g_fd ? ZSTD_e_end : ZSTD_e_flush;
+    bool ok = compress_out(fd, &header, sizeof header, ZSTD_e_continue) && compress_out(fd, payload, size, mode);
+    if (!ok && fd == g_fd) write_failed(errno);
+    return;
+  }
   iovec parts[2] = {{&header, sizeof header}, {const_cast<void*>(payload), size}};
   ssize_t total = static_cast<ssize_t>(sizeof header + size);
   ssize_t n;
@@ -87,12 +176,12 @@ char* read_proc_file(const char* path, size_t* size, size_t* capacity) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return nullptr;
   size_t cap = 64 * 1024, used = 0;
-  char* buf = static_cast<char*>(map_pages(cap));
+  char* buf = static_cast<char*>(map_pages(cap, MemoryUse::kWriter));
   while (buf) {
     if (used == cap) {
-      char* bigger = static_cast<char*>(map_pages(cap * 2));
+      char* bigger = static_cast<char*>(map_pages(cap * 2, MemoryUse::kWriter));
       if (bigger) std::memcpy(bigger, buf, used);
-      unmap_pages(buf, cap);
+      unmap_pages(buf, cap, MemoryUse::kWriter);
       buf = bigger;
       cap *= 2;
       if (!buf) break;
@@ -152,7 +241,7 @@ void write_modules_locked() {
   if (!maps) return;
   size = keep_file_backed_lines(maps, size);
   write_chunk_locked(g_fd, format::ChunkKind::kModules, 0, maps, size);
-  unmap_pages(maps, capacity);
+  unmap_pages(maps, capacity, MemoryUse::kWriter);
 }
 
 // Opens `path` for this process alone: an exclusive flock, held while the process
@@ -211,6 +300,10 @@ bool open_locked(const char* path, uint64_t clock_tick_ns) {
   header.clock_tick_ns = clock_tick_ns;
   header.pointer_size = sizeof(void*);
   header.flags = (g_write_addresses ? format::kFlagAddresses : 0) | g_mode_flags;
+  // A new stream (a forked child's stream state is its parent's, mid-frame).
+  g_compressing = g_compress && compressor_ready() &&
+                  !ZSTD_isError(ZSTD_CCtx_reset(g_zstd, ZSTD_reset_session_only));
+  if (g_compressing) header.flags |= format::kFlagZstd;
   g_fd = fd;
   if (!write_all(fd, &header, sizeof header)) write_failed(errno);
   write_program_chunk();
@@ -243,6 +336,8 @@ void writer_open_later(const char* path, uint64_t clock_tick_ns) {
 
 void writer_set_mode(format::RuntimeMode mode) { g_mode_flags = format::mode_flags(mode); }
 
+void writer_set_compression(bool compress) { g_compress = compress; }
+
 void writer_close() {
   LockGuard guard(g_lock);
   g_open_later = false;
@@ -270,6 +365,9 @@ bool writer_copy(const char* path, format::ChunkKind kind, const void* payload, 
   if (g_fd < 0) return false;
   int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out < 0) return false;
+  // The frame ends here: the copy's chunk follows as a frame of its own, and so does
+  // the rest of the profile.
+  if (g_compressing && !g_write_failed && !compress_out(g_fd, nullptr, 0, ZSTD_e_end)) write_failed(errno);
   char buf[16384];
   off_t offset = 0;
   bool ok = true;

@@ -20,6 +20,8 @@ namespace runtime {
 bool writer_open(const char* path, uint64_t clock_tick_ns, bool addresses);
 // How the runtime came into the process, for the file header (before writer_open).
 void writer_set_mode(format::RuntimeMode mode);
+// Whether the chunks are compressed (zstd, format::kFlagZstd; the default), before writer_open.
+void writer_set_compression(bool compress);
 // Closes the file for good (detach): later chunks go nowhere.
 void writer_close();
 

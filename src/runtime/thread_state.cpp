@@ -57,7 +57,7 @@ inline bool same_site(const SiteKey& a, const SiteKey& b) {
 // pages that hold definitions are ever touched.
 bool grow_site_index(SiteTable& table) {
   size_t capacity = table.capacity ? table.capacity * 2 : 512;
-  SiteSlot* slots = static_cast<SiteSlot*>(map_pages_present(capacity * sizeof(SiteSlot)));
+  SiteSlot* slots = static_cast<SiteSlot*>(map_pages_present(capacity * sizeof(SiteSlot), MemoryUse::kSites));
   if (!slots) return false;
   for (size_t i = 0; i < table.capacity; ++i) {
     SiteSlot slot = table.slots[i];
@@ -66,7 +66,7 @@ bool grow_site_index(SiteTable& table) {
     while (slots[j].id_plus_one) j = (j + 1) & (capacity - 1);
     slots[j] = slot;
   }
-  unmap_pages(table.slots, table.capacity * sizeof(SiteSlot));
+  unmap_pages(table.slots, table.capacity * sizeof(SiteSlot), MemoryUse::kSites);
   table.slots = slots;
   table.capacity = capacity;
   return true;
@@ -75,10 +75,10 @@ bool grow_site_index(SiteTable& table) {
 bool grow_site_definitions(SiteTable& table) {
   size_t capacity = table.by_id_capacity ? table.by_id_capacity + table.by_id_capacity / 2 : 256;
   if (capacity > kSitesPerGeneration) capacity = kSitesPerGeneration;
-  SiteKey* by_id = static_cast<SiteKey*>(map_pages(capacity * sizeof(SiteKey)));
+  SiteKey* by_id = static_cast<SiteKey*>(map_pages(capacity * sizeof(SiteKey), MemoryUse::kSites));
   if (!by_id) return false;
   if (table.used) std::memcpy(by_id, table.by_id, table.used * sizeof(SiteKey));
-  unmap_pages(table.by_id, table.by_id_capacity * sizeof(SiteKey));
+  unmap_pages(table.by_id, table.by_id_capacity * sizeof(SiteKey), MemoryUse::kSites);
   table.by_id = by_id;
   table.by_id_capacity = capacity;
   return true;
@@ -242,12 +242,12 @@ ThreadState* new_state() {
       return reused;
     }
   }
-  ThreadState* t = static_cast<ThreadState*>(map_pages(sizeof(ThreadState)));
+  ThreadState* t = static_cast<ThreadState*>(map_pages(sizeof(ThreadState), MemoryUse::kEvents));
   if (!t) return nullptr;
-  t->buffer = static_cast<uint8_t*>(map_pages(kEventBufferSize));
+  t->buffer = static_cast<uint8_t*>(map_pages(kEventBufferSize, MemoryUse::kEvents));
   if (!t->buffer || !init_call_site_types(t->call_sites)) {
-    unmap_pages(t->buffer, kEventBufferSize);
-    unmap_pages(t, sizeof(ThreadState));
+    unmap_pages(t->buffer, kEventBufferSize, MemoryUse::kEvents);
+    unmap_pages(t, sizeof(ThreadState), MemoryUse::kEvents);
     return nullptr;
   }
   reset_stream(t, number, false);

@@ -52,7 +52,7 @@ struct SiteSlot {
 // them and numbers on (a new generation, as for calling-context nodes, see
 // call_context.hpp). A site met again is defined again under a new number; blocks of
 // a forgotten site keep their number, and a retyping derives its new site from it.
-constexpr size_t kSitesPerGeneration = size_t{1} << 15;
+constexpr size_t kSitesPerGeneration = size_t{1} << 14;
 
 struct SiteTable {
   SiteSlot* slots;     // open addressing, keyed by SiteKey (through by_id)

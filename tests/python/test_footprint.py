@@ -18,7 +18,7 @@ LEAVES = 1 << 16
 LEAF_SIZE, TAGGED_SIZE = 24, 48
 TAGGED = LEAVES // 1024
 # What the runtime mapped at most on this program before its tables were bounded: 62 MiB.
-BOUND = 8 << 20
+BOUND = 6 << 20
 
 
 @pytest.fixture(scope="module", params=["many_paths", "many_paths-instrument"],
@@ -50,3 +50,6 @@ def test_blocks_of_forgotten_sites_are_retyped(many_paths):
 
 def test_tables_stay_bounded(many_paths):
     assert many_paths.bookkeeping_bytes() < BOUND
+    uses = many_paths.bookkeeping_uses()
+    assert uses["call paths"] > 0 and uses["sites"] > 0
+    assert sum(uses.values()) == many_paths.bookkeeping_bytes()

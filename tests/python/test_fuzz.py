@@ -52,7 +52,7 @@ def build_fuzzer(workdir: Path) -> Path:
     def make() -> None:
         with ThreadPoolExecutor(max_workers=2) as pool:
             objects = list(pool.map(compile_one, sources))
-        command = [clang, SANITIZE + ",fuzzer", *map(str, objects), "-ldw", "-lelf", "-o", str(exe)]
+        command = [clang, SANITIZE + ",fuzzer", *map(str, objects), "-ldw", "-lelf", "-lzstd", "-o", str(exe)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, f"$ {' '.join(command)}\n{done.stderr[-4000:]}"
 

@@ -94,7 +94,7 @@ class SanitizedBuild:
         def make() -> None:
             self._run([self.cxx, CXX_STD, "-O2", "-g", *self.program_flags, *flags.compile_flags(cxx=self.cxx),
                        str(CPP_DIR / f"{name}.cpp"), *map(str, objects), *flags.link_flags()[1:], *self.link_flags,
-                       "-o", str(exe)])
+                       "-lzstd", "-o", str(exe)])  # the installed runtime carries its own zstd; these objects do not
 
         run_once(exe.with_suffix(".built"), make)
         return exe

@@ -2,9 +2,11 @@
 
 The profile comes from a real run of tests/cpp/threads.cpp (3 threads x 12,000 objects
 of each kind: tens of thousands of events in several chunks per thread, with block
-addresses so that the records fill several chunks). Copies of it
-cut at many byte offsets must all load (after the 8-byte magic), say how many bytes
-were dropped, and count no fewer allocations the longer they are.
+addresses so that the records fill several chunks), written plain (HEAPTYPE_COMPRESS=0)
+so that its chunks can be cut at known offsets. Copies of it cut at many byte offsets
+must all load (after the 8-byte magic), say how many bytes were dropped, and count no
+fewer allocations the longer they are. The same holds for the compressed profile (the
+default), whose stream is flushed at every chunk: cut anywhere, it loads what it holds.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def mentions_dropped(warnings: list[str], dropped: int) -> bool:
 def original(cpp_programs, tmp_path_factory):
     program = cpp_programs.program("threads")
     path = tmp_path_factory.mktemp("truncation") / "full.htp"
-    done = run_profiled(program, path, "3", "12000", env={"HEAPTYPE_ADDRESSES": "1"})
+    done = run_profiled(program, path, "3", "12000", env={"HEAPTYPE_ADDRESSES": "1", "HEAPTYPE_COMPRESS": "0"})
     assert done.returncode == 0, done.stderr
     data = path.read_bytes()
     profile = heaptype.load(path)
@@ -157,3 +159,48 @@ def test_corrupted_chunk_header_in_the_middle(original, tmp_path):
     _, prefix = load_copy(tmp_path, "prefix.htp", data[:offset])
     assert profile.totals.as_dict() == prefix.totals.as_dict()
     assert 0 < profile.totals.allocations < full.totals.allocations
+
+
+@pytest.fixture(scope="module")
+def compressed(cpp_programs, tmp_path_factory):
+    program = cpp_programs.program("threads")
+    path = tmp_path_factory.mktemp("truncation") / "compressed.htp"
+    done = run_profiled(program, path, "3", "12000", env={"HEAPTYPE_ADDRESSES": "1"})
+    assert done.returncode == 0, done.stderr
+    return path, path.read_bytes(), heaptype.load(path)
+
+
+def test_compressed_profile_holds_the_same(original, compressed):
+    _, plain_data, plain = original
+    _, data, profile = compressed
+    (flags,) = struct.unpack_from("<I", data, 44)
+    assert flags & 2, "the default profile is compressed"
+    assert profile.complete and profile.warnings == []
+    assert len(data) < len(plain_data)  # block addresses (this profile has them) compress least
+    assert [(t.label, t.allocations, t.bytes) for t in profile.by_type()] == [
+        (t.label, t.allocations, t.bytes) for t in plain.by_type()]
+
+
+def test_truncated_compressed_copies_load(compressed, tmp_path):
+    _, data, full = compressed
+    size = len(data)
+    cuts = sorted(set(range(FILE_HEADER, FILE_HEADER + 64)) | {FILE_HEADER + (size - FILE_HEADER) * i // 250
+                                                              for i in range(251)} | set(range(size - 40, size + 1)))
+    problems, counts = [], []
+    for cut in cuts:
+        try:
+            _, profile = load_copy(tmp_path, f"zcut{cut}.htp", data[:cut])
+        except Exception as e:  # noqa: BLE001 - any exception is a failure
+            problems.append(f"cut at {cut}: raised {type(e).__name__}: {e}")
+            continue
+        counts.append((cut, profile.totals.allocations))
+        if cut < size and profile.complete:
+            problems.append(f"cut at {cut}: reported complete")
+        if cut < size and not profile.warnings:
+            problems.append(f"cut at {cut}: no warning")
+    for (cut_a, a), (cut_b, b) in zip(counts, counts[1:]):
+        if b < a:
+            problems.append(f"allocations fell from {a} (cut at {cut_a}) to {b} (cut at {cut_b})")
+    assert counts[-1] == (size, full.totals.allocations)
+    assert counts[len(counts) // 2][1] > 0, "half the stream holds events"
+    assert problems == []

@@ -1,11 +1,11 @@
 // exception_types.cpp: see exception_types.hpp.
 //
 // Our definitions are weak: a program that links a C++ runtime statically (zig's
-// Clang with libc++abi) gets that runtime's strong definitions without a clash, and
-// its thrown objects keep the row "C++ runtime: exception object". In a process with
-// a shared C++ runtime ours come first in the lookup order (the executable, which
-// links the static runtime, or the preloaded library) and RTLD_NEXT is the C++
-// runtime's.
+// Clang with libc++abi, g++ -static-libstdc++) gets that runtime's strong definitions
+// without a clash, and its thrown objects keep the row "C++ runtime: exception
+// object". In a process with a shared C++ runtime ours come first in the lookup order
+// (the executable, which links the static runtime, or the preloaded library) and
+// RTLD_NEXT is the C++ runtime's.
 #include "exception_types.hpp"
 
 #include <dlfcn.h>
@@ -58,15 +58,12 @@ Function next_definition(std::atomic<Function>& slot, const char* name) {
   return f;
 }
 
-// Before the runtime started (a throw in a static constructor) the start-up finds
-// them; a process without a definition behind ours cannot get here (see the top).
+// The start-up found it, or this is a throw before the runtime started (a static
+// constructor's; the start-up is not forced from here, where a sanitizer may not be
+// up yet). A process without a definition behind ours cannot get here (see the top).
 template <class Function>
 Function next_or_abort(std::atomic<Function>& slot, const char* name) {
-  Function f = slot.load(std::memory_order_acquire);
-  if (!f) {
-    ensure_initialized();
-    f = next_definition(slot, name);
-  }
+  Function f = next_definition(slot, name);
   if (!f) abort();
   return f;
 }
@@ -84,6 +81,14 @@ void find_next_exception_functions() {
 using heaptype::runtime::Destructor;
 
 extern "C" {
+
+// A static C++ runtime's member that defines __cxa_throw also defines __cxa_rethrow
+// (libstdc++'s eh_throw.o, libc++abi's cxa_exception.o). The linker does not pull an
+// archive member for a symbol already defined, even weakly: this reference pulls it,
+// so its strong __cxa_throw replaces ours rather than leaving a program with no
+// definition for ours to go on to.
+void __cxa_rethrow();
+__attribute__((used)) void (*const heaptype_links_the_cxx_runtime_throw)() = &__cxa_rethrow;
 
 __attribute__((visibility("default"), weak, noreturn)) void __cxa_throw(void* object, std::type_info* type,
                                                                         Destructor destroy) {

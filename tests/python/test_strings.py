@@ -48,17 +48,19 @@ def compiler(name: str) -> list[str]:
     return require_ziglang() if name == "zig" else [require_tool(name)]
 
 
-def build(workdir: Path, cxx_name: str, std: str, source: str, shared: bool = False) -> Path:
-    """tests/cpp/<source>.cpp compiled and linked with heaptype's flags for this compiler
-    (`shared`: with the shared runtime), once per session; the object file is kept (its
-    symbols say the capture mode)."""
+def build(workdir: Path, cxx_name: str, std: str, source: str, link: str = "static") -> Path:
+    """tests/cpp/<source>.cpp compiled and linked with heaptype's flags for this compiler,
+    once per session; the object file is kept (its symbols say the capture mode). `link`:
+    the static runtime, the shared one (`shared`), or the static runtime with libstdc++
+    linked statically too (`static-libstdc++`)."""
     cxx = compiler(cxx_name)
-    exe = workdir / f"{source}_{cxx_name.replace('+', 'x')}_{std}{'_shared' if shared else ''}"
+    exe = workdir / f"{source}_{cxx_name.replace('+', 'x')}_{std}{'' if link == 'static' else '_' + link}"
 
     def make() -> None:
         cxx_text = " ".join(cxx)
         cflags, _ = heaptype_flags("--cflags", "--cxx", cxx_text)
-        ldflags, _ = heaptype_flags("--ldflags", *(["--shared"] if shared else []), "--cxx", cxx_text)
+        ldflags, _ = heaptype_flags("--ldflags", *(["--shared"] if link == "shared" else []), "--cxx", cxx_text)
+        ldflags += ["-static-libstdc++"] if link == "static-libstdc++" else []
         for command in ([*cxx, f"-std={std}", "-O2", *cflags, "-c", str(CPP_DIR / f"{source}.cpp"), "-o",
                          str(exe.with_suffix(".o"))],
                         [*cxx, f"-std={std}", "-O2", str(exe.with_suffix(".o")), *ldflags, "-o", str(exe)]):
@@ -216,25 +218,27 @@ def check_thrown_program_ran(done: subprocess.CompletedProcess) -> dict[str, int
     return truth
 
 
-@pytest.mark.parametrize("cxx_name, std, shared", [
-    ("g++", "c++17", False), ("g++", "c++20", False), ("g++", "c++17", True), ("clang++", "c++17", False),
-    ("clang++", "c++20", False), ("zig", "c++20", False)])
-def test_thrown_objects_are_typed_by_the_thrown_type(workdir, tmp_path, cxx_name, std, shared):
+@pytest.mark.parametrize("cxx_name, std, link", [
+    ("g++", "c++17", "static"), ("g++", "c++20", "static"), ("g++", "c++17", "shared"),
+    ("g++", "c++17", "static-libstdc++"), ("clang++", "c++17", "static"), ("clang++", "c++20", "static"),
+    ("zig", "c++20", "static")])
+def test_thrown_objects_are_typed_by_the_thrown_type(workdir, tmp_path, cxx_name, std, link):
     """tests/cpp/thrown_types.cpp: a class of the program, std::runtime_error and int thrown
     N, N+1 and N+2 times, a Thrown from std::make_exception_ptr rethrown twice, an
     std::out_of_range from vector::at. With libstdc++ each thrown object's block is a row
     of its type (the runtime's __cxa_throw / __cxa_init_primary_exception retype it);
     the two dependent exceptions of std::rethrow_exception stay the named row. zig's
-    Clang links libc++abi statically: its __cxa_throw wins over the runtime's weak one,
-    and every thrown object stays "C++ runtime: exception object". `shared`: linked with
-    libheaptype.so, which comes before libstdc++.so in the lookup order."""
-    program = build(workdir, cxx_name, std, "thrown_types", shared)
+    Clang links libc++abi statically, and so does g++ -static-libstdc++ with libstdc++:
+    its __cxa_throw wins over the runtime's weak one, and every thrown object stays
+    "C++ runtime: exception object". `shared`: linked with libheaptype.so, which comes
+    before libstdc++.so in the lookup order."""
+    program = build(workdir, cxx_name, std, "thrown_types", link)
     output = tmp_path / "thrown_types.htp"
     truth = check_thrown_program_ran(run_profiled(program, output, str(THROWN)))
     profile = heaptype.load(output)
     expected = expected_thrown_rows(truth)
     rows = rows_with_inference(profile)
-    if cxx_name == "zig":
+    if cxx_name == "zig" or link == "static-libstdc++":
         assert thrown_rows_of(profile, expected) == {}
         thrown_objects = THROWN + (THROWN + 1) + (THROWN + 2) + 1 + 1
         assert rows["C++ runtime: exception object"].allocations == thrown_objects + 2

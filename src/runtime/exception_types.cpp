@@ -32,20 +32,22 @@ using InitFunction = void* (*)(void*, std::type_info*, Destructor);
 std::atomic<ThrowFunction> g_next_throw{nullptr};
 std::atomic<InitFunction> g_next_init{nullptr};
 
-// The ABI header in front of a primary exception's object (libstdc++'s
-// __cxa_refcounted_exception; libc++abi's __cxa_exception padded likewise): 128
-// bytes on the 64-bit targets the runtime supports, measured with GCC 12.
+// The ABI header in front of a primary exception's object: libstdc++'s
+// __cxa_refcounted_exception, 128 bytes on x86-64 (measured with GCC 12: the object
+// lies 128 bytes into the block malloc returned).
 constexpr uintptr_t kPrimaryExceptionHeader = 128;
 
-// The thrown object's block becomes one object of the thrown type. The block under
-// it is looked up in the exact table of block starts: an object from libstdc++'s
-// emergency pool (malloc failed) lies inside the pool's block, starts no block of
-// ours, and is left alone.
+// The thrown object's block becomes one object of the thrown type. The block is
+// looked up in the exact table of block starts, and must reach past the object:
+// then it is the object's block (blocks do not overlap), whatever the C++ runtime's
+// header size. An object from libstdc++'s emergency pool (malloc failed) lies inside
+// the pool's block, starts no block of ours, and is left alone; so is one behind a
+// header of another size (libc++abi's, not measured here).
 void type_thrown_object(void* object, std::type_info* type) {
   uintptr_t address = reinterpret_cast<uintptr_t>(object);
   if (!type || address <= kPrimaryExceptionHeader) return;
-  on_retype_block(reinterpret_cast<void*>(address - kPrimaryExceptionHeader), reinterpret_cast<uintptr_t>(type),
-                  0, 1);
+  on_retype_block(reinterpret_cast<void*>(address - kPrimaryExceptionHeader), kPrimaryExceptionHeader,
+                  reinterpret_cast<uintptr_t>(type), 0, 1);
 }
 
 template <class Function>

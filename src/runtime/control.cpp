@@ -26,6 +26,7 @@
 #include "profile_writer.hpp"
 #include "snapshot_signal.hpp"
 #include "thread_state.hpp"
+#include "exception_types.hpp"
 #include "tracker.hpp"
 
 extern "C" char* program_invocation_short_name;
@@ -237,6 +238,7 @@ bool another_runtime_owns_the_process() {
 
 int start_up() {
   find_libc_usable_size();
+  find_next_exception_functions();
   if (env_flag("HEAPTYPE_DISABLE") || another_runtime_owns_the_process()) return kDisabled;
   g_pid = getpid();
   const char* start = getenv("HEAPTYPE_START");

@@ -561,6 +561,33 @@ void on_tag_allocation(const void* p, uintptr_t type_tag, size_t elem_size, size
     defer_type(p, type_tag, elem_size, 1);
 }
 
+namespace {
+
+// A type for the tracked block at `p` that says nothing about its call site
+// (heaptype::tag, a thrown object): a MOVE to a site with that type. False when `p`
+// is no tracked block of ours (exactly: block_starts.hpp), another thread's block
+// still on probation, or a block of `longer_than` bytes or less (0: any block; a
+// positive bound also leaves memory tracked without a header alone).
+bool retype_tracked(ThreadState* t, uintptr_t p, uintptr_t type_tag, size_t elem_size, uint64_t count,
+                    uint64_t longer_than, bool* untracked) {
+  int index = find_probation(t, p);
+  if (index >= 0) {
+    if (header_of(reinterpret_cast<void*>(p))->size <= longer_than) return false;
+    type_probation_block(t, static_cast<uint32_t>(index), type_tag, elem_size, 0, count, false);
+    return true;
+  }
+  uint64_t owner = longer_than ? 0 : external_lookup(p);
+  if (!owner)
+    if (BlockHeader* h = tracked_block(p)) owner = h->size > longer_than ? load_owner(h) : 0;
+  *untracked = !owner_current(owner);
+  if (owner & kOwnerProbation) return false;  // another thread's, still waiting for its own type
+  if (*untracked) return false;
+  retype(t, p, owner, type_tag, count, false);
+  return true;
+}
+
+}  // namespace
+
 void on_tag_block(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t count, uintptr_t call_site,
                   uintptr_t frame) {
   if (!ptr || !runtime_active()) return;
@@ -568,21 +595,19 @@ void on_tag_block(const void* ptr, uintptr_t type_tag, size_t elem_size, size_t 
   ThreadState* t = scope.get();
   if (!t) return;
   uintptr_t p = address_of(ptr);
-  int index = find_probation(t, p);
-  if (index >= 0) {
-    type_probation_block(t, static_cast<uint32_t>(index), type_tag, elem_size, 0, count, false);
-    return;
-  }
-  uint64_t owner = external_lookup(p);
-  if (!owner)
-    if (BlockHeader* h = tracked_block(p)) owner = load_owner(h);
-  if (owner & kOwnerProbation) return;  // another thread's, still waiting for its own type
-  if (owner_current(owner)) {
-    retype(t, p, owner, type_tag, count, false);
-    return;
-  }
+  bool untracked = false;
+  if (retype_tracked(t, p, type_tag, elem_size, count, 0, &untracked) || !untracked) return;
   if (g_recording.load(std::memory_order_relaxed))
     track_unseen(t, p, static_cast<uint64_t>(elem_size) * count, type_tag, count, call_site, frame);
+}
+
+void on_retype_block(const void* ptr, uint64_t longer_than, uintptr_t type_tag, size_t elem_size, uint64_t count) {
+  if (!ptr || !headers_on()) return;
+  Busy scope;
+  ThreadState* t = scope.get();
+  if (!t) return;
+  bool untracked = false;
+  retype_tracked(t, address_of(ptr), type_tag, elem_size, count, longer_than, &untracked);
 }
 
 void on_untag(const void* ptr) {

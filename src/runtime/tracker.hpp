@@ -91,6 +91,10 @@ void on_tag_allocation(const void* p, uintptr_t type_tag, size_t elem_size, size
 void on_tag_block(const void* p, uintptr_t type_tag, size_t elem_size, size_t count, uintptr_t call_site,
                   uintptr_t frame);
 void on_untag(const void* p);
+// The tracked block starting at `p`, if it is longer than `longer_than` bytes, holds
+// `count` objects of `type_tag` from now on (a MOVE, as heaptype::tag does). Memory
+// that is not such a block of ours (exactly: block_starts.hpp) is left alone.
+void on_retype_block(const void* p, uint64_t longer_than, uintptr_t type_tag, size_t elem_size, uint64_t count);
 
 // A block on probation of the calling thread leaves it untyped (realloc: no type is
 // coming). Another thread's block stays on probation.

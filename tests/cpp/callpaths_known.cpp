@@ -11,7 +11,7 @@
 //   Direct              3  main > direct_inner() > M
 //   Recursed            2  main > recurse(int) x k > M, for each k = 1..5 (recurse(4), twice)
 //   BeforeThrow         2  main > catcher() > thrower1() > thrower2() > thrower3() > M
-//   (untyped)           2  main > catcher() > ... > thrower3() > __cxa_allocate_exception
+//   Oops                2  main > catcher() > ... > thrower3() > __cxa_allocate_exception (thrown)
 //   AfterCatch          2  main > catcher() > M             (after the exception was caught)
 //   AfterCatchCall      2  main > catcher() > after_catch_call() > M
 //   BeforeJump          2  main > jumper() > jump1() > jump2() > jump3() > M

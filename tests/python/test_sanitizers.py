@@ -33,6 +33,7 @@ import heaptype
 from conftest import CPP_DIR, CXX_STD, run_profiled
 from heaptype import flags
 from test_runtime_truth import CONTAINERS, FIELDS, OBJECTS, THREADS
+from test_strings import THROWN, check_thrown_program_ran, expected_thrown_rows, thrown_rows_of
 from tooling import require_tool, run_once
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,6 +121,15 @@ def tsan(tmp_path_factory) -> SanitizedBuild:
 def run_clean(program: Path, output: Path, *args: str, leaks: bool = True, signal_unsafe: bool = True,
               timeout: float = 300) -> heaptype.Profile:
     """Runs a sanitized program: exit status 0, no sanitizer report; its profile."""
+    run_sanitized(program, output, *args, leaks=leaks, signal_unsafe=signal_unsafe, timeout=timeout)
+    profile = heaptype.load(output)
+    assert profile.complete and profile.warnings == []
+    return profile
+
+
+def run_sanitized(program: Path, output: Path, *args: str, leaks: bool = True, signal_unsafe: bool = True,
+                  timeout: float = 300) -> subprocess.CompletedProcess:
+    """Runs a sanitized program: exit status 0, no sanitizer report."""
     halt = "halt_on_error=1:exitcode=66"
     env = {
         "ASAN_OPTIONS": f"{halt}:detect_leaks={int(leaks)}",
@@ -130,9 +140,7 @@ def run_clean(program: Path, output: Path, *args: str, leaks: bool = True, signa
     report = done.stderr[-6000:]
     assert done.returncode == 0, f"{program.name} {' '.join(args)} exited {done.returncode}:\n{report}"
     assert not any(marker in done.stderr for marker in REPORTS), report
-    profile = heaptype.load(output)
-    assert profile.complete and profile.warnings == []
-    return profile
+    return done
 
 
 def typed_rows(profile: heaptype.Profile) -> dict:
@@ -178,6 +186,16 @@ def test_hostile_programs_under_asan_and_ubsan(asan, tmp_path, scenario, expecte
     profile = run_clean(asan.program("hostile"), tmp_path / "hostile.htp", *scenario, leaks=False)
     rows = {name: profile.type_row(name) for name in expected}
     assert {name: (r.allocations, r.objects, r.bytes, r.live_blocks) for name, r in rows.items() if r} == expected
+
+
+def test_thrown_objects_under_asan_and_ubsan(asan, tmp_path):
+    """ASan intercepts __cxa_throw as well: the runtime's comes first (the executable's),
+    types the thrown object and goes on to ASan's, which goes on to libstdc++'s (see
+    test_strings.py::test_thrown_objects_are_typed_by_the_thrown_type)."""
+    output = tmp_path / "thrown.htp"
+    truth = check_thrown_program_ran(run_sanitized(asan.program("thrown_types"), output, str(THROWN)))
+    expected = expected_thrown_rows(truth)
+    assert thrown_rows_of(heaptype.load(output), expected) == expected
 
 
 # --- ThreadSanitizer ----------------------------------------------------------------------

@@ -18,6 +18,7 @@ which a program that allocates nothing (baseline.cpp) has too.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -47,16 +48,19 @@ def compiler(name: str) -> list[str]:
     return require_ziglang() if name == "zig" else [require_tool(name)]
 
 
-def build(workdir: Path, cxx_name: str, std: str, source: str) -> Path:
+def build(workdir: Path, cxx_name: str, std: str, source: str, link: str = "static") -> Path:
     """tests/cpp/<source>.cpp compiled and linked with heaptype's flags for this compiler,
-    once per session; the object file is kept (its symbols say the capture mode)."""
+    once per session; the object file is kept (its symbols say the capture mode). `link`:
+    the static runtime, the shared one (`shared`), or the static runtime with libstdc++
+    linked statically too (`static-libstdc++`)."""
     cxx = compiler(cxx_name)
-    exe = workdir / f"{source}_{cxx_name.replace('+', 'x')}_{std}"
+    exe = workdir / f"{source}_{cxx_name.replace('+', 'x')}_{std}{'' if link == 'static' else '_' + link}"
 
     def make() -> None:
         cxx_text = " ".join(cxx)
         cflags, _ = heaptype_flags("--cflags", "--cxx", cxx_text)
-        ldflags, _ = heaptype_flags("--ldflags", "--cxx", cxx_text)
+        ldflags, _ = heaptype_flags("--ldflags", *(["--shared"] if link == "shared" else []), "--cxx", cxx_text)
+        ldflags += ["-static-libstdc++"] if link == "static-libstdc++" else []
         for command in ([*cxx, f"-std={std}", "-O2", *cflags, "-c", str(CPP_DIR / f"{source}.cpp"), "-o",
                          str(exe.with_suffix(".o"))],
                         [*cxx, f"-std={std}", "-O2", str(exe.with_suffix(".o")), *ldflags, "-o", str(exe)]):
@@ -175,7 +179,8 @@ def test_library_blocks_are_typed_or_named(workdir, tmp_path, cxx_name, std):
     assert done.returncode == 0 and done.stdout.startswith(f"caught={THROWS} "), done.stderr
     profile = heaptype.load(output)
     rows = rows_with_inference(profile)
-    assert rows["C++ runtime: exception object"].allocations == int(THROWS)
+    thrown_row = "C++ runtime: exception object" if cxx_name == "zig" else "Thrown"  # see test_thrown_objects_...
+    assert rows[thrown_row].allocations == int(THROWS)
     assert rows["glibc: stdio buffer"].live_blocks == 1  # stdout's, written to a pipe, live at exit
     assert rows["glibc: FILE of fopen"].allocations == 2  # the ofstream's and the ifstream's
     lib = "libc++" if cxx_name == "zig" else "libstdc++"
@@ -183,6 +188,82 @@ def test_library_blocks_are_typed_or_named(workdir, tmp_path, cxx_name, std):
     untyped = profile.call_paths(types=["(untyped)"], infer=True)
     assert all(row.path == ("(no call site)",) for row in untyped), [(r.path, r.bytes) for r in untyped]
     assert sum(row.bytes for row in untyped) < 64
+
+
+# --- thrown objects, typed by the type they are thrown as ---------------------------------------
+
+THROWN = 3
+ABI_HEADER = 128  # libstdc++'s __cxa_refcounted_exception in front of a thrown object (x86-64)
+
+
+def expected_thrown_rows(truth: dict[str, int]) -> dict[str, tuple[int, int, int, int]]:
+    """tests/cpp/thrown_types.cpp's thrown objects: (allocations, objects, bytes, live bytes)
+    per type; a row's block holds the ABI header and the object."""
+    counts = {"Thrown": (THROWN + 1, truth["sizeof_thrown"]), "std::runtime_error": (THROWN + 1, truth["sizeof_error"]),
+              "int": (THROWN + 2, truth["sizeof_int"]), "std::out_of_range": (1, truth["sizeof_out_of_range"])}
+    return {label: (n, n, n * (ABI_HEADER + size), 0) for label, (n, size) in counts.items()}
+
+
+def thrown_rows_of(profile: heaptype.Profile, labels) -> dict[str, tuple[int, int, int, int]]:
+    rows = rows_with_inference(profile)
+    return {label: (rows[label].allocations, rows[label].objects, rows[label].bytes, rows[label].live_bytes)
+            for label in labels if label in rows}
+
+
+def check_thrown_program_ran(done: subprocess.CompletedProcess) -> dict[str, int]:
+    assert done.returncode == 0, done.stderr
+    truth = {key: int(value) for key, value in re.findall(r"(\w+)=(\d+)", done.stdout)}
+    assert {k: truth[k] for k in ("thrown", "errors", "ints", "rethrown", "out_of_range")} == \
+        {"thrown": THROWN, "errors": THROWN + 1, "ints": THROWN + 2, "rethrown": 2, "out_of_range": 1}
+    return truth
+
+
+@pytest.mark.parametrize("cxx_name, std, link", [
+    ("g++", "c++17", "static"), ("g++", "c++20", "static"), ("g++", "c++17", "shared"),
+    ("g++", "c++17", "static-libstdc++"), ("clang++", "c++17", "static"), ("clang++", "c++20", "static"),
+    ("zig", "c++20", "static")])
+def test_thrown_objects_are_typed_by_the_thrown_type(workdir, tmp_path, cxx_name, std, link):
+    """tests/cpp/thrown_types.cpp: a class of the program, std::runtime_error and int thrown
+    N, N+1 and N+2 times, a Thrown from std::make_exception_ptr rethrown twice, an
+    std::out_of_range from vector::at. With libstdc++ each thrown object's block is a row
+    of its type (the runtime's __cxa_throw / __cxa_init_primary_exception retype it);
+    the two dependent exceptions of std::rethrow_exception stay the named row. zig's
+    Clang links libc++abi statically, and so does g++ -static-libstdc++ with libstdc++:
+    its __cxa_throw wins over the runtime's weak one, and every thrown object stays
+    "C++ runtime: exception object". `shared`: linked with libheaptype.so, which comes
+    before libstdc++.so in the lookup order."""
+    program = build(workdir, cxx_name, std, "thrown_types", link)
+    output = tmp_path / "thrown_types.htp"
+    truth = check_thrown_program_ran(run_profiled(program, output, str(THROWN)))
+    profile = heaptype.load(output)
+    expected = expected_thrown_rows(truth)
+    rows = rows_with_inference(profile)
+    if cxx_name == "zig" or link == "static-libstdc++":
+        assert thrown_rows_of(profile, expected) == {}
+        thrown_objects = THROWN + (THROWN + 1) + (THROWN + 2) + 1 + 1
+        assert rows["C++ runtime: exception object"].allocations == thrown_objects + 2
+        return
+    assert thrown_rows_of(profile, expected) == expected
+    assert rows["C++ runtime: exception object"].allocations == 2
+
+
+def test_thrown_objects_are_typed_in_a_preloaded_program(tmp_path):
+    """`heaptype run` on thrown_types.cpp built without HeapType: the preloaded runtime's
+    __cxa_throw comes before libstdc++.so's and types the thrown objects the same way."""
+    cxx = require_tool("g++")
+    exe = tmp_path / "thrown_types_plain"
+    subprocess.run([cxx, "-std=c++17", "-O2", "-g", str(CPP_DIR / "thrown_types.cpp"), "-o", str(exe)], check=True,
+                   capture_output=True)
+    output = tmp_path / "thrown_types_plain.htp"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe), str(THROWN)],
+                          capture_output=True, text=True, env=environment, timeout=120)
+    truth = check_thrown_program_ran(done)
+    profile = heaptype.load(output)
+    assert profile.mode == "preloaded"
+    expected = expected_thrown_rows(truth)
+    assert thrown_rows_of(profile, expected) == expected
+    assert rows_with_inference(profile)["C++ runtime: exception object"].allocations == 2
 
 
 def test_ldflags_fit_zig_behind_a_wrapper_of_another_name(tmp_path):

@@ -245,6 +245,29 @@ def test_warm_cache_reads_no_debug_info(tmp_path):
     assert (warm_stats.dwarf_opened, warm_stats.symbol_tables_read, warm_stats.units) == (0, 0, 0)
 
 
+def test_typeinfos_name_thrown_types_cold_and_from_the_cache(tmp_path):
+    """A thrown object's tag is its std::type_info: "typeinfo for T" names T, the
+    program's own (Thrown) and the copies a throw of a library's type makes in the
+    executable (copy relocations: "_ZTIi@CXXABI_1.3" in .symtab), also from the cache."""
+    gxx = require_tool("g++")
+    binary = tmp_path / "thrown"
+    subprocess.run([gxx, "-O2", str(Path(__file__).parents[1] / "cpp" / "thrown_types.cpp"), "-o", str(binary)],
+                   check=True, capture_output=True)
+    symbols = subprocess.run(["nm", str(binary)], check=True, capture_output=True, text=True).stdout.split("\n")
+    wanted = {"_ZTI6Thrown": "Thrown", "_ZTIi": "int", "_ZTISt13runtime_error": "std::runtime_error"}
+    tags = {}
+    for line in symbols:
+        fields = line.split()
+        if len(fields) == 3 and fields[2].split("@")[0] in wanted:
+            tags[BASE + int(fields[0], 16)] = wanted[fields[2].split("@")[0]]
+    assert sorted(tags.values()) == sorted(wanted.values()), symbols
+    for expected_from_cache in (0, 1):
+        s = symbolizer(binary, cache_dir=str(tmp_path / "cache"))
+        assert s.type_names(list(tags)) == tags
+        assert s.stats.type_tables_from_cache == expected_from_cache
+        s.save_cache()
+
+
 @pytest.mark.parametrize("damage", ["truncated", "flipped byte", "empty", "other data"])
 def test_damaged_cache_file_is_ignored_and_rewritten(tmp_path, damage):
     binary = build(tmp_path / "b")

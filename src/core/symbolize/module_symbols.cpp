@@ -165,12 +165,15 @@ const TagMap& ModuleSymbols::link_tags(const std::string& map_file) {
       throw SymbolError("cannot read the linker map file of " + path_ + ": " + e.what());
     }
     for (const auto& tag : elf_tags.tags) link_tags_[tag.first] = tag.second;  // the symbols win
-  } else if (!elf_tags.tags.empty()) {
-    link_tags_ = elf_tags.tags;  // .dynsym alone (GCC exports its unique tag symbols)
+  } else if (!elf_tags.tags.empty() || !elf_tags.typeinfos.empty()) {
+    // .dynsym alone: GCC exports its unique tag symbols, a shared library (libstdc++.so)
+    // the typeinfos of its exceptions.
+    link_tags_ = elf_tags.tags;
   } else {
     throw SymbolError(path_ + " is stripped and no linker map file was given: rebuild with -Wl,-Map=" +
                       base_name(path_) + ".map or keep the symbol table");
   }
+  link_tags_.insert(elf_tags.typeinfos.begin(), elf_tags.typeinfos.end());  // never at a tag's address
   has_link_tags_ = true;
   return link_tags_;
 }

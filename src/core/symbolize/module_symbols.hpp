@@ -59,7 +59,8 @@ class ModuleSymbols {
   uint64_t file_size() const;
 
   // Tags at link-time addresses from the ELF symbols (cached), or from the map
-  // file when the symbol table is gone. Throws SymbolError like TypeResolver.
+  // file when the symbol table is gone, and the typeinfos of the ELF symbols (the
+  // tags of thrown objects). Throws SymbolError like TypeResolver.
   const TagMap& link_tags(const std::string& map_file);
 
   // Writes what was learnt to the cache file (merged with what another process

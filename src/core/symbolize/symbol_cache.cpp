@@ -24,7 +24,7 @@ const char kDefaultCacheDir[] = "<default>";
 namespace {
 
 const char kMagic[8] = {'H', 'T', 'S', 'Y', 'M', 'C', '\r', '\n'};
-constexpr uint32_t kFormatVersion = 2;  // bump when the layout or the meaning of entries changes
+constexpr uint32_t kFormatVersion = 3;  // bump when the layout or the meaning of entries changes
 constexpr uint32_t kNoString = 0xFFFFFFFFu;
 constexpr size_t kHeaderSize = 8 + 4 + 4 + 8 + 8;  // magic, version, reserved, payload size, checksum
 constexpr size_t kIndexItem = 8 + 4;               // pc, record offset
@@ -140,6 +140,11 @@ std::string encode_payload(const CacheContents& contents) {
     head.u64(tag.first);
     head.u32(strings.index(tag.second));
   }
+  head.u32(static_cast<uint32_t>(contents.tags.typeinfos.size()));
+  for (const auto& typeinfo : contents.tags.typeinfos) {
+    head.u64(typeinfo.first);
+    head.u32(strings.index(typeinfo.second));
+  }
   head.u32(static_cast<uint32_t>(pcs.size()));
   Writer payload;
   strings.write(payload);
@@ -254,6 +259,10 @@ bool CacheReader::parse() {
   for (uint32_t n = c.get<uint32_t>(); n > 0 && c.has(12); --n) {
     uint64_t address = c.get<uint64_t>();
     tags_.tags[address] = string_at(c.get<uint32_t>());
+  }
+  for (uint32_t n = c.get<uint32_t>(); n > 0 && c.has(12); --n) {
+    uint64_t address = c.get<uint64_t>();
+    tags_.typeinfos[address] = string_at(c.get<uint32_t>());
   }
   entry_count_ = c.get<uint32_t>();
   index_ = c.pos;

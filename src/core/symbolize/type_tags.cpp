@@ -14,6 +14,7 @@ namespace heaptype {
 namespace symbolize {
 
 const char kMangledTagPrefix[] = "_ZN8heaptype7type_idI";
+const char kMangledTypeinfoPrefix[] = "_ZTI";
 
 namespace {
 
@@ -145,17 +146,30 @@ std::optional<std::string> type_name_from_symbol(const std::string& demangled) {
   return render_type(core::collapse_closing_brackets(inner));
 }
 
+std::optional<std::string> type_name_from_typeinfo(const std::string& demangled) {
+  static const std::string prefix = "typeinfo for ";
+  std::string text = trim(demangled);
+  if (!starts_with(text, prefix) || text.size() == prefix.size()) return std::nullopt;
+  return core::collapse_closing_brackets(text.substr(prefix.size()));
+}
+
 ElfTags read_elf_type_tags(const ElfFile& file) {
-  std::map<uint64_t, std::string> raw;
-  const size_t prefix_size = std::strlen(kMangledTagPrefix);
+  std::map<uint64_t, std::string> raw, typeinfos;
+  const size_t prefix_size = std::strlen(kMangledTagPrefix), typeinfo_prefix_size = std::strlen(kMangledTypeinfoPrefix);
   auto collect = [&](const GElf_Sym& sym, const char* name) {
-    if (sym.st_shndx == SHN_UNDEF || std::strncmp(name, kMangledTagPrefix, prefix_size) != 0) return;
-    raw[sym.st_value] = name;  // undefined (imported) symbols are not tags of this module
+    if (sym.st_shndx == SHN_UNDEF) return;  // undefined (imported) symbols are not tags of this module
+    if (std::strncmp(name, kMangledTagPrefix, prefix_size) == 0) raw[sym.st_value] = name;
+    // A copy of a shared library's typeinfo in the executable (a copy relocation:
+    // `throw 1`'s typeinfo for int) is named "_ZTIi@CXXABI_1.3" in .symtab.
+    if (std::strncmp(name, kMangledTypeinfoPrefix, typeinfo_prefix_size) == 0)
+      typeinfos[sym.st_value] = std::string(name, std::strcspn(name, "@"));
   };
   file.for_each_symbol(SHT_DYNSYM, collect);
   ElfTags out;
   out.has_symtab = file.for_each_symbol(SHT_SYMTAB, collect);  // second: .symtab wins
   out.tags = names_by_address(raw);
+  for (const auto& entry : typeinfos)
+    if (auto name = type_name_from_typeinfo(core::demangle(entry.second))) out.typeinfos[entry.first] = *name;
   return out;
 }
 

@@ -30,13 +30,22 @@ using TagMap = std::map<uint64_t, std::string>;  // link-time address -> type na
 // usual names: "char[] of std::string").
 std::optional<std::string> type_name_from_symbol(const std::string& demangled);
 
+// T for a demangled "typeinfo for T", else nullopt. A thrown object's type tag is
+// the address of its std::type_info (see src/runtime/exception_types.hpp).
+std::optional<std::string> type_name_from_typeinfo(const std::string& demangled);
+
 struct ElfTags {
   TagMap tags;
+  // The module's std::type_info objects ("typeinfo for T" symbols, _ZTI...), by
+  // address: the tags of thrown objects. Kept apart from `tags`, the types the
+  // module's code can allocate.
+  TagMap typeinfos;
   bool has_symtab = false;  // the complete table was there: no map file needed
 };
 
-// Tags from .symtab and .dynsym (.symtab wins at one address). GCC's tags are
-// STB_GNU_UNIQUE and so often exported: a stripped binary may still name them.
+// Tags and typeinfos from .symtab and .dynsym (.symtab wins at one address).
+// GCC's tags are STB_GNU_UNIQUE and so often exported: a stripped binary may still
+// name them; a shared library's typeinfos are usually exported too.
 ElfTags read_elf_type_tags(const ElfFile& file);
 
 // Tags from a GNU ld.bfd, gold or lld map file; only its memory map counts

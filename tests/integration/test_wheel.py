@@ -360,6 +360,8 @@ def test_find_package_finds_the_wheels_cmake_package(wheel, hidden, tmp_path):
 BAZEL_WORKSPACE = """\
 workspace(name = "wheel_user")
 
+local_repository(name = "heaptype", path = "{bazel_dir}")  # `heaptype --bazel-dir`
+
 load("@heaptype//:repositories.bzl", "heaptype_dependencies")
 
 heaptype_dependencies()
@@ -376,18 +378,17 @@ def test_the_bazel_repository_from_the_wheel_builds_a_profiled_program(wheel, hi
     interpreter (HEAPTYPE_PYTHON), builds a program that profiles; offline with the
     shims of test_bazel.py."""
     bazel = require_tool("bazel")
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    (workspace / "WORKSPACE").write_text(BAZEL_WORKSPACE)
-    (workspace / "BUILD.bazel").write_text(BAZEL_BUILD)
-    (workspace / "app.cc").write_text(PROGRAM)
     bazel_dir = Path(hidden_run(hidden, wheel, [wheel.command("heaptype"), "--bazel-dir"]).stdout.strip())
     assert bazel_dir == wheel.site / "heaptype" / "bazel"
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "WORKSPACE").write_text(BAZEL_WORKSPACE.format(bazel_dir=bazel_dir))
+    (workspace / "BUILD.bazel").write_text(BAZEL_BUILD)
+    (workspace / "app.cc").write_text(PROGRAM)
     shims = bazel_dir / "shims"
     rc = tmp_path / "wheel.bazelrc"
-    rc.write_text("".join(f"build --override_repository={name}={path}\n" for name, path in [
-        ("heaptype", bazel_dir), ("rules_cc", shims / "rules_cc"), ("rules_java", shims / "rules_java"),
-        ("remote_coverage_tools", shims / "remote_coverage_tools")]) + "build --nosandbox_debug\n")
+    rc.write_text("".join(f"build --override_repository={name}={shims / name}\n"
+                          for name in ("rules_cc", "rules_java", "remote_coverage_tools")) + "build --nosandbox_debug\n")
     env = {"HEAPTYPE_PYTHON": wheel.command("python"), "CC": require_tool("gcc")}
     hidden_run(hidden, wheel, [bazel, f"--output_user_root={tmp_path / 'output'}", f"--bazelrc={rc}", "--batch",
                                "build", "//:app"], cwd=workspace, **env)

@@ -226,7 +226,7 @@ def test_addresses_mode_counts_the_same(cpp_programs, tmp_path, objects):
     assert done.returncode == 0, done.stderr
     (flags,) = struct.unpack_from("<I", output.read_bytes(), 44)
     (default_flags,) = struct.unpack_from("<I", open(objects.path, "rb").read(), 44)
-    assert (flags, default_flags) == (1, 0)
+    assert (flags, default_flags) == (1 | 2, 2)  # 2: compressed (the default)
     profile = heaptype.load(output)
     assert profile.warnings == []
     assert {r.type: figures(profile, r.type) for r in profile.by_type()} == \

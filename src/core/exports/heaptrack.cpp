@@ -52,7 +52,10 @@ HeaptrackWriter::Info& HeaptrackWriter::info(uint64_t key, const Placement& p) {
 
 void HeaptrackWriter::allocated(uint64_t key, const Placement& p, bool selected, uint64_t time) {
   if (!selected) return;
-  ++info(key, p).live;
+  settle_deferred();
+  Info& i = info(key, p);
+  ++i.live;
+  ++i.lines;
   push(kAllocation, key, time);
 }
 
@@ -61,6 +64,8 @@ void HeaptrackWriter::allocated(uint64_t key, const Placement& p, bool selected,
 // here too late to rename its allocation line is freed as what it was allocated as.
 void HeaptrackWriter::freed(uint64_t key, const Placement& p, bool selected, uint64_t time) {
   if (!selected) return;
+  if (deferred_ && key == deferred_to_) return free_deferred(time);
+  settle_deferred();
   Info& i = info(key, p);
   if (i.live > 0) {
     --i.live;
@@ -75,33 +80,86 @@ void HeaptrackWriter::freed(uint64_t key, const Placement& p, bool selected, uin
 
 void HeaptrackWriter::moved(uint64_t from, uint64_t to, const Placement& p_to, bool from_selected, bool to_selected,
                             uint64_t time) {
+  settle_deferred();
   auto it = infos_.find(from);
   bool in_file = from_selected && it != infos_.end() && it->second.live > 0;
   if (!in_file) {
     if (to_selected) allocated(to, p_to, true, time);  // enters the file now
     return;
   }
-  if (retarget_pending_allocation(from, to, to_selected)) {
-    --it->second.live;
-    if (to_selected) ++info(to, p_to).live;
-  } else if (to_selected) {
-    info(to, p_to).borrowed.push_back(from);
+  if (!to_selected) {
+    if (Pending* line = renamable_allocation(from, to)) {
+      line->kind = kDropped;
+      --it->second.live;
+      --it->second.lines;
+    }
+    return;
+  }
+  info(to, p_to);
+  Pending* line = renamable_allocation(from, to);
+  bool same_thread = (from >> 32) == (to >> 32);
+  if (line && line == &pending_.back() && !same_thread) {
+    // Typed by another thread just after its allocation: the analysis's rule keeps a
+    // free at `to` next no temporary, so the line is renamed unless that free comes.
+    deferred_ = line;
+    deferred_from_ = from;
+    deferred_to_ = to;
+  } else if (line) {
+    rename(line, from, to);
+  } else {
+    infos_.at(to).borrowed.push_back(from);
   }
 }
 
-// The latest allocation line of `from` still in the window names `to` (or, when `to` is
-// filtered out, is dropped). False when the window holds none.
-bool HeaptrackWriter::retarget_pending_allocation(uint64_t from, uint64_t to, bool keep) {
-  for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
-    if (it->kind != kAllocation || it->value != from) continue;
-    if (keep) {
-      it->value = to;
-    } else {
-      it->kind = kDropped;
-    }
-    return true;
+void HeaptrackWriter::rename(Pending* line, uint64_t from, uint64_t to) {
+  line->value = to;
+  Info& f = infos_.at(from);
+  Info& t = infos_.at(to);
+  --f.live;
+  --f.lines;
+  ++t.live;
+  ++t.lines;
+}
+
+void HeaptrackWriter::settle_deferred() {
+  if (!deferred_) return;
+  rename(deferred_, deferred_from_, deferred_to_);
+  deferred_ = nullptr;
+  deferred_to_ = kNoKey;
+}
+
+// The block typed by another thread just after its allocation is freed next: the line
+// pair must name two infos (the analysis sees no temporary), each allocated before the
+// free (heaptrack_gui), so: `+ to` and `- from` when another line names `from`, else
+// `+ from` and `- to` when a line names `to`; else a temporary too many.
+void HeaptrackWriter::free_deferred(uint64_t time) {
+  Pending* line = deferred_;
+  uint64_t from = deferred_from_, to = deferred_to_;
+  deferred_ = nullptr;
+  deferred_to_ = kNoKey;
+  Info& f = infos_.at(from);
+  --f.live;
+  if (f.lines > 1) {
+    line->value = to;
+    --f.lines;
+    ++infos_.at(to).lines;
+    return push(kFree, from, time);
   }
-  return false;
+  push(kFree, infos_.at(to).lines > 0 ? to : from, time);
+}
+
+// The latest allocation line of `from` still in the window that can name another info:
+// not one whose next event is a free of `from` or `to` (renaming it would make or
+// unmake a temporary). nullptr when the window holds none.
+HeaptrackWriter::Pending* HeaptrackWriter::renamable_allocation(uint64_t from, uint64_t to) {
+  const Pending* next = nullptr;
+  for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
+    if (it->kind == kTime || it->kind == kDropped) continue;
+    bool frees_either = next && next->kind == kFree && (next->value == from || next->value == to);
+    if (it->kind == kAllocation && it->value == from && !frees_either) return &*it;
+    next = &*it;
+  }
+  return nullptr;
 }
 
 void HeaptrackWriter::push(Kind kind, uint64_t value, uint64_t time) {
@@ -133,6 +191,7 @@ void HeaptrackWriter::write_oldest() {
 }
 
 void HeaptrackWriter::finish() {
+  settle_deferred();
   while (!pending_.empty()) write_oldest();
   release_held();
   uint64_t end_ms = a_.totals().duration * a_.clock_tick_ns() / 1000000;

@@ -69,13 +69,17 @@ class HeaptrackWriter : public EventObserver {
     uint32_t type_group = 0;
     int64_t live = 0;        // blocks whose allocation line names it, not freed yet
     uint32_t index = kNone;  // its `a` line, once written
+    int64_t lines = 0;       // allocation lines that name it (it is defined before a later free)
     std::vector<uint64_t> borrowed;  // placements of blocks moved here too late to rename
   };
 
   // Events, in the window.
   Info& info(uint64_t key, const Placement& p);
   void push(Kind kind, uint64_t value, uint64_t time);
-  bool retarget_pending_allocation(uint64_t from, uint64_t to, bool keep);
+  Pending* renamable_allocation(uint64_t from, uint64_t to);
+  void rename(Pending* line, uint64_t from, uint64_t to);
+  void settle_deferred();
+  void free_deferred(uint64_t time);
   void write_oldest();
   // Lines.
   void write_allocation(uint64_t key);
@@ -97,7 +101,12 @@ class HeaptrackWriter : public EventObserver {
   const Analysis& a_;
   Sink sink_;
   std::string text_;
-  std::deque<Pending> pending_;
+  std::deque<Pending> pending_;  // its elements stay in place while it grows
+  // The last event, an allocation another thread typed: renamed at the next event.
+  static constexpr uint64_t kNoKey = UINT64_MAX;
+  Pending* deferred_ = nullptr;
+  uint64_t deferred_from_ = 0;
+  uint64_t deferred_to_ = kNoKey;
   uint64_t last_ms_ = 0;
   std::unordered_map<uint64_t, Info> infos_;
   uint32_t infos_written_ = 0;

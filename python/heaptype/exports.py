@@ -78,6 +78,7 @@ def write_heaptrack(profile: Profile, output: str | None, *, inlined: bool = Tru
     gzip), plain text otherwise; heaptrack's tools read all three by the suffix. The text
     is written as the core makes it, never held whole. Returns the analysis pass (its
     totals are what heaptrack_print will show)."""
+    profile.require_start("heaptrack's format")  # before anything is written
     if not output or output == "-":
         analysis = profile.heaptrack(sys.stdout.buffer.write, inlined=inlined)
         sys.stdout.flush()
@@ -94,14 +95,16 @@ def _through_zstd(profile: Profile, output: str, inlined: bool):
     if zstd is None:
         raise ProfileError(f"{output}: writing .zst needs the zstd program (Debian's zstd); "
                            "or name the file .gz")
+    analysis = None
     with subprocess.Popen([zstd, "-q", "-f", "-o", output], stdin=subprocess.PIPE,
                           stderr=subprocess.PIPE) as process:
         try:
             analysis = profile.heaptrack(process.stdin.write, inlined=inlined)
-        finally:
             process.stdin.close()
+        except BrokenPipeError:  # zstd stopped: its message says why
+            pass
         errors = process.stderr.read().decode(errors="replace")
-    if process.returncode != 0:
+    if process.returncode != 0 or analysis is None:
         raise ProfileError(f"{output}: zstd failed: {errors.strip()}")
     return analysis
 

@@ -204,6 +204,14 @@ def test_cli_writes_zst_gz_and_plain_files_heaptrack_reads_by_suffix(tmp_path):
     shown = subprocess.run([sys.executable, "-m", "heaptype", "export", str(profile), "--format", "heaptrack"],
                            capture_output=True, text=True)
     assert shown.stdout == texts[0]
+    late = subprocess.run([sys.executable, "-m", "heaptype", "export", str(profile), "--format", "heaptrack",
+                           "--time", "0.000001:", "-o", str(tmp_path / "late.heaptrack")], capture_output=True, text=True)
+    assert late.returncode == 2 and "replays the program from its start" in late.stderr
+    assert not (tmp_path / "late.heaptrack").exists()
+    for name in ("p.heaptrack.zst", "p.heaptrack.gz"):
+        nowhere = subprocess.run([sys.executable, "-m", "heaptype", "export", str(profile), "--format", "heaptrack",
+                                  "-o", str(tmp_path / "missing" / name)], capture_output=True, text=True)
+        assert nowhere.returncode == 2 and f"missing/{name}" in nowhere.stderr, nowhere.stderr
 
 
 def decompress(path) -> str:

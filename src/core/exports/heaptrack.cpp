@@ -1,8 +1,8 @@
 // heaptrack.cpp: the heaptrack data file writer (see heaptrack.hpp).
 #include "heaptrack.hpp"
 
-#include <cinttypes>
 #include <algorithm>
+#include <cinttypes>
 #include <cstdio>
 
 #include "samples.hpp"

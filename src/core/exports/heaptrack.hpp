@@ -18,14 +18,18 @@
 // Traces (`t ip parent`) are the call paths of the analysis, root first, named by its
 // symbolizer (`i ip module function file line ...`: the frames at one pc, innermost
 // inlined one first, as heaptrack writes them), so heaptrack needs no debug info of
-// its own. The allocated type is the innermost frame, named as the
-// folded export names it ("T", "T (inferred)", "(untyped)"), in module "(type)".
+// its own. The allocated type is the innermost frame, named as the folded export names
+// it ("T", "T (inferred)", "(untyped)"), in module "(allocated type)".
 //
 // A block typed late (MOVE) is counted at its typed site from its allocation: the
-// writer keeps the last kWindow events and renames the allocation's line. A move
-// further back than that leaves the line as it is, and the block's free names the
-// info it was allocated as. Memory is bounded by that window and the distinct
-// placements, not by the number of events.
+// writer keeps the last kWindow events and renames the allocation's line, choosing one
+// whose renaming makes or unmakes no temporary. A move further back than that leaves
+// the line as it is, and the block's free names the info it was allocated as. One case
+// cannot keep both figures: another thread types the block just allocated and the next
+// event frees a block of its typed site, with no other line of either placement to
+// name; heaptrack then sees a temporary the analysis does not (tests/python/
+// test_heaptrack_format.py counts these). Memory is bounded by the window and the
+// distinct placements, not by the number of events.
 #ifndef HEAPTYPE_CORE_EXPORTS_HEAPTRACK_HPP
 #define HEAPTYPE_CORE_EXPORTS_HEAPTRACK_HPP
 

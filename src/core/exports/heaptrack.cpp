@@ -2,8 +2,6 @@
 #include "heaptrack.hpp"
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 
 #include "samples.hpp"
 
@@ -17,10 +15,20 @@ constexpr size_t kTextPiece = 1 << 20;
 // heaptrack's version (1.4.0) and file format (3: strings carry their length).
 constexpr const char* kVersionLine = "v 10400 3";
 
+void append_hex(std::string* out, uint64_t value) {
+  char digits[16];
+  size_t n = 0;
+  do {
+    digits[n++] = "0123456789abcdef"[value & 0xf];
+    value >>= 4;
+  } while (value);
+  while (n) out->push_back(digits[--n]);
+}
+
 std::string hex(uint64_t value) {
-  char buf[24];
-  snprintf(buf, sizeof buf, "%" PRIx64, value);
-  return buf;
+  std::string out;
+  append_hex(&out, value);
+  return out;
 }
 
 // One line per string: heaptrack reads up to the end of the line.
@@ -259,8 +267,16 @@ void HeaptrackWriter::event_line(char kind, uint64_t value) {
     live_ -= static_cast<int64_t>(info_sizes_[value]);
     last_allocation_ = kNone;
   }
-  std::string text = std::string(1, kind) + " " + hex(value);
-  if (!holding_) return line(text);
+  if (!holding_) {  // the common case, written without a string of its own
+    text_ += kind;
+    text_ += ' ';
+    append_hex(&text_, value);
+    text_ += '\n';
+    return flush_text(false);
+  }
+  std::string text(1, kind);
+  text += ' ';
+  append_hex(&text, value);
   held_.push_back(std::move(text));
   held_max_live_ = std::max(held_max_live_, live_);
   if (held_.size() > kWindow) release_held();  // too long to hold: its free stays where it is

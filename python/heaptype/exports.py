@@ -125,8 +125,10 @@ def export(profile: Profile, fmt: str, *, value: str = "bytes", inlined: bool | 
         from .massif import massif
 
         return massif(profile).encode()
-    if fmt == "heaptrack":
-        raise ValueError("the heaptrack format is written to a file: use write_heaptrack")
+    if fmt == "heaptrack":  # plain text, whole in memory: write_heaptrack streams and compresses
+        pieces: list[bytes] = []
+        profile.heaptrack(pieces.append, inlined=True if inlined is None else inlined)
+        return b"".join(pieces)
     raise ValueError(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
 
 

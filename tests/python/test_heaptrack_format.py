@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from heaptype import _core
+import heaptype
+from heaptype import _core, exports
 from synthetic import folded_ops, generate, merged_order, named_sites, write
 
 
@@ -204,6 +205,7 @@ def test_cli_writes_zst_gz_and_plain_files_heaptrack_reads_by_suffix(tmp_path):
     shown = subprocess.run([sys.executable, "-m", "heaptype", "export", str(profile), "--format", "heaptrack"],
                            capture_output=True, text=True)
     assert shown.stdout == texts[0]
+    assert exports.export(heaptype.load(str(profile)), "heaptrack").decode() == texts[0]
     late = subprocess.run([sys.executable, "-m", "heaptype", "export", str(profile), "--format", "heaptrack",
                            "--time", "0.000001:", "-o", str(tmp_path / "late.heaptrack")], capture_output=True, text=True)
     assert late.returncode == 2 and "replays the program from its start" in late.stderr

@@ -242,17 +242,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = sub.add_parser("export", help="write a profile's call paths for other tools (pprof, flame graphs)")
     export.add_argument("profile", help="a .htp file")
-    export.add_argument("--format", choices=["pprof-text", "folded", "pprof", "chrome", "massif"], required=True,
+    export.add_argument("--format", choices=["pprof-text", "folded", "pprof", "chrome", "massif", "heaptrack"],
+                        required=True,
                         help="pprof-text: gperftools heap profile (google-pprof PROGRAM FILE); folded: "
                              "'frame;...;type value' lines for flamegraph.pl; pprof: gzipped profile.proto; "
                              "chrome: trace-event JSON, live bytes per type over time (Perfetto, chrome://tracing); "
-                             "massif: valgrind massif's format (ms_print, massif-visualizer), types as the leaves")
+                             "massif: valgrind massif's format (ms_print, massif-visualizer), types as the leaves; "
+                             "heaptrack: heaptrack's data file (heaptrack_print, heaptrack_gui), the type as the "
+                             "innermost frame, compressed by -o's suffix: .zst, .gz, else plain")
     export.add_argument("-o", "--output", help="output file (default: standard output)")
     add_filter_options(export)
     export.add_argument("--value", choices=["bytes", "allocations", "objects", "peak", "live", "temporary"],
                         default="bytes", help="with --format folded: what each line counts (default: bytes)")
     export.add_argument("--inlined", action="store_true", default=None,
-                        help="include frames inlined at call sites (the default with --format pprof)")
+                        help="include frames inlined at call sites (the default with --format pprof and "
+                             "heaptrack)")
     export.add_argument("--no-inlined", dest="inlined", action="store_false", help=argparse.SUPPRESS)
     export.set_defaults(handler=cmd_export)
 
@@ -561,6 +565,8 @@ def cmd_export(args) -> int:
     if args.format == "pprof" and not args.output and sys.stdout.isatty():
         raise CommandError("export: --format pprof is binary: give -o FILE (or redirect standard output)")
     profile = filtered_profile(args)
+    if args.format == "heaptrack":
+        return _export_heaptrack(profile, args)
     try:
         data = export(profile, args.format, value=args.value, inlined=args.inlined)
     except ProfileError as e:
@@ -571,6 +577,19 @@ def cmd_export(args) -> int:
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
+    return 0
+
+
+def _export_heaptrack(profile, args) -> int:
+    from .exports import write_heaptrack
+    from .profile import ProfileError
+
+    try:
+        write_heaptrack(profile, args.output, inlined=args.inlined is not False)
+    except ProfileError as e:
+        raise CommandError(str(e)) from None
+    if args.output and args.output != "-":
+        print(f"heaptype: heaptrack export written to {args.output}", file=sys.stderr)
     return 0
 
 

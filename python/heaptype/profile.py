@@ -275,6 +275,21 @@ class Profile:
         self._cache[(tree, bottom_up, inlined, infer, f, None)] = analysis
         return analysis
 
+    def require_start(self, what: str) -> None:
+        """Raises ProfileError when this view starts later than the program (``time``):
+        ``what`` replays the program from its start."""
+        if self.filters.time[0] is not None:
+            raise ProfileError(f"{self.path}: {what} replays the program from its start: "
+                               "a time span that starts later cannot be written to it")
+
+    def heaptrack(self, write, *, inlined: bool = True) -> "_core.Analysis":
+        """One pass that writes heaptrack's data file, calling ``write`` with each piece
+        of text (bytes) in order (src/core/exports/heaptrack.hpp); returns the pass."""
+        self.require_start("heaptrack's format")
+        command = " ".join(self.argv) or self.executable or ""
+        return self._run(self.filters, tree=True, inlined=inlined, infer=True, heaptrack_write=write,
+                         heaptrack_command=command)
+
     def _run(self, f: Filters, **options) -> "_core.Analysis":
         tree = options.pop("tree")
         try:

@@ -8,6 +8,7 @@
 #include "bindings.hpp"
 #include "core/analysis.hpp"
 #include "core/exports/exports.hpp"
+#include "core/exports/heaptrack.hpp"
 
 namespace py = pybind11;
 using heaptype::core::Analysis;
@@ -292,14 +293,29 @@ py::list bucket_list(const Session& s) {
   return out;
 }
 
+// `heaptrack_write`: when not None, the pass also writes heaptrack's data file, calling it
+// with each piece of text (bytes) in order.
 SessionPtr run_analysis(std::shared_ptr<format::ProfileFile> file, std::shared_ptr<core::CodeNames> names,
-                        AnalysisOptions options, bool progress) {
+                        AnalysisOptions options, bool progress, const py::object& heaptrack_write = py::none(),
+                        const std::string& heaptrack_command = "") {
   auto s = std::make_shared<Session>();
   s->file = std::move(file);
   s->names = std::move(names);
   s->analysis.reset(new Analysis(*s->file, s->names.get(), std::move(options)));
+  std::unique_ptr<core::HeaptrackWriter> heaptrack;
+  if (!heaptrack_write.is_none()) {
+    heaptrack.reset(new core::HeaptrackWriter(*s->analysis, heaptrack_command, [&heaptrack_write](const std::string& text) {
+      py::gil_scoped_acquire acquire;
+      heaptrack_write(py::bytes(text));
+    }));
+    s->analysis->observe(heaptrack.get());
+  }
   py::gil_scoped_release release;
   s->analysis->run(progress ? core::stderr_progress() : core::ProgressFn());
+  if (heaptrack) {
+    heaptrack->finish();
+    s->analysis->observe(nullptr);
+  }
   return s;
 }
 
@@ -460,7 +476,8 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
                        py::object end_us, uint64_t stop_after_events, const std::string& timeline,
                        size_t timeline_points, bool addresses,
                        std::vector<uint64_t> bucket_ends_us, std::vector<uint32_t> bucket_nodes,
-                       py::object min_lifetime_us, py::object max_lifetime_us, bool progress) {
+                       py::object min_lifetime_us, py::object max_lifetime_us, bool progress,
+                       py::object heaptrack_write, const std::string& heaptrack_command) {
              AnalysisOptions options;
              options.call_tree = call_tree;
              options.bottom_up = bottom_up;
@@ -494,7 +511,8 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
              };
              if (!min_lifetime_us.is_none()) options.min_lifetime = ticks_at_least(min_lifetime_us.cast<uint64_t>());
              if (!max_lifetime_us.is_none()) options.max_lifetime = last_tick(max_lifetime_us.cast<uint64_t>());
-             return run_analysis(std::move(file), std::move(names), std::move(options), progress);
+             return run_analysis(std::move(file), std::move(names), std::move(options), progress, heaptrack_write,
+                                 heaptrack_command);
            }),
            py::arg("file"), py::arg("names"), py::kw_only(), py::arg("call_tree") = false,
            py::arg("bottom_up") = false, py::arg("functions") = false, py::arg("inlined") = false,
@@ -505,7 +523,8 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
            py::arg("timeline_points") = 2000,
            py::arg("addresses") = false, py::arg("bucket_ends_us") = std::vector<uint64_t>{},
            py::arg("bucket_nodes") = std::vector<uint32_t>{}, py::arg("min_lifetime_us") = py::none(),
-           py::arg("max_lifetime_us") = py::none(), py::arg("progress") = false)
+           py::arg("max_lifetime_us") = py::none(), py::arg("progress") = false,
+           py::arg("heaptrack_write") = py::none(), py::arg("heaptrack_command") = "")
       .def("buckets", &bucket_list,
            "Per span of bucket_ends_us: {selected, types: {id: figures}, function_self, function_total, nodes: "
            "[figures]}, each figures a dict of that span: counts made in it, its peak, live at its end.")

@@ -568,6 +568,15 @@ void Analysis::apply_stack(const Event& e) {
   if (timeline_) timeline_->stack(static_cast<int64_t>(totals_.stack_bytes));
 }
 
+namespace {
+
+uint64_t placement_key(uint32_t thread, uint32_t site) { return static_cast<uint64_t>(thread) << 32 | site; }
+
+}  // namespace
+
+// Whether the filters keep the block of the event applied now.
+bool Analysis::kept(const Placement& p) const { return p.selected && !dropping_event_; }
+
 void Analysis::apply(const Event& e) {
   if (e.time > totals_.duration) totals_.duration = e.time;
   if (e.kind == Event::kStack) return apply_stack(e);
@@ -586,6 +595,7 @@ void Analysis::apply(const Event& e) {
       if (totals_.live_blocks > 0)
         totals_.peak_live_blocks = std::max(totals_.peak_live_blocks, static_cast<uint64_t>(totals_.live_blocks));
       merge_.on_live_block(e.stream, e.site);
+      if (observer_) observer_->allocated(placement_key(e.stream, e.site), *p, kept(*p), e.time);
       return;
     }
     case Event::kFree: {
@@ -598,6 +608,7 @@ void Analysis::apply(const Event& e) {
       release(*p, temporary);
       totals_.release(p->size, temporary);
       ++totals_.frees;
+      if (observer_) observer_->freed(placement_key(e.thread, e.site), *p, kept(*p), e.time);
       return;
     }
     case Event::kMove: {
@@ -617,6 +628,9 @@ void Analysis::apply(const Event& e) {
         change_groups(*to, [&](Figures& f) { f.add_live(size, e.time); });
       }
       merge_.on_live_block(e.stream, e.new_site);
+      if (observer_)
+        observer_->moved(placement_key(e.thread, e.site), placement_key(e.stream, e.new_site), *to, kept(*from),
+                         kept(*to), e.time);
       return;
     }
     case Event::kStack:  // applied above

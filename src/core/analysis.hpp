@@ -172,10 +172,26 @@ struct Finding {
   uint32_t allocation_path = kNone;  // ... and the block's allocation's
 };
 
+// Sees the events the analysis applies, in its merged order, with the placement each
+// names (for exports that replay events: heaptrack's format). `key` is a placement's
+// (thread << 32 | site); `selected`: the filters keep its blocks. Frees and moves of
+// blocks the profile does not hold are not passed on.
+class EventObserver {
+ public:
+  virtual ~EventObserver() = default;
+  virtual void allocated(uint64_t key, const Placement& p, bool selected, uint64_t time) = 0;
+  virtual void freed(uint64_t key, const Placement& p, bool selected, uint64_t time) = 0;
+  // A block counted at `from` counts at `to` from now on (its type came late).
+  virtual void moved(uint64_t from, uint64_t to, const Placement& p_to, bool from_selected, bool to_selected,
+                     uint64_t time) = 0;
+};
+
 class Analysis : public BlockLedger {
  public:
   Analysis(const format::ProfileFile& file, CodeNames* names, AnalysisOptions options);
   void run(const ProgressFn& progress = nullptr);
+  // Passes every event `run` applies to `observer` (not owned; nullptr: none).
+  void observe(EventObserver* observer) { observer_ = observer; }
 
   const AnalysisOptions& options() const { return options_; }
   const Totals& totals() const { return totals_; }       // the whole profile
@@ -243,6 +259,7 @@ class Analysis : public BlockLedger {
   void select_by_lifetime(const ProgressFn& progress);
   void mark_lifetime(const format::Event& e);
   bool dropped_by_lifetime(const format::Event& e);
+  bool kept(const Placement& p) const;
   template <class Change>
   void change_groups(Placement& p, Change&& change);
 
@@ -293,6 +310,7 @@ class Analysis : public BlockLedger {
   std::unordered_set<uint64_t> dropped_addresses_;  // live blocks the filter leaves out
   bool dropping_event_ = false;                     // the event applied now is one of theirs
   std::vector<BucketSnapshot> buckets_;
+  EventObserver* observer_ = nullptr;
   // Hot path: the placements of the thread of the last event.
   uint32_t cached_thread_ = 0;
   std::vector<Placement>* cached_placements_ = nullptr;

@@ -41,6 +41,7 @@ total); Debian's heaptrack is 1.4.0.
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import subprocess
@@ -94,9 +95,18 @@ class TraceReplay:
     temporaries: int = 0
 
 
+def trace_text(trace: Path) -> str:
+    """A heaptrack data file's text: zstd or gzip compressed by its suffix, else plain."""
+    if trace.suffix == ".zst":
+        zstd = require_tool("zstd")
+        return subprocess.run([zstd, "-dc", str(trace)], capture_output=True, text=True, check=True).stdout
+    if trace.suffix == ".gz":
+        return gzip.decompress(trace.read_bytes()).decode()
+    return trace.read_text()
+
+
 def replay_trace(trace: Path) -> TraceReplay:
-    zstd = require_tool("zstd")
-    text = subprocess.run([zstd, "-dc", str(trace)], capture_output=True, text=True, check=True).stdout
+    text = trace_text(trace)
     sizes: list[int] = []
     out = TraceReplay()
     last_index = 0           # heaptrack_print's lastAllocationPtr: 0 means none, or index 0
@@ -144,12 +154,17 @@ def environment(cwd: Path) -> dict[str, str]:
 
 def run_heaptrack(command: list[str], out: Path, cwd: Path) -> HeaptrackRun:
     heaptrack = require_tool("heaptrack")
-    printer = require_tool("heaptrack_print")
+    require_tool("heaptrack_print")
     out.mkdir(parents=True)
     done = subprocess.run([heaptrack, "-o", str(out / "trace"), *command], capture_output=True, text=True,
                           cwd=cwd, env=environment(cwd), timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    trace = next(out.glob("trace*"))
+    return print_summary(next(out.glob("trace*")))
+
+
+def print_summary(trace: Path) -> HeaptrackRun:
+    """heaptrack_print's summary of a data file, and the file replayed."""
+    printer = require_tool("heaptrack_print")
     # Without suppressions: its leaked figure is then every byte not freed, as HeapType's.
     summary = subprocess.run([printer, "--print-peaks", "0", "--print-allocators", "0", "--print-temporary", "0",
                               "--print-leaks", "0", "--disable-builtin-suppressions",

@@ -49,17 +49,8 @@ class ProtoBuilder {
   void add(const Sample& sample) {
     std::vector<const PathFrame*> frames = a_.call_paths().frames(a_.contexts()[sample.context].path);
     // Leaf first; frames at one pc (a function and what is inlined into it) share a location.
-    std::vector<std::vector<const PathFrame*>> groups;
-    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
-      const PathFrame* f = *it;
-      if (!groups.empty() && f->pc && groups.back()[0]->pc == f->pc && f->call) {
-        groups.back().push_back(f);
-      } else {
-        groups.push_back({f});
-      }
-    }
     std::vector<uint64_t> location_ids;
-    for (const auto& group : groups) location_ids.push_back(location(group));
+    for (const auto& group : frames_by_pc(frames)) location_ids.push_back(location(group));
     const Figures& f = sample.figures;
     std::string body;
     packed_field(&body, 1, location_ids);
@@ -160,13 +151,8 @@ class ProtoBuilder {
   }
 
   uint64_t location(const std::vector<const PathFrame*>& frames) {
-    std::string key;
+    std::string key = location_key(frames);
     uint64_t pc = frames[0]->pc;
-    key.append(reinterpret_cast<const char*>(&pc), sizeof pc);
-    for (const PathFrame* f : frames) {
-      uint32_t parts[3] = {f->name, f->file, f->line};
-      key.append(reinterpret_cast<const char*>(parts), sizeof parts);
-    }
     auto it = location_ids_.find(key);
     if (it != location_ids_.end()) return it->second;
     uint64_t id = locations_.size() + 1;

@@ -44,5 +44,29 @@ std::vector<uint64_t> return_addresses(const std::vector<const PathFrame*>& fram
   return out;
 }
 
+std::vector<std::vector<const PathFrame*>> frames_by_pc(const std::vector<const PathFrame*>& frames) {
+  std::vector<std::vector<const PathFrame*>> groups;
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+    const PathFrame* f = *it;
+    if (!groups.empty() && f->pc && groups.back()[0]->pc == f->pc && f->call) {
+      groups.back().push_back(f);
+    } else {
+      groups.push_back({f});
+    }
+  }
+  return groups;
+}
+
+std::string location_key(const std::vector<const PathFrame*>& group) {
+  std::string key;
+  uint64_t pc = group[0]->pc;
+  key.append(reinterpret_cast<const char*>(&pc), sizeof pc);
+  for (const PathFrame* f : group) {
+    uint32_t parts[3] = {f->name, f->file, f->line};
+    key.append(reinterpret_cast<const char*>(parts), sizeof parts);
+  }
+  return key;
+}
+
 }  // namespace core
 }  // namespace heaptype

@@ -52,16 +52,33 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
     """The budget file joins the run when it was named, or when pytest runs without
     arguments (so `pytest --heap-budget` works whatever `testpaths` says); before -k and
-    -m deselect, so that they select budget items too."""
+    -m deselect, so that they select budget items too. Then --heap-shard keeps its shard."""
     state = config.stash.get(STATE, None)
-    if state is None or not state.active or state.budget_file is None:
+    if state is None:
         return
-    if state.budget_file in state.collected:
-        return
-    if not state.explicit_file and config.args_source == pytest.Config.ArgsSource.ARGS:
-        return
-    node = BudgetFileNode.from_parent(session, path=state.budget_file)
-    items.extend(session.genitems(node))
+    if _budget_file_joins(state, config):
+        node = BudgetFileNode.from_parent(session, path=state.budget_file)
+        items.extend(session.genitems(node))
+    if state.shard is not None:
+        keep_shard(state.shard, config, items)
+
+
+def _budget_file_joins(state: HeapState, config: pytest.Config) -> bool:
+    if not state.active or state.budget_file is None or state.budget_file in state.collected:
+        return False
+    return state.explicit_file or config.args_source != pytest.Config.ArgsSource.ARGS
+
+
+def keep_shard(shard: hb.Shard, config: pytest.Config, items: list) -> None:
+    """--heap-shard I/N: the items of shard I stay, the others are deselected (pytest
+    counts them). Each item's shard depends on its id alone (``hb.shard_of``), so
+    every xdist worker, and every runner, makes the same choice whatever it collected."""
+    kept, deselected = [], []
+    for item in items:
+        (kept if shard.holds(item.nodeid) else deselected).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -54,6 +54,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="on-failure (default): budget runs record call sites only, a fifth of the cost on "
                          "start-up-heavy programs, and a failing run is made once more with call paths for its "
                          "failure text; always: every run records call paths")
+    group.addoption("--heap-shard", metavar="I/N", default=None,
+                    help="run shard I of N (1-based, e.g. 2/4) of the collected tests, the rest deselected: a test's "
+                         "shard is a hash of its id, the same on every runner and with or without xdist; merge the "
+                         "shards' baselines and --heap-json results with `heaptype baseline merge` / `heaptype "
+                         "results merge`")
     parser.addini("heap_budget_file", "budget file for --heap-budget (default: heap-budget.toml in the rootdir)")
     parser.addini("heap_baseline", "baseline file for --heap-compare-fail / --heap-save-baseline")
     parser.addini("heap_baseline_top", f"types per test a saved baseline keeps (default {hb.BASELINE_TOP})")
@@ -94,6 +99,7 @@ class HeapState:
         self.names = SessionNames()  # per-binary tables, for every profile this process loads
         self.pattern_hints: dict = {}  # close type names of each unmatched budget pattern, found once
         self.leaks = option.heap_leaks
+        self.shard = self._shard(option.heap_shard)
         self._ctest_build_dirs: set[Path] | None = None
         self._runtime: InProcessRuntime | None | bool = False  # looked for when first needed
         if "heaptype" in os.environ.get("LD_PRELOAD", ""):
@@ -136,6 +142,15 @@ class HeapState:
             return hb.Baseline.load(self.baseline_path)
         except hb.BudgetError as e:
             raise pytest.UsageError(f"--heap-baseline: {e}") from None
+
+    @staticmethod
+    def _shard(text: str | None) -> hb.Shard | None:
+        if text is None:
+            return None
+        try:
+            return hb.Shard.parse(text)
+        except hb.BudgetError as e:
+            raise pytest.UsageError(f"--heap-shard: {e}") from None
 
     def runtime(self) -> InProcessRuntime | None:
         """The HeapType runtime loaded in this process (LD_PRELOAD, or a ctypes library
@@ -221,9 +236,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     state = config.stash.get(STATE, None)
-    if state is None or not state.active:
+    if state is None:
         return []
-    lines = [f"heaptype: budgets from {state.budget_file}" if state.budget_file else
+    shard = [f"heaptype: shard {state.shard.text()} (--heap-shard): the tests whose id hashes to it"] if state.shard else []
+    if not state.active:
+        return shard
+    lines = shard + [f"heaptype: budgets from {state.budget_file}" if state.budget_file else
              f"heaptype: --heap-budget: no {hb.DEFAULT_FILE} and no [tool.heaptype] in pyproject.toml in "
              f"{config.rootpath}: only heap_budget markers apply"]
     if state.baseline_path:

@@ -54,7 +54,8 @@ class HeapSession:
             self._write(state.report_path, "\n".join(outputs.markdown_lines(
                 state.records, warnings=self.pattern_warnings, baseline=self._compared(), rows=None, failures=True)))
         if state.json_path:
-            self._write(state.json_path, outputs.results_json(state.records, warnings=self.pattern_warnings))
+            self._write(state.json_path, outputs.results_json(state.records, warnings=self.pattern_warnings,
+                                                                   baseline=self._compared()))
         summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_file and Path(summary_file).resolve() != state.report_path:
             with open(summary_file, "a", encoding="utf-8") as out:
@@ -76,8 +77,12 @@ class HeapSession:
 
     def _warn_unmatched(self, session: pytest.Session) -> None:
         """One HeapBudgetWarning per pattern no test matched, in pytest's warnings
-        summary (an error, failing the run, under -W error::...HeapBudgetWarning)."""
+        summary (an error, failing the run, under -W error::...HeapBudgetWarning). In
+        a shard (--heap-shard) none: the summary names them, and `heaptype results
+        merge` warns about those that matched in no shard."""
         self.pattern_warnings = outputs.unmatched_patterns(self.state.records)
+        if self.state.shard is not None:
+            return  # another shard may match them: the merge of the shards' results warns (terminal_summary says so)
         where = str(self.state.budget_file.name) if self.state.budget_file else "heap budgets"
         for message in self.pattern_warnings:
             warning = hb.HeapBudgetWarning(message)
@@ -103,6 +108,11 @@ class HeapSession:
                 write(line)
             if state.baseline is not None:
                 self._baseline_lines(terminalreporter)
+        if state.shard is not None and self.pattern_warnings:
+            count = len(self.pattern_warnings)
+            write(f"heaptype: {count} budget pattern{'s' if count > 1 else ''} matched no test of shard "
+                  f"{state.shard.text()}; `heaptype results merge` of every shard's --heap-json warns about those "
+                  "that matched in none")
         for error in self.errors:
             write(f"ERROR: {error}", red=True)
         if state.saved_baseline:

@@ -31,9 +31,10 @@ example (four CI runners, then one job that collects their files):
 def add_merge_parsers(subparsers) -> None:
     """Adds `heaptype baseline merge` and `heaptype results merge` to the command's subparsers."""
     baseline = subparsers.add_parser("baseline", help="budget baselines: merge the baselines of a run's shards")
+    baseline.set_defaults(handler=_help_of(baseline))
     merge = baseline.add_subparsers(metavar="action").add_parser(
         "merge", help="join shard baselines into one (as one full run saves it)", epilog=MERGE_EPILOG,
-        description="Join the baselines that the shards of one run saved (pytest --heap-shard I/N "
+        description="Join the baselines that the shards of one run saved (pytest --heap-shard I/N\n"
                     "--heap-save-baseline) into the baseline one full run saves, byte for byte.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     _inputs_and_output(merge, "baseline")
@@ -41,9 +42,10 @@ def add_merge_parsers(subparsers) -> None:
 
     results = subparsers.add_parser("results", help="budget results (--heap-json): merge the results of a run's "
                                                     "shards")
+    results.set_defaults(handler=_help_of(results))
     merge = results.add_subparsers(metavar="action").add_parser(
         "merge", help="join shard results into one (as one full run writes them)", epilog=MERGE_EPILOG,
-        description="Join the --heap-json files of the shards of one run into the file one full run writes; "
+        description="Join the --heap-json files of the shards of one run into the file one full run writes;\n"
                     "the warnings about budget patterns that matched in no test are worked out over all shards.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     _inputs_and_output(merge, "results")
@@ -51,6 +53,14 @@ def add_merge_parsers(subparsers) -> None:
                        help="also write the Markdown report of the merged run, as --heap-report does "
                             "(e.g. $GITHUB_STEP_SUMMARY)")
     merge.set_defaults(handler=cmd_results_merge)
+
+
+def _help_of(parser: argparse.ArgumentParser):
+    """The handler of a command given without its action: its help, exit status 2."""
+    def show(args) -> int:
+        parser.print_help()
+        return 2
+    return show
 
 
 def _inputs_and_output(parser: argparse.ArgumentParser, what: str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from test_pytest_plugin import budget_programs, clean_environment, project, run, write_budget  # noqa: F401 (fixtures)
+
+from budget_testing import comparable_results  # noqa: E402 (on the path test_pytest_plugin sets)
 
 from heaptype import budget as hb
 
@@ -136,23 +137,6 @@ def failed(result) -> list[str]:
     return sorted(line.split()[1] for line in result.outlines if line.startswith("FAILED "))
 
 
-def comparable(results: Path) -> dict:
-    """A --heap-json file without what differs between two runs of the same programs:
-    the profiles' and pages' file names (they hold the pid), and the close names of an
-    unmatched pattern, a hint each process finds once, in the first test it evaluates
-    (as under xdist: a shard's first test is another test)."""
-    data = json.loads(results.read_text())
-    for entry in data["tests"]:
-        entry.pop("profile")
-        entry.pop("page")
-        for unmatched in entry["unmatched"]:
-            unmatched.pop("close")
-            unmatched.pop("typed_rows")
-        if entry["failure"]:
-            entry["failure"] = re.sub(r"\S+\.(htp|html)\b", "FILE", entry["failure"])
-    return data
-
-
 def run_shards(project, *args: str) -> list:
     """Every shard of the suite, the second under xdist (a shard is the same with or without it)."""
     results = []
@@ -197,7 +181,7 @@ def test_shards_merge_into_the_baseline_results_and_verdicts_of_one_full_run(pro
     assert results.returncode == 0, results.stderr
     assert results.stdout.startswith("heaptype: 8 tests from 3 results files, 4 failed: heap-budget.toml::t3, ")
     assert results.stderr.startswith("heaptype: warning: budget for type 'Medum' "), results.stderr
-    assert comparable(project.path / "merged-results.json") == comparable(project.path / "full-results.json")
+    assert comparable_results(project.path / "merged-results.json") == comparable_results(project.path / "full-results.json")
     warnings = json.loads((project.path / "full-results.json").read_text())["warnings"]
     assert len(warnings) == 1 and results.stderr == f"heaptype: warning: {warnings[0]}\n"
     markdown = (project.path / "merged.md").read_text()
@@ -243,6 +227,8 @@ def test_baseline_merge_joins_tests_and_names_both_files_of_a_conflict(tmp_path)
                               "(write it with --heap-save-baseline)\n")
     no_output = heaptype("baseline", "merge", a)
     assert no_output.returncode == 2 and "the following arguments are required: -o/--output" in no_output.stderr
+    bare = heaptype("baseline")  # the command without its action: its help
+    assert bare.returncode == 2 and bare.stdout.startswith("usage: heaptype baseline [-h] action ...")
 
 
 def test_results_merge_names_both_files_of_a_conflict_and_rejects_other_json(tmp_path):

@@ -55,7 +55,7 @@ class HeapSession:
                 state.records, warnings=self.pattern_warnings, baseline=self._compared(), rows=None, failures=True)))
         if state.json_path:
             self._write(state.json_path, outputs.results_json(state.records, warnings=self.pattern_warnings,
-                                                                   baseline=self._compared()))
+                                                              baseline=self._compared()))
         summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_file and Path(summary_file).resolve() != state.report_path:
             with open(summary_file, "a", encoding="utf-8") as out:

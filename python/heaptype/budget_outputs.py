@@ -3,7 +3,7 @@ terminal summary (the failures and the rows closest to their limits), the Markdo
 report (every verdict, for a GitHub job summary), the JSON results, the baseline, and
 the warnings about budget patterns that matched in no test at all.
 
-Records are plain data (see ``pytest_plugin.make_record``): under pytest-xdist they
+Records are plain data (see ``pytest_plugin.judging.make_record``): under pytest-xdist they
 come from the workers on the test reports, and this module runs once, at the
 controller, over all of them, in test-id order.
 """
@@ -147,20 +147,74 @@ def _escape(text: str) -> str:
 
 # --- JSON -----------------------------------------------------------------------------------
 
-def results_json(records: list[dict], *, warnings: list[str]) -> str:
+def results_json(records: list[dict], *, warnings: list[str], baseline: Path | None = None) -> str:
     """Every measured test: its verdict, the figures of its kept rows, its rows as the
-    summary shows them, its baseline changes, its failure text and a failing run's HTML page."""
-    tests = []
-    for record in sorted_records(records):
-        tests.append({
-            "test": record["test"], "passed": record["passed"], "complete": record["complete"],
-            "profile": record["profile"],
-            "figures": {label: dict(zip(hb.FIELDS, values)) for label, values in record["figures"].items()},
-            "rows": [dict(zip(hb.TABLE_HEADER, row)) for row in record["rows"]],
-            "changes": record["changes"], "failure": record.get("failure"), "page": record.get("page"),
-        })
-    data = {"format": RESULTS_FORMAT, "version": 1, "tests": tests, "warnings": warnings}
+    summary shows them, its baseline changes, its failure text, a failing run's HTML
+    page, and which budget patterns matched in it (so the results of a run's shards
+    merge into the warnings one full run gives: ``merge_results``)."""
+    tests = [_results_entry(record) for record in sorted_records(records)]
+    return _results_text(tests, warnings, baseline.name if baseline else None)
+
+
+def _results_entry(record: dict) -> dict:
+    return {
+        "test": record["test"], "passed": record["passed"], "complete": record["complete"],
+        "profile": record["profile"],
+        "figures": {label: dict(zip(hb.FIELDS, values)) for label, values in record["figures"].items()},
+        "rows": [dict(zip(hb.TABLE_HEADER, row)) for row in record["rows"]],
+        "changes": record["changes"], "failure": record.get("failure"), "page": record.get("page"),
+        "in_baseline": record["in_baseline"], "matched": record["matched"], "unmatched": record["unmatched"],
+    }
+
+
+def _results_text(tests: list[dict], warnings: list[str], baseline: str | None) -> str:
+    data = {"format": RESULTS_FORMAT, "version": 1, "tests": tests, "warnings": warnings, "baseline": baseline}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def load_results(path: Path) -> dict:
+    """A --heap-json file, checked to be one."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise hb.BudgetError(f"{path}: no such results file (pytest --heap-json=FILE writes it)") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise hb.BudgetError(f"{path}: cannot read the results: {e}") from None
+    except json.JSONDecodeError as e:
+        raise hb.BudgetError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    if not isinstance(data, dict) or data.get("format") != RESULTS_FORMAT or not isinstance(data.get("tests"), list):
+        raise hb.BudgetError(f"{path}: not HeapType budget results (no \"format\": \"{RESULTS_FORMAT}\" "
+                             "with a list of tests)")
+    if not all(isinstance(entry, dict) and isinstance(entry.get("test"), str) for entry in data["tests"]):
+        raise hb.BudgetError(f"{path}: malformed results: every test needs its \"test\" id")
+    return data
+
+
+def merge_results(paths: list[Path]) -> str:
+    """The --heap-json files of a run's shards as the one a full run writes: every
+    test once, in test order, and the warnings about budget patterns worked out again
+    over all of them (a pattern that matched in no test of one shard may match in
+    another's). A test in two files with different results is an error naming both."""
+    loaded = [(Path(path), load_results(path)) for path in paths]
+    tests = hb.join_by_test(((path, {entry["test"]: entry for entry in data["tests"]}) for path, data in loaded),
+                            "results")
+    entries = [tests[test] for test in sorted(tests)]
+    if all("matched" in entry and "unmatched" in entry for entry in entries):
+        warnings = unmatched_patterns(entries)
+    else:  # files of an older HeapType: their own warnings
+        warnings = sorted({message for _, data in loaded for message in data.get("warnings", [])})
+    baselines = sorted({data.get("baseline") for _, data in loaded} - {None})
+    return _results_text(entries, warnings, baselines[0] if len(baselines) == 1 else None)
+
+
+def results_markdown(text: str) -> list[str]:
+    """Merged results (``merge_results``) as the --heap-report Markdown of one run."""
+    data = json.loads(text)
+    records = [{**entry, "rows": [[row.get(name, "") for name in hb.TABLE_HEADER] for row in entry["rows"]],
+                "usage": [0.0] * len(entry["rows"]), "in_baseline": entry.get("in_baseline")}
+               for entry in data["tests"]]
+    baseline = Path(data["baseline"]) if data.get("baseline") else None
+    return markdown_lines(records, warnings=data["warnings"], baseline=baseline, rows=None, failures=True)
 
 
 # --- the baseline ---------------------------------------------------------------------------

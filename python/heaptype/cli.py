@@ -1,5 +1,5 @@
 """The ``heaptype`` command: argument parsing and dispatch. Each command's work
-lives in its own module (report/, exports, runner, check_command, demo)."""
+lives in its own module (report/, exports, runner, check_command, merge_command, demo)."""
 
 from __future__ import annotations
 
@@ -311,8 +311,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .check_command import add_check_parser
     from .html.command import add_html_parser
+    from .merge_command import add_merge_parsers
 
     add_check_parser(sub)
+    add_merge_parsers(sub)
     add_html_parser(sub, add_filter_options)
     return parser
 

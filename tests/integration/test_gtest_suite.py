@@ -2,6 +2,9 @@
 (tests/data/budget/gtest_suite/generate.py), built once per session with CMake,
 heaptype_instrument() on a target that uses the plain target_link_libraries signature,
 and gtest_discover_tests; `pytest --heap-budget -n 2` runs it through [ctest].
+Issue 26's acceptance rides on the same build: the suite as 4 shards (--heap-shard),
+merged with `heaptype baseline merge` / `heaptype results merge`, gives the full run's
+baseline byte for byte, its verdicts and its results.
 
 What is checked here is exact: verdicts, warnings, baseline sizes, the failure texts.
 How long it takes beside `ctest -j2` is a benchmark (bench/budget_bench.py), not a test.
@@ -23,11 +26,14 @@ from tooling import require_file, require_tool, run_once
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "data" / "budget" / "gtest_suite"))
+sys.path.insert(0, str(REPO / "tests" / "data" / "budget"))
 import generate  # noqa: E402
+from budget_testing import comparable_results  # noqa: E402
 
 TESTS = 1000
 GROWN = "Suite2.Case6"    # test 26: 10 Records, grown by 10% to 11 (480 B -> 528 B)
 LEAKING = "Suite5.Case2"  # test 52: leaks one Widget through leak_widget()
+SHARDS = 4
 
 
 def _run(command: list, cwd: Path | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
@@ -66,11 +72,28 @@ def gtest_suite(tmp_path_factory) -> Path:
     return workdir
 
 
-def _pytest(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-p", "no:randomly",
+def _pytest(workdir: Path, *args: str, workers: str = "2") -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "pytest", "-n", workers, "-p", "no:cacheprovider", "-p", "no:randomly",
                "-p", "no:benchmark", "-p", "no:hypothesispytest", f"--heap-budget-file={workdir / 'heap-budget.toml'}",
                f"--heap-profile-dir={workdir / 'profiles'}", *args]
     return subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=1800)
+
+
+def _shards(workdir: Path, *args: str) -> list[subprocess.CompletedProcess]:
+    """The suite as SHARDS runs of `--heap-shard I/N`, as CI runners make them; "{shard}"
+    in an argument is the shard's number. The last shard runs without xdist (a test's
+    shard does not depend on it)."""
+    return [_pytest(workdir, f"--heap-shard={shard}/{SHARDS}", *(a.replace("{shard}", str(shard)) for a in args),
+                    workers="0" if shard == SHARDS else "2")
+            for shard in range(1, SHARDS + 1)]
+
+
+def _heaptype(*args) -> subprocess.CompletedProcess:
+    return _run([sys.executable, "-m", "heaptype", *args])
+
+
+def _failed(out: str) -> list[str]:
+    return sorted(line.split()[1] for line in out.splitlines() if line.startswith("FAILED "))
 
 
 def test_a_thousand_gtest_cases_save_a_compact_baseline_and_catch_a_ten_percent_growth(gtest_suite, tmp_path):
@@ -98,16 +121,34 @@ def test_a_thousand_gtest_cases_save_a_compact_baseline_and_catch_a_ten_percent_
     grown_key = f"heap-budget.toml::{GROWN}"
     assert data["tests"][grown_key]["Record"] == [480, 480, 1, 0]
 
+    # issue 26: four shards, each saving its own tests' figures, merge into the same file
+    saved_shards = _shards(workdir, "--heap-baseline=shard-{shard}.json", "--heap-save-baseline")
+    ran = 0
+    for shard in saved_shards:
+        last = shard.stdout.splitlines()[-1]
+        assert shard.returncode == 0 and re.search(r" \d+ passed", last), shard.stdout[-3000:] + shard.stderr[-3000:]
+        ran += int(re.search(r" (\d+) passed", last).group(1))
+        assert "HeapBudgetWarning" not in shard.stdout  # the misspelt pattern waits for the merge
+    assert ran == TESTS
+    assert re.search(r" \d+ deselected", saved_shards[-1].stdout.splitlines()[-1])  # the shard without xdist says so
+    merged = workdir / "merged-baseline.json"
+    _heaptype("baseline", "merge", *(workdir / f"shard-{s}.json" for s in range(1, SHARDS + 1)), "-o", merged)
+    assert merged.read_bytes() == baseline.read_bytes()
+
     generate.generate(gtest_suite / "src", TESTS, 20, {GROWN: 10}, {LEAKING})
     try:
         _build(gtest_suite / "src", gtest_suite / "build")
-        compared = _pytest(workdir, f"--heap-baseline={baseline}", "--heap-compare-fail=peak:5%")
+        # the full run against the merged baseline too: failure texts name the baseline's path
+        compared = _pytest(workdir, f"--heap-baseline={merged}", "--heap-compare-fail=peak:5%",
+                           "--heap-json=full-results.json")
+        sharded = _shards(workdir, f"--heap-baseline={merged}", "--heap-compare-fail=peak:5%",
+                          "--heap-json=results-{shard}.json")
     finally:  # the session's suite stays the plain one
         generate.generate(gtest_suite / "src", TESTS, 20, {}, set())
         _build(gtest_suite / "src", gtest_suite / "build")
     out = compared.stdout
     assert re.search(rf" 2 failed, {TESTS - 2} passed, 1 warning in ", out.splitlines()[-1]), out[-3000:]
-    failed = sorted(line.split()[1] for line in out.splitlines() if line.startswith("FAILED "))
+    failed = _failed(out)
     assert failed == [f"heap-budget.toml::{GROWN}", f"heap-budget.toml::{LEAKING}"]
     assert (f"  Record: peak live 528 B vs baseline 480 B: +48 B (+10.0%), > threshold 5% "
             f"(--heap-compare-fail=peak:5%)") in out
@@ -116,6 +157,17 @@ def test_a_thousand_gtest_cases_save_a_compact_baseline_and_catch_a_ten_percent_
     paths = leak[leak.index("top call paths of Widget:"):leak.index("profile kept:")]
     assert re.search(r"1\. 40 B leaked: (?:[^\n]|\n\s+>)*?Suite5_Case2_Test::TestBody\(\)\s+>?\s*leak_widget\(\)", paths), paths
     assert f"REGRESSED heap-budget.toml::{GROWN}: Record: peak live 528 B vs baseline 480 B" in out
+
+    # the shards against the merged baseline fail exactly what the full run fails
+    assert sorted(test for shard in sharded for test in _failed(shard.stdout)) == failed
+    assert sum(shard.stdout.count(f"REGRESSED heap-budget.toml::{GROWN}:") for shard in sharded) == 1
+    merged_results = workdir / "merged-results.json"
+    summary = _heaptype("results", "merge", *(workdir / f"results-{s}.json" for s in range(1, SHARDS + 1)),
+                        "-o", merged_results)
+    assert summary.stdout.startswith(f"heaptype: {TESTS} tests from {SHARDS} results files, 2 failed: "
+                                     f"heap-budget.toml::{GROWN}, heap-budget.toml::{LEAKING} -> ")
+    assert summary.stderr.count("budget for type 'Recrod'") == 1
+    assert comparable_results(merged_results) == comparable_results(workdir / "full-results.json")
 
 
 def _bytes_per_test(text: str) -> dict[str, int]:

@@ -24,20 +24,23 @@ The package, by job: ``values`` (fields, sizes, errors), ``matching`` (which rul
 covers which row), ``toml_source`` (lines and columns for errors), ``model`` (limits,
 rules, tests, files), ``parse`` (reading budget files), ``evaluate`` (measuring and
 judging a profile), ``verdict`` (failure texts and table rows), ``baseline`` (stored
-figures and regression thresholds), ``session`` (per-binary work done once per process).
+figures and regression thresholds), ``shards`` (one suite over many runners: shards,
+merging their files), ``session`` (per-binary work done once per process).
 """
 
 from __future__ import annotations
 
 from ..labels import TOTAL, UNTYPED
 from ..tables import render_markdown, render_table, shorten
-from .baseline import BASELINE_FORMAT, BASELINE_TOP, BASELINE_VERSION, Baseline, Change, Comparison, compare, kept_labels
+from .baseline import (BASELINE_FORMAT, BASELINE_TOP, BASELINE_VERSION, Baseline, Change, Comparison, compare, kept_labels,
+                       merge_baselines)
 from .evaluate import (CheckFigures, Evaluation, Figures, UnmatchedPattern, Violation, evaluate, measure,
                        measure_for_check, pattern_matches, sort_labels, type_label, unmatched_warnings)
 from .matching import close_names, did_you_mean, name_matches, pattern_specificity, type_matches
 from .model import (THRESHOLD_HELP, Budget, BudgetFile, CTestSettings, Limit, Rule, TestEntry, Threshold,
                     command_line_rule, parse_threshold_option, parse_threshold_value)
 from .parse import DEFAULT_FILE, budget_from_mapping, find_budget_file, has_pyproject_budgets, load_budget_file
+from .shards import Shard, join_by_test, shard_of
 from .toml_source import TomlLocator
 from .values import (FIELD_LABEL, FIELD_MEANING, FIELDS, FINDING_FIELDS, LIMIT_FIELDS, SIZE_FIELDS, SIZE_HELP, BudgetError, HeapBudgetWarning,
                      format_exact, format_size, format_value, parse_count, parse_limit, parse_size)

@@ -12,6 +12,7 @@ from typing import Iterable, Mapping
 from ..labels import TOTAL, UNTYPED
 from .evaluate import Figures, sort_labels
 from .model import Threshold
+from .shards import join_by_test
 from .values import FIELD_LABEL, FIELDS, BudgetError, format_exact, format_value
 
 BASELINE_FORMAT = "heaptype-baseline"
@@ -184,6 +185,16 @@ class Baseline:
         temporary = self.path.with_name(self.path.name + ".tmp")
         temporary.write_text(self.to_json(), encoding="utf-8")
         temporary.replace(self.path)
+
+
+def merge_baselines(paths: Iterable[str | Path], output: str | Path) -> Baseline:
+    """The baselines of a run's shards joined into the one a full run saves (each
+    test's figures as its shard stored them; written in the same order, so the merge
+    of a sharded run equals the full run's file byte for byte). A test in two inputs
+    with different figures is an error naming both files."""
+    loaded = [Baseline.load(path) for path in paths]
+    tests = join_by_test(((baseline.path, baseline.tests) for baseline in loaded), "figures")
+    return Baseline(Path(output), tests, [note for baseline in loaded for note in baseline.notes])
 
 
 def _tests_v2(path: Path, data: dict) -> dict[str, dict[str, Figures]]:

@@ -54,7 +54,7 @@ def write_failure_page(profile, failing: Iterable[str], failure: str, *, test: s
 
 def with_failure_page(record: dict, failure: str | None, run) -> str | None:
     """A failing run's failure text, naming its page (written now); the test's record
-    (pytest_plugin.make_record: ``over``, ``test``) keeps the page's path for the JUnit
+    (pytest_plugin.judging.make_record: ``over``, ``test``) keeps the page's path for the JUnit
     XML and the report files. ``run``: what was run, with its ``profile`` and
     ``profile_path``. A passing run, or one without a profile, writes nothing."""
     if failure is None or run.profile_path is None:

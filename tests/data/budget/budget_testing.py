@@ -1,7 +1,8 @@
 """Native programs for the budget tests, built once per test session.
 
-test_budget_check.py and test_pytest_plugin.py import this module (it sits beside
-the data it builds). Programs are built the two ways users build them: with
+test_budget_check.py, test_pytest_plugin.py, test_shards.py and
+tests/integration/test_gtest_suite.py import this module (it sits beside the data it
+builds; comparable_results is their one way to compare --heap-json files). Programs are built the two ways users build them: with
 `heaptype --cflags/--ldflags` (workload), without HeapType at all (workload_plain: it
 writes no profile), and as a CMake project with find_package(HeapType) and CTest tests
 (ctest_project). Under pytest-xdist the workers share one build directory and build
@@ -10,7 +11,9 @@ each program once between them (an flock per program).
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -134,3 +137,20 @@ def budget_programs(tmp_path_factory) -> NativePrograms:
     programs.start("workload", "workload_plain")
     yield programs
     programs.close()
+
+
+def comparable_results(results: Path) -> dict:
+    """A --heap-json file without what differs between two runs of the same programs:
+    the profiles' and pages' file names (they hold the pid), and the close names of an
+    unmatched pattern, a hint each process finds once, in the first test it evaluates
+    (as under xdist: a shard's first test is another test)."""
+    data = json.loads(results.read_text())
+    for entry in data["tests"]:
+        entry.pop("profile")
+        entry.pop("page")
+        for unmatched in entry["unmatched"]:
+            unmatched.pop("close")
+            unmatched.pop("typed_rows")
+        if entry["failure"]:
+            entry["failure"] = re.sub(r"\S+\.(htp|html)\b", "FILE", entry["failure"])
+    return data

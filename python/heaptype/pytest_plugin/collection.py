@@ -1,0 +1,218 @@
+"""Collecting budget files: a budget file becomes a node whose items are its
+[[tests]] commands and the CTest tests its [ctest] names; a ``BudgetItem`` runs one
+of them under profiling and judges it."""
+
+from __future__ import annotations
+
+import gc
+import shlex
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from .. import budget as hb
+from ..budget.failure_page import with_failure_page
+from .ctest import DiscoveryError, discover_ctest
+from .judging import judge, process_problem, remember
+from .options import STATE, HeapState
+from .running import HeapRun, RunProblem, RunSpec, resolve_command, run_program, safe_name
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The profile directory holds no tests, nor does the CMake build tree that the
+    budget file's [ctest] names: under `pytest --heap-budget` run from a project's
+    directory, walking a suite's thousand profile directories, or a build tree's
+    thousands of files, again in every run (and in every xdist worker) cost more than
+    collecting its tests."""
+    state = config.stash.get(STATE, None)
+    if state is None or not state.active:
+        return None
+    if state.explicit_profile_dir == collection_path or state.is_ctest_build_dir(collection_path):
+        return True
+    return None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    state = parent.config.stash.get(STATE, None)
+    if state is None or not state.active:
+        return None
+    budget_name = state.budget_file.name if state.budget_file else None
+    if file_path.suffix != ".toml" and file_path.name != budget_name:
+        return None  # a project's sources: thousands of files, none of them ours
+    resolved = file_path.resolve()
+    named = file_path.suffix == ".toml" and file_path.name != "pyproject.toml" and parent.session.isinitpath(file_path)
+    wanted = named or resolved == state.budget_file or (not state.explicit_file and (
+        file_path.name == hb.DEFAULT_FILE or (file_path.name == "pyproject.toml" and hb.has_pyproject_budgets(file_path))))
+    return BudgetFileNode.from_parent(parent, path=file_path) if wanted else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    """The budget file joins the run when it was named, or when pytest runs without
+    arguments (so `pytest --heap-budget` works whatever `testpaths` says); before -k and
+    -m deselect, so that they select budget items too. Then --heap-shard keeps its shard."""
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return
+    if _budget_file_joins(state, config):
+        node = BudgetFileNode.from_parent(session, path=state.budget_file)
+        items.extend(session.genitems(node))
+    if state.shard is not None:
+        keep_shard(state.shard, config, items)
+
+
+def _budget_file_joins(state: HeapState, config: pytest.Config) -> bool:
+    if not state.active or state.budget_file is None or state.budget_file in state.collected:
+        return False
+    return state.explicit_file or config.args_source != pytest.Config.ArgsSource.ARGS
+
+
+def keep_shard(shard: hb.Shard, config: pytest.Config, items: list) -> None:
+    """--heap-shard I/N: the items of shard I stay, the others are deselected (pytest
+    counts them). Each item's shard depends on its id alone (``hb.shard_of``), so
+    every xdist worker, and every runner, makes the same choice whatever it collected."""
+    kept, deselected = [], []
+    for item in items:
+        (kept if shard.holds(item.nodeid) else deselected).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A session of budget items only (a CTest suite in CI): what collection made lives
+    until the end, so the garbage collector stops walking it (gc.freeze). With a
+    thousand items each full collection walked them all again, and pytest runs five at
+    the end of every process. A session with Python tests is left as it is."""
+    state = session.config.stash.get(STATE, None)
+    if state is not None and state.active and session.items and \
+            all(isinstance(item, BudgetItem) for item in session.items):
+        gc.freeze()
+
+
+class BudgetFileNode(pytest.File):
+    """A budget file: one item per [[tests]] entry with a command, and one per CTest test."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        # A file counts as collected once its node collects: pytest also makes nodes for
+        # files it then drops (the rootdir's, on its way to `testpaths`).
+        state: HeapState = self.config.stash[STATE]
+        if self.path.resolve() in state.collected:
+            return
+        state.collected.add(self.path.resolve())
+        try:
+            budgets = hb.load_budget_file(self.path)
+        except hb.BudgetError as e:
+            raise self.CollectError(str(e)) from None
+        for entry in budgets.command_tests():
+            budget = state.thresholds_for(budgets.budget_for(entry.name, entry))
+            spec = RunSpec(command=resolve_command(entry.command, budgets.directory), cwd=entry.cwd,
+                           env=entry.env, timeout=_first(budget.timeout, budget.default_timeout),
+                           expect=entry.returncode, where=entry.origin)
+            yield BudgetItem.from_parent(self, name=entry.name, spec=spec, budget=budget, line=entry.line)
+        if budgets.ctest is not None:
+            yield from self._ctest_items(budgets, state)
+
+    def _ctest_items(self, budgets: hb.BudgetFile, state: HeapState) -> Iterator[pytest.Item]:
+        settings = budgets.ctest
+        try:
+            cases = discover_ctest(settings, getattr(self.config, "workerinput", {}).get("testrunuid"))
+        except DiscoveryError as e:
+            raise self.CollectError(f"{budgets.path}:{settings.line}: [ctest]: {e}") from None
+        names = sorted({case.test for case in cases} | {case.name for case in cases})
+        commands = {entry.name: entry for entry in budgets.command_tests()}
+        for case in cases:
+            if case.name in commands:
+                raise self.CollectError(
+                    f"{budgets.path}:{commands[case.name].line}: test '{case.name}' is both a [[tests]] command and a "
+                    f"CTest test of {settings.build_dir}: rename it, or drop its command to budget the CTest test")
+        for entry in budgets.tests:
+            if entry.is_pattern and not any(hb.name_matches(entry.name, n) for n in names):
+                close = hb.close_names(entry.name, names)
+                hint = f"; close names: {', '.join(close)}" if close else \
+                    f"; its tests: {', '.join(sorted(names)[:10])}" if names else ""
+                warnings.warn(hb.HeapBudgetWarning(
+                    f"{entry.origin}: budgets for '{entry.name}' match no CTest test of {settings.build_dir}{hint}"))
+        for case in cases:
+            budget = state.thresholds_for(budgets.budget_for(case.name, aliases=(case.test,)))
+            # a matching [[tests]] entry's timeout, else [ctest]'s, else CTest's TIMEOUT, else [defaults]'
+            timeout = _first(budget.timeout, settings.timeout, case.timeout, budget.default_timeout)
+            spec = RunSpec(command=case.command, cwd=case.cwd, env=case.env, timeout=timeout,
+                           expect="nonzero" if case.will_fail else 0, where=f"CTest test {case.test}")
+            item = BudgetItem.from_parent(self, name=case.name, spec=spec, budget=budget, line=settings.line)
+            if case.skip_reason:
+                item.add_marker(pytest.mark.skip(reason=case.skip_reason))
+            yield item
+
+
+def _first(*values):
+    return next((v for v in values if v is not None), None)
+
+class HeapBudgetFailure(Exception):
+    """A budget item's failure: its message is the whole report, shown without traceback."""
+
+
+class BudgetItem(pytest.Item):
+    """One program run under profiling, checked against its budget."""
+
+    def __init__(self, *, spec: RunSpec, budget: hb.Budget, line: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.spec = spec
+        self.budget = budget
+        self.line = line
+
+    def runtest(self) -> None:
+        state: HeapState = self.config.stash[STATE]
+        budget = self.budget.named(self.nodeid)
+        try:
+            run = self._run(state, call_paths=state.call_paths_always)
+            self._output_sections(run)
+            record, failure = judge(state, self.nodeid, budget, run)
+            if failure and not state.call_paths_always and process_problem(run, budget.test) is None:
+                record, failure, run = self._judge_with_call_paths(state, budget, record, failure, run)
+            failure = with_failure_page(record, failure, run)
+        except RunProblem as e:
+            raise HeapBudgetFailure(f"{self.nodeid} ({self.spec.where}): {e}\n  command: "
+                                    f"{shlex.join(self.spec.command)}") from None
+        remember(self, record)
+        if failure:
+            raise HeapBudgetFailure(failure)
+
+    def _run(self, state: HeapState, *, call_paths: bool, suffix: str = "") -> HeapRun:
+        run = run_program(self.spec.command, cwd=self.spec.cwd, env=self.spec.env, timeout=self.spec.timeout,
+                          out_dir=state.profile_dir() / (safe_name(self.nodeid) + suffix), name=self.name,
+                          names=state.names, call_paths=call_paths)
+        run.expect = self.spec.expect
+        return run
+
+    def _judge_with_call_paths(self, state: HeapState, budget: hb.Budget, record: dict,
+                               failure: str, run: HeapRun) -> tuple[dict, str, HeapRun]:
+        """A run without call paths failed: the same run again, recording them, for a
+        failure text that shows where. Its verdict is the test's when it fails too.
+        Returns the verdict's record, failure text and run."""
+        detail = self._run(state, call_paths=True, suffix="-call-paths")
+        detail_record, detail_failure = judge(state, self.nodeid, budget, detail)
+        if detail_failure:
+            return detail_record, detail_failure, detail
+        return record, (failure + "\n  a second run, recording call paths, passed: this test's heap use "
+                        "differs from run to run (--heap-call-paths=always judges the run that shows them)"), run
+
+    def _output_sections(self, run: HeapRun) -> None:
+        if run.stdout:
+            self.add_report_section("call", "stdout", run.stdout)
+        if run.stderr:
+            self.add_report_section("call", "stderr", run.stderr)
+        if run.runtime_messages:
+            self.add_report_section("call", "heaptype runtime", run.runtime_messages)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, HeapBudgetFailure):
+            return str(excinfo.value)
+        if isinstance(excinfo.value, hb.HeapBudgetWarning):
+            return f"{excinfo.value} (a HeapBudgetWarning, made an error by -W / filterwarnings)"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, self.line - 1 if self.line else None, f"heap budget: {self.name}"

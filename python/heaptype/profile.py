@@ -117,6 +117,9 @@ class CallPathRow:
         return {"path": list(self.path), "type": self.type, "inferred": self.inferred, **self.figures.as_dict()}
 
 
+TIMELINE_GROUPINGS = ("type", "thread", "function", "callpath")
+
+
 class Profile:
     """A profile file and the views of its allocations (see the module's docstring)."""
 
@@ -372,25 +375,34 @@ class Profile:
         (type, thread, function: what each allocated itself, callpath: path and type),
         then "other". At most ``points`` points; each keeps the moment its total was
         highest, so the stacked maximum is the exact peak."""
-        if by not in TIMELINE_GROUPINGS:
-            raise ValueError(f"unknown timeline grouping {by!r}: use one of {', '.join(TIMELINE_GROUPINGS)}")
-        tree = by in ("function", "callpath")
-        key = (tree, False, inlined, infer, self.filters, ("timeline", by, points))
-        analysis = self._cache.get(key)
-        if analysis is None:  # one pass follows every group; the top ones are picked after it
-            analysis = self._run(self.filters, tree=tree, bottom_up=False, inlined=inlined, infer=infer,
-                                 timeline=by, timeline_points=points)
-            self._cache[key] = analysis
-        groups = _timeline_groups(analysis, by)
-        groups.sort(key=lambda g: (-g[2], g[1]))
-        chosen = groups[:top]
-        raw = analysis.timeline([g[0] for g in chosen])
-        series = [TimelineSeries(name, values) for (_, name, _), values in zip(chosen, raw["series"])]
-        if len(groups) > len(chosen) or any(raw["other"]):
-            series.append(TimelineSeries("other", raw["other"]))
-        return Timeline(by, [t / 1e6 for t in raw["times_us"]], series, raw["totals"],
-                        analysis.selected.peak_bytes, analysis.selected.peak_time_us / 1e6, raw["stack"],
-                        analysis.totals.stack_peak_bytes)
+        return self.timelines((by,), top, points=points, infer=infer, inlined=inlined)[by]
+
+    def timelines(self, groupings: Sequence[str] = TIMELINE_GROUPINGS, top: int = 10, *, points: int = 2000,
+                  infer: bool = True, inlined: bool = False) -> dict[str, "Timeline"]:
+        """``timeline()`` of several groupings, by grouping, from one pass over the
+        events: each grouping's series follow the same decoded events. A pass made for
+        more groupings serves fewer; one with function or callpath has the call tree,
+        and serves ``analysis(call_tree=True)`` too."""
+        unknown = [by for by in groupings if by not in TIMELINE_GROUPINGS]
+        if unknown:
+            raise ValueError(f"unknown timeline grouping {unknown[0]!r}: use one of {', '.join(TIMELINE_GROUPINGS)}")
+        analysis = self._timeline_analysis(tuple(dict.fromkeys(groupings)), points, infer, inlined)
+        return {by: _timeline_of(analysis, by, top) for by in groupings}
+
+    def _timeline_analysis(self, groupings: tuple[str, ...], points: int, infer: bool,
+                           inlined: bool) -> "_core.Analysis":
+        """A pass following at least these groupings (one pass follows every group of
+        each; the top ones are picked after it): one made already, else a new one."""
+        for key, analysis in self._cache.items():
+            followed = key[5]
+            if key[2:5] == (inlined, infer, self.filters) and isinstance(followed, tuple) and \
+                    followed[0] == "timeline" and followed[2] == points and set(groupings) <= set(followed[1]):
+                return analysis
+        tree = any(by in ("function", "callpath") for by in groupings)
+        analysis = self._run(self.filters, tree=tree, bottom_up=False, inlined=inlined, infer=infer,
+                             timeline=list(groupings), timeline_points=points)
+        self._cache[(tree, False, inlined, infer, self.filters, ("timeline", groupings, points))] = analysis
+        return analysis
 
     def _any_analysis(self) -> "_core.Analysis":
         """A pass over the whole file already made, for what every such pass knows
@@ -472,9 +484,6 @@ class Profile:
         return sorted(rows, key=lambda r: (-getattr(r.figures, attribute), r.path, r.type_label))
 
 
-TIMELINE_GROUPINGS = ("type", "thread", "function", "callpath")
-
-
 @dataclass
 class TimelineSeries:
     name: str
@@ -502,6 +511,21 @@ class Timeline:
                                                                   for s in self.series],
                 "totals": self.totals, "peak_bytes": self.peak_bytes, "peak_time_s": self.peak_time_s,
                 "stack_bytes": self.stack_bytes, "stack_peak_bytes": self.stack_peak_bytes}
+
+
+def _timeline_of(analysis: "_core.Analysis", by: str, top: int) -> Timeline:
+    """The timeline of grouping ``by`` of a pass that followed it: its ``top`` groups by
+    peak, then "other"."""
+    groups = _timeline_groups(analysis, by)
+    groups.sort(key=lambda g: (-g[2], g[1]))
+    chosen = groups[:top]
+    raw = analysis.timeline([g[0] for g in chosen], by)
+    series = [TimelineSeries(name, values) for (_, name, _), values in zip(chosen, raw["series"])]
+    if len(groups) > len(chosen) or any(raw["other"]):
+        series.append(TimelineSeries("other", raw["other"]))
+    return Timeline(by, [t / 1e6 for t in raw["times_us"]], series, raw["totals"],
+                    analysis.selected.peak_bytes, analysis.selected.peak_time_us / 1e6, raw["stack"],
+                    analysis.totals.stack_peak_bytes)
 
 
 def _timeline_groups(analysis: "_core.Analysis", by: str) -> list[tuple[int, str, int]]:

@@ -221,9 +221,21 @@ AnalysisOptions::Series series_kind(const std::string& name) {
   throw py::value_error("unknown timeline grouping " + name + ": use type, thread, function or callpath");
 }
 
-// The timeline of the pass: the groups asked for (by id), and what the others held.
-py::object timeline_dict(const Session& s, const std::vector<uint32_t>& groups) {
-  const core::Timeline* t = s.analysis->timeline();
+// The groupings of a pass's timelines: one name ("type") or several (["type", "thread"]).
+std::vector<AnalysisOptions::Series> series_kinds(const py::object& names) {
+  std::vector<AnalysisOptions::Series> kinds;
+  if (py::isinstance<py::str>(names)) {
+    kinds.push_back(series_kind(names.cast<std::string>()));
+  } else {
+    for (const std::string& name : names.cast<std::vector<std::string>>()) kinds.push_back(series_kind(name));
+  }
+  return kinds;
+}
+
+// The timeline of one grouping of the pass (any: its only one): the groups asked for
+// (by id), and what the others held.
+py::object timeline_dict(const Session& s, const std::vector<uint32_t>& groups, const std::string& by) {
+  const core::Timeline* t = s.analysis->timeline(series_kind(by));
   if (!t) return py::none();
   std::vector<uint64_t> times;
   std::vector<int64_t> totals, stack;
@@ -473,7 +485,7 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
                        bool call_tree, bool bottom_up, bool functions, bool inlined, bool infer,
                        std::vector<std::string> types, std::vector<std::string> functions_on_path,
                        std::vector<uint32_t> threads, uint64_t min_size, uint64_t max_size, py::object begin_us,
-                       py::object end_us, uint64_t stop_after_events, const std::string& timeline,
+                       py::object end_us, uint64_t stop_after_events, const py::object& timeline,
                        size_t timeline_points, bool addresses,
                        std::vector<uint64_t> bucket_ends_us, std::vector<uint32_t> bucket_nodes,
                        py::object min_lifetime_us, py::object max_lifetime_us, bool progress,
@@ -499,7 +511,7 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
              if (!begin_us.is_none()) options.window_begin = first_tick(begin_us.cast<uint64_t>());
              if (!end_us.is_none()) options.window_end = last_tick(end_us.cast<uint64_t>());
              options.stop_after_events = stop_after_events;
-             options.timeline = series_kind(timeline);
+             options.timelines = series_kinds(timeline);
              options.timeline_points = timeline_points;
              options.addresses = addresses;
              for (uint64_t end : bucket_ends_us) options.bucket_ends.push_back(last_tick(end));
@@ -537,9 +549,10 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
              return out;
            },
            "(address, size, TypeGroup) of the blocks live when the pass stopped, by address (addresses=True).")
-      .def("timeline", &timeline_dict, py::arg("groups") = std::vector<uint32_t>{},
+      .def("timeline", &timeline_dict, py::arg("groups") = std::vector<uint32_t>{}, py::arg("by") = "",
            "{times_us, totals, series: [[bytes...] per group id asked for], other: the rest, stack}: the "
-           "timeline of a pass made with timeline=GROUPING (every group is followed).")
+           "timeline of grouping `by` (\"\": the pass's first) of a pass made with timeline=GROUPING or "
+           "[GROUPING, ...] (every group of each is followed, in the one pass); None when not followed.")
       .def_property_readonly("totals",
                              [](const Session& s) {
                                const core::Totals& t = s.analysis->totals();

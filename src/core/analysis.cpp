@@ -37,7 +37,7 @@ Analysis::Analysis(const format::ProfileFile& file, CodeNames* names, AnalysisOp
       merge_(file, this),
       paths_(names, &strings_, options_.inlined) {
   if (options_.call_tree || options_.bottom_up) options_.functions = options_.functions || options_.call_tree;
-  if (options_.timeline == AnalysisOptions::Series::kFunction || options_.timeline == AnalysisOptions::Series::kCallPath)
+  if (options_.follows(AnalysisOptions::Series::kFunction) || options_.follows(AnalysisOptions::Series::kCallPath))
     options_.call_tree = options_.functions = true;
   untyped_label_ = strings_.intern("(untyped)");
   if (options_.addresses && !file.has_addresses())
@@ -49,9 +49,26 @@ Analysis::Analysis(const format::ProfileFile& file, CodeNames* names, AnalysisOp
     options_.min_lifetime = 0;
     options_.max_lifetime = UINT64_MAX;
   }
-  if (options_.timeline != AnalysisOptions::Series::kNone)
-    timeline_.reset(new Timeline(options_.timeline_points));
+  add_timelines();
   counting_ = options_.window_begin == 0;
+}
+
+bool AnalysisOptions::follows(Series grouping) const {
+  return std::find(timelines.begin(), timelines.end(), grouping) != timelines.end();
+}
+
+// One timeline per grouping asked for, each once, in the order asked.
+void Analysis::add_timelines() {
+  for (AnalysisOptions::Series grouping : options_.timelines) {
+    if (grouping == AnalysisOptions::Series::kNone || timeline(grouping)) continue;
+    timelines_.push_back(FollowedTimeline{grouping, Timeline(options_.timeline_points)});
+  }
+}
+
+const Timeline* Analysis::timeline(AnalysisOptions::Series grouping) const {
+  for (const FollowedTimeline& t : timelines_)
+    if (grouping == AnalysisOptions::Series::kNone || t.grouping == grouping) return &t.timeline;
+  return nullptr;
 }
 
 // --- groups ------------------------------------------------------------------------------
@@ -323,7 +340,7 @@ void Analysis::change_groups(Placement& p, Change&& change) {
     for (uint32_t n = leaf; n != kNone; n = bottom_up_.node(n).parent) change(bottom_up_.node(n).total);
     change(bottom_up_.node(leaf).self);
   }
-  if (timeline_) follow_in_timeline(p);
+  if (!timelines_.empty()) follow_in_timelines(p);
 }
 
 void Analysis::allocate(Placement& p, uint64_t time) {
@@ -412,28 +429,31 @@ void Analysis::open_window(uint64_t time) {
     for (Placement& p : entry.second) reset(p.figures);
 }
 
-// The timeline follows the group of its grouping that a placement's blocks count in:
+// Each timeline follows the group of its grouping that a placement's blocks count in:
 // exactly one per placement (a function's own allocations, a path's type leaf).
-void Analysis::follow_in_timeline(const Placement& p) {
+void Analysis::follow_in_timelines(const Placement& p) {
   using Series = AnalysisOptions::Series;
-  switch (options_.timeline) {
-    case Series::kType:
-      timeline_->change(p.type_group, types_[p.type_group].figures.live_bytes);
-      break;
-    case Series::kThread:
-      timeline_->change(p.thread_group, threads_[p.thread_group].figures.live_bytes);
-      break;
-    case Series::kFunction:
-      if (p.tree_leaf != kNone) {
-        uint32_t group = tree_.node(tree_.node(p.tree_leaf).parent).group;
-        timeline_->change(group, functions_[group].self.live_bytes);
-      }
-      break;
-    case Series::kCallPath:
-      if (p.tree_leaf != kNone) timeline_->change(p.tree_leaf, tree_.node(p.tree_leaf).total.live_bytes);
-      break;
-    case Series::kNone:
-      break;
+  for (FollowedTimeline& followed : timelines_) {
+    Timeline& t = followed.timeline;
+    switch (followed.grouping) {
+      case Series::kType:
+        t.change(p.type_group, types_[p.type_group].figures.live_bytes);
+        break;
+      case Series::kThread:
+        t.change(p.thread_group, threads_[p.thread_group].figures.live_bytes);
+        break;
+      case Series::kFunction:
+        if (p.tree_leaf != kNone) {
+          uint32_t group = tree_.node(tree_.node(p.tree_leaf).parent).group;
+          t.change(group, functions_[group].self.live_bytes);
+        }
+        break;
+      case Series::kCallPath:
+        if (p.tree_leaf != kNone) t.change(p.tree_leaf, tree_.node(p.tree_leaf).total.live_bytes);
+        break;
+      case Series::kNone:
+        break;
+    }
   }
 }
 
@@ -565,7 +585,7 @@ void Analysis::apply_stack(const Event& e) {
     totals_.stack_peak_bytes = totals_.stack_bytes;
     totals_.stack_peak_time = e.time;
   }
-  if (timeline_) timeline_->stack(static_cast<int64_t>(totals_.stack_bytes));
+  for (FollowedTimeline& t : timelines_) t.timeline.stack(static_cast<int64_t>(totals_.stack_bytes));
 }
 
 namespace {
@@ -649,12 +669,12 @@ void Analysis::run(const ProgressFn& progress) {
     if (e.time > options_.window_end) break;  // the state at the window's end
     while (buckets_.size() < ends.size() && e.time > ends[buckets_.size()]) close_bucket(ends[buckets_.size()] + 1);
     if (!counting_ && e.time >= options_.window_begin) open_window(e.time);
-    if (timeline_) timeline_->before(e.time, selected_.live_bytes);
+    for (FollowedTimeline& t : timelines_) t.timeline.before(e.time, selected_.live_bytes);
     uint64_t peak = selected_.peak_bytes;
     apply(e);
     ++totals_.events;
     if (selected_.peak_bytes != peak) totals_.peak_event = totals_.events;
-    if (timeline_) timeline_->after(e.time, selected_.live_bytes);
+    for (FollowedTimeline& t : timelines_) t.timeline.after(e.time, selected_.live_bytes);
     if ((++count & 0xffff) == 0) task.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
     if (options_.stop_after_events && totals_.events >= options_.stop_after_events) break;
   }

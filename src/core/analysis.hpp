@@ -58,11 +58,14 @@ struct AnalysisOptions {
   uint64_t min_lifetime = 0;
   uint64_t max_lifetime = UINT64_MAX;
   bool filters_lifetime() const { return min_lifetime > 0 || max_lifetime != UINT64_MAX; }
-  // The timeline: live bytes over time of every group of a grouping (type, thread,
+  // Timelines: live bytes over time of every group of a grouping (type, thread,
   // function: its own allocations, call path: type-leaf tree nodes); the caller picks
-  // which to show after the pass.
-  enum class Series { kNone, kType, kThread, kFunction, kCallPath } timeline = Series::kNone;
+  // which to show after the pass. Several groupings share the pass: the events are
+  // decoded once and each grouping's timeline follows the same changes.
+  enum class Series { kNone, kType, kThread, kFunction, kCallPath };
+  std::vector<Series> timelines;  // each grouping once; kNone is ignored
   size_t timeline_points = 2000;
+  bool follows(Series grouping) const;
   // Keep the address of every live block (profiles recorded with addresses): the
   // memory view of the moment the pass stops.
   bool addresses = false;
@@ -214,7 +217,9 @@ class Analysis : public BlockLedger {
   const std::vector<std::string>& warnings() const { return warnings_; }
   // The FINDING records of the events read, grouped (most frequent first).
   const std::vector<Finding>& findings() const { return findings_; }
-  const Timeline* timeline() const { return timeline_.get(); }
+  // The timeline of one grouping of options.timelines (nullptr: not followed); with
+  // kNone, the first one followed.
+  const Timeline* timeline(AnalysisOptions::Series grouping = AnalysisOptions::Series::kNone) const;
   // The blocks live when the pass stopped, by address (options.addresses).
   std::vector<LiveBlock> live_blocks() const;
   const std::vector<BucketSnapshot>& buckets() const { return buckets_; }
@@ -250,7 +255,8 @@ class Analysis : public BlockLedger {
   void release(Placement& p, bool temporary);
   void unallocate(Placement& p);
   void take_back_unmatched_frees();
-  void follow_in_timeline(const Placement& p);
+  void follow_in_timelines(const Placement& p);
+  void add_timelines();
   void collect_findings();
   void open_window(uint64_t time);
   void track_address(const format::Event& e);
@@ -289,7 +295,12 @@ class Analysis : public BlockLedger {
   std::vector<std::string> warnings_;
   std::vector<Finding> findings_;
   uint32_t untyped_label_;
-  std::unique_ptr<Timeline> timeline_;
+  // One timeline per grouping followed, all fed by the same events.
+  struct FollowedTimeline {
+    AnalysisOptions::Series grouping;
+    Timeline timeline;
+  };
+  std::vector<FollowedTimeline> timelines_;
   struct LiveAddress {
     uint64_t placement;  // thread << 32 | site
     uint64_t time;       // of its allocation

@@ -59,8 +59,9 @@ void analyse(const heaptype::format::ProfileFile& file, AnalysisOptions options)
   heaptype::core::tree_json(analysis, false, "peak", 3, &out);
   if (analysis.options().bottom_up) heaptype::core::tree_json(analysis, true, "bytes", 0, &out);
   heaptype::core::pprof_text(analysis, file.modules());
-  if (const heaptype::core::Timeline* timeline = analysis.timeline())
-    for (uint32_t id : {0u, 1u, 7u, 0xffffffffu}) timeline->series(id);
+  for (AnalysisOptions::Series grouping : analysis.options().timelines)
+    if (const heaptype::core::Timeline* timeline = analysis.timeline(grouping))
+      for (uint32_t id : {0u, 1u, 7u, 0xffffffffu}) timeline->series(id);
 }
 
 }  // namespace
@@ -73,7 +74,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     AnalysisOptions everything;
     everything.call_tree = everything.bottom_up = everything.functions = true;
     everything.addresses = true;
-    everything.timeline = AnalysisOptions::Series::kType;
+    everything.timelines = {AnalysisOptions::Series::kType, AnalysisOptions::Series::kThread,
+                            AnalysisOptions::Series::kFunction, AnalysisOptions::Series::kCallPath};
     everything.timeline_points = 16;
     everything.bucket_ends = {1, 10, 1000};
     analyse(file, everything);
@@ -86,7 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     filtered.window_begin = 2;
     filtered.window_end = 100;
     filtered.stop_after_events = 50;
-    filtered.timeline = AnalysisOptions::Series::kCallPath;
+    filtered.timelines = {AnalysisOptions::Series::kCallPath};
     analyse(file, filtered);
   } catch (const heaptype::format::ProfileError&) {
     // Not a profile at all (no magic, a bad version): the one error the reader throws.

@@ -146,6 +146,49 @@ def test_timeline_points_are_the_buckets_highest_moments(seed, points, by, tmp_p
     assert max(raw["totals"]) == a.selected.peak_bytes
 
 
+GROUPINGS = ("type", "thread", "function", "callpath")
+
+
+def timeline_by_name(a, by: str) -> dict:
+    """A pass's timeline of one grouping with every group asked for, the series by
+    group name (ids may differ between passes, names may not)."""
+    from heaptype.profile import _timeline_groups
+
+    groups = _timeline_groups(a, by)
+    raw = a.timeline([g[0] for g in groups], by)
+    raw["series"] = {name: values for (_, name, _), values in zip(groups, raw["series"])}
+    return raw
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("points", [5, 64])
+def test_one_pass_follows_each_grouping_as_its_own_pass_would(seed, points, tmp_path):
+    """The four groupings followed together on one pass's events: each timeline must be
+    the one a pass of its own makes, point by point and group by group, with the call
+    tree the function and callpath groupings need and the walked or hooked paths."""
+    rng = random.Random(9000 + seed)
+    sc = generate(rng, threads=1 + seed % 4, walked=seed % 2 == 1)
+    data = write(sc, rng)
+    together = analyse(sc, data, tmp_path, infer=False, timeline=list(GROUPINGS), timeline_points=points)
+    for by in GROUPINGS:
+        alone = analyse(sc, data, tmp_path, infer=False, timeline=by, timeline_points=points)
+        expected = timeline_by_name(alone, by)
+        assert any(any(values) for values in expected["series"].values()), by  # something to compare
+        assert timeline_by_name(together, by) == expected, by
+    assert core_key(together.selected) == core_key(alone.selected)
+
+
+def test_a_grouping_not_followed_has_no_timeline(tmp_path):
+    rng = random.Random(9100)
+    sc = generate(rng, threads=2)
+    a = analyse(sc, write(sc, rng), tmp_path, infer=False, timeline=["thread", "type"])
+    assert a.timeline([], "function") is None and a.timeline([], "callpath") is None
+    assert a.timeline([], "") == a.timeline([], "thread")  # the first asked for
+    assert analyse(sc, write(sc, rng), tmp_path, infer=False).timeline() is None
+    with pytest.raises(ValueError, match="unknown timeline grouping size"):
+        analyse(sc, write(sc, rng), tmp_path, timeline=["type", "size"])
+
+
 @pytest.mark.parametrize("seed", range(60))
 def test_coarse_clock_keeps_counts_exact(seed, tmp_path):
     """Many events per clock tick across threads: the merge cannot know their order,

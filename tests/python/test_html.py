@@ -381,6 +381,45 @@ def test_time_buckets_compose_to_the_whole_run(phases):
         assert max(buckets["peak_bytes"]) == flame["figures"]["peak_bytes"][i]
 
 
+def test_the_page_follows_every_grouping_in_the_pass_of_its_tables(phases, monkeypatch):
+    """One pass with the call tree makes the tables, the tree and the four timelines, one
+    more the time ranges: each timeline is the one its own pass gives, figure for figure
+    (`heaptype timeline --by`; type and thread without a call tree)."""
+    from heaptype import _core
+    from heaptype.html.data import report_data
+    from heaptype.profile import TIMELINE_GROUPINGS
+
+    passes = []
+    analysis = _core.Analysis
+
+    def counted(*args, **options):
+        passes.append(options.get("timeline", ""))
+        return analysis(*args, **options)
+
+    monkeypatch.setattr(_core, "Analysis", counted)
+    data = report_data(heaptype.load(phases), ranges=12)
+    assert passes == [list(TIMELINE_GROUPINGS), ""]  # the ranges' pass follows no timeline
+    monkeypatch.setattr(_core, "Analysis", analysis)
+    assert list(data["timelines"]) == list(TIMELINE_GROUPINGS)
+    for by in TIMELINE_GROUPINGS:
+        alone = timeline_json(heaptype.load(phases), by)
+        assert data["timelines"][by] == alone, by
+    assert {s["name"] for s in data["timelines"]["type"]["series"]} >= {"Alpha", "Beta", "Gamma"}
+
+
+def test_a_pass_of_more_groupings_serves_fewer(phases, monkeypatch):
+    from heaptype import _core
+
+    profile = heaptype.load(phases)
+    both = profile.timelines(["thread", "function"], 3)
+    monkeypatch.setattr(_core, "Analysis", None)  # no pass may be made from here on
+    assert profile.timeline("function", 3) == both["function"]
+    assert profile.timeline("thread", 3) == both["thread"]
+    assert profile.call_tree().name == profile.analysis(call_tree=True).tree.name
+    with pytest.raises(ValueError, match="unknown timeline grouping 'size'"):
+        profile.timelines(["type", "size"])
+
+
 def test_no_time_ranges_on_request(phases):
     from heaptype.html.data import report_data
 

@@ -5,15 +5,15 @@ kept call tree (flame.py), the figures per time bucket (ranges.py) and the memor
 view (memory.py). Nothing here computes a figure: the core does; this only picks
 and shapes.
 
-One pass with the call tree serves the types, the functions, the tree and the
-leaks; each timeline grouping is a pass of its own (the core follows one grouping
-per pass), and the time buckets one more (``ranges``).
+One pass with the call tree serves the types, the functions, the tree, the leaks and
+every timeline grouping (the core follows the groupings side by side on the same
+events); the time buckets take one more (``ranges``).
 """
 
 from __future__ import annotations
 
 from ..profile import TIMELINE_GROUPINGS
-from ..report import functions_json, leaks_json, timeline_json, types_json
+from ..report import functions_json, leaks_json, timelines_json, types_json
 from ..report.findings import findings_json
 from ..report.header import header_lines
 from .flame import flame_json, keep_nodes
@@ -57,14 +57,15 @@ def report_data(profile, *, ranges: int | None = None, top: int = TOP_SERIES) ->
     buckets a brushed range snaps to (None: by the file's size; 0: none)."""
     if ranges is None:
         ranges = default_ranges(profile)
-    profile.analysis(call_tree=True, functions=True)
+    # First: this one pass (with the call tree, for the function and callpath groupings)
+    # serves every view below but the ranges. By type first: the page draws it first,
+    # and the types' colours follow its series.
+    timelines = timelines_json(profile, TIMELINE_GROUPINGS, top)
     types = types_json(profile)
     types["rows"], types["rows_cut"] = _capped(types["rows"], MAX_TYPES)
     functions = functions_json(profile, inlined=False)
     functions["functions"], functions["rows_cut"] = _capped(functions["functions"], MAX_FUNCTIONS)
     leaks = leaks_json(profile, top=MAX_LEAKS)
-    # by type first: the page draws it first, and the types' colours follow its series
-    timelines = {by: timeline_json(profile, by, top) for by in TIMELINE_GROUPINGS}
     kept = keep_nodes(profile.call_tree())
     buckets = range_figures(profile, ranges, [r["label"] for r in types["rows"]],
                             [f["function"] for f in functions["functions"]], kept) if ranges else None

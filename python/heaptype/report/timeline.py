@@ -3,6 +3,8 @@ terminal graph (one row of bars per group, all on the scale of the peak)."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from ..profile import Profile, Timeline
 from ..units import format_bytes
 from .header import header_lines, report_json_head
@@ -12,10 +14,17 @@ WIDTH = 64
 
 
 def timeline_json(profile: Profile, by: str = "type", top: int = 10, *, infer: bool = True) -> dict:
-    timeline = profile.timeline(by, top, infer=infer)  # first: its pass serves the head's totals too
-    out = report_json_head(profile, f"timeline by {by}")
-    out.update(timeline.as_dict())
-    out["warnings"] = profile.warnings
+    return timelines_json(profile, (by,), top, infer=infer)[by]
+
+
+def timelines_json(profile: Profile, groupings: Sequence[str], top: int = 10, *, infer: bool = True) -> dict:
+    """``timeline_json`` of several groupings, by grouping, from one pass."""
+    timelines = profile.timelines(groupings, top, infer=infer)  # first: its pass serves the head's totals too
+    out = {}
+    for by, timeline in timelines.items():
+        out[by] = report_json_head(profile, f"timeline by {by}")
+        out[by].update(timeline.as_dict())
+        out[by]["warnings"] = profile.warnings
     return out
 
 

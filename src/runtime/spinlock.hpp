@@ -22,11 +22,21 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
+// ThreadSanitizer's annotations, when the program runs under it (weak: null otherwise).
+// The runtime is not built with the sanitizer, so TSan sees none of its atomics; it does
+// see the memcpy calls inside what the lock guards (the profile's compression stream)
+// and would take two threads' turns at it for a race.
+extern "C" void __tsan_acquire(void* address) __attribute__((weak));
+extern "C" void __tsan_release(void* address) __attribute__((weak));
+
 class SpinLock {
  public:
   void lock() noexcept {
     for (;;) {
-      if (!locked_.exchange(true, std::memory_order_acquire)) return;
+      if (!locked_.exchange(true, std::memory_order_acquire)) {
+        if (__tsan_acquire) __tsan_acquire(this);
+        return;
+      }
       for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
         if (spins < 64) {
           cpu_relax();
@@ -36,7 +46,10 @@ class SpinLock {
       }
     }
   }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+  void unlock() noexcept {
+    if (__tsan_release) __tsan_release(this);
+    locked_.store(false, std::memory_order_release);
+  }
 
  private:
   std::atomic<bool> locked_{false};

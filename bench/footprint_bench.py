@@ -5,7 +5,8 @@ Two workloads, each run in interleaved rounds (medians reported):
 
 * a real GoogleTest binary with many call paths, built twice from the same sources:
   plain, and with HeapType (e.g. CMake's HEAPTYPE_INSTRUMENT_ALL). The plain build runs
-  alone and under heaptrack; the HeapType build runs with its runtime. Reported: wall
+  alone, under heaptrack and under `heaptype run` (the same binary as heaptrack's); the
+  HeapType build runs with its runtime linked. Reported: wall
   time, peak RSS of the program, profile size and bytes per allocation, and the
   allocations and temporary allocations each tool counts (heaptype report's totals,
   heaptrack_print's summary).
@@ -107,7 +108,7 @@ class Bench:
 
 
 def gtest_rounds(bench: Bench, plain: str, instrumented: str, rounds: int) -> list[list]:
-    runs = {"plain": [], "heaptype": [], "heaptrack": []}
+    runs = {"plain": [], "heaptype": [], "heaptype run": [], "heaptrack": []}
     counts = {}
     for r in range(rounds):
         log(f"gtest round {r + 1}/{rounds} (load {load_average():.2f})")
@@ -115,10 +116,17 @@ def gtest_rounds(bench: Bench, plain: str, instrumented: str, rounds: int) -> li
         measured, profile = bench.profiled("gtest_heaptype", [instrumented])
         measured["file_bytes"] = os.path.getsize(profile)
         runs["heaptype"].append(measured)
+        # The plain build under `heaptype run` (the runtime preloaded): the very binary heaptrack
+        # runs, so that the counts compare one to one.
+        preloaded = os.path.join(bench.work, "gtest_preloaded.htp")
+        measured = bench.run("gtest_preloaded", [bench.cli, "run", "-o", preloaded, plain], clean_env())
+        measured["file_bytes"] = os.path.getsize(preloaded)
+        runs["heaptype run"].append(measured)
         measured, trace = bench.heaptracked("gtest_heaptrack", [plain])
         measured["file_bytes"] = os.path.getsize(trace)
         runs["heaptrack"].append(measured)
     counts["heaptype"] = heaptype_totals(bench.cli, profile)
+    counts["heaptype run"] = heaptype_totals(bench.cli, preloaded)
     counts["heaptrack"] = heaptrack_totals(trace)
     return summarise("gtest", runs, counts)
 
@@ -154,9 +162,11 @@ def summarise(workload: str, runs: dict, counts: dict) -> list[list]:
         file_bytes = measured[-1].get("file_bytes")
         c = counts.get(tool, {})
         per_alloc = f"{file_bytes / c['allocations']:.3g}" if file_bytes and c.get("allocations") else "-"
-        # heaptrack's wait4 peak is its interpreter's: the program's own is not measured here.
-        rss_text = "-" if tool == "heaptrack" else fmt_mib(rss)
-        rss_ratio = "-" if tool == "heaptrack" else f"{rss / plain_rss:.2f}"
+        # The wait4 peak of heaptrack is its interpreter's, of `heaptype run` the command's
+        # Python: the program's own is not measured for those two.
+        indirect = tool in ("heaptrack", "heaptype run")
+        rss_text = "-" if indirect else fmt_mib(rss)
+        rss_ratio = "-" if indirect else f"{rss / plain_rss:.2f}"
         rows.append([workload, tool, f"{wall / plain_wall:.2f}", rss_text, rss_ratio, fmt_size(file_bytes),
                      per_alloc, f"{c['allocations']:,}" if c.get("allocations") is not None else "-",
                      f"{c['temporary']:,}" if c.get("temporary") is not None else "-",

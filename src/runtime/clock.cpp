@@ -80,6 +80,8 @@ uint64_t meeting_tick() noexcept {
 
 void request_tick_work() { g_work_requested.store(true, std::memory_order_relaxed); }
 
+bool clock_running() { return g_running.load(std::memory_order_relaxed); }
+
 uint64_t monotonic_ns() { return read_clock(CLOCK_MONOTONIC); }
 uint64_t realtime_ns() { return read_clock(CLOCK_REALTIME); }
 

@@ -44,6 +44,8 @@ void start_clock(uint64_t interval_us, void (*on_tick_second)());
 // Runs `on_tick_second` at the next tick instead of up to a second later.
 // Async-signal-safe (one atomic store): a signal handler's way to get work done.
 void request_tick_work();
+// Whether the ticker thread runs (it writes the buffers threads hand over).
+bool clock_running();
 // After fork only the forking thread survives: the child starts a new ticker.
 void clock_after_fork_in_child();
 

@@ -128,14 +128,22 @@ void write_snapshot_mark() {
   writer_chunk(format::ChunkKind::kSnapshot, 0, payload, static_cast<size_t>(put_varint(payload, time) - payload));
 }
 
-// On the ticker thread, once a second or when the snapshot signal asks: the file
-// is never more than about a second behind the program.
+// On the ticker thread, once a second, when the snapshot signal asks, or when a thread
+// handed over a full buffer (thread_state.hpp): the file is never more than about a
+// second behind the program, and full buffers are written off the allocating threads.
 void periodic_flush() {
   if (g_state.load(std::memory_order_acquire) != kActive) return;
-  if (take_snapshot_request())
+  static uint64_t last_flush_ns = 0;  // the ticker's alone
+  uint64_t now = monotonic_ns();
+  if (take_snapshot_request()) {
     write_snapshot_mark();
-  else
+  } else if (now - last_flush_ns >= 1000000000ull) {
     flush_all_threads();
+  } else {
+    write_handed_buffers();
+    return;
+  }
+  last_flush_ns = now;
 }
 
 struct Totals {

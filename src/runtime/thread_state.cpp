@@ -11,6 +11,7 @@
 #include <initializer_list>
 
 #include "block_header.hpp"
+#include "clock.hpp"
 #include "internal_memory.hpp"
 #include "profile_writer.hpp"
 #include "tracker.hpp"
@@ -125,26 +126,70 @@ void write_thread_chunk(const ThreadState* t) {
   writer_chunk(format::ChunkKind::kThread, t->number, payload, static_cast<size_t>(p - payload) + length);
 }
 
-// Writes out [from, to) of the buffer; the flush lock is held.
-void write_out(ThreadState* t, size_t from, size_t to) {
+// Writes out [from, to) of `buffer`; the flush lock is held.
+void write_region(ThreadState* t, const uint8_t* buffer, size_t from, size_t to) {
   if (to <= from) return;
   if (!t->announced) {
     write_thread_chunk(t);
     t->announced = true;
   }
-  writer_chunk(format::ChunkKind::kEvents, t->number, t->buffer + from, to - from);
+  writer_chunk(format::ChunkKind::kEvents, t->number, buffer + from, to - from);
 }
 
-}  // namespace
+// The buffer handed over, written out and kept as the spare; the flush lock is held.
+void write_handed(ThreadState* t) {
+  if (!t->handed) return;
+  write_region(t, t->handed, t->handed_from, t->handed_to);
+  t->spare = t->handed;
+  t->handed = nullptr;
+}
 
-// The owner's buffer is full (or the profile is finished): everything goes out and
-// the buffer starts again at 0, under the lock collectors take.
-void flush_own(ThreadState* t) {
-  LockGuard guard(t->flush_lock);
-  write_out(t, t->flushed, t->used);
+// Writes out [from, to) of the current buffer, after what was handed over.
+void write_out(ThreadState* t, size_t from, size_t to) {
+  write_handed(t);
+  write_region(t, t->buffer, from, to);
+}
+
+// The current buffer, reset to empty; the flush lock is held.
+void start_buffer_again(ThreadState* t) {
   t->used = t->flushed = 0;
   t->committed.store(0, std::memory_order_release);
 }
+
+// The full buffer goes to the ticker and the spare takes its place, when the ticker
+// has written the last one (else the owner writes both itself: the file keeps up).
+bool hand_over(ThreadState* t) {
+  if (g_finished || t->handed || t->used <= t->flushed || !clock_running()) return false;
+  if (!t->spare && !(t->spare = static_cast<uint8_t*>(map_pages(kEventBufferSize, MemoryUse::kEvents))))
+    return false;
+  t->handed = t->buffer;
+  t->handed_from = t->flushed;
+  t->handed_to = t->used;
+  t->buffer = t->spare;
+  t->spare = nullptr;
+  start_buffer_again(t);
+  request_tick_work();
+  return true;
+}
+
+void write_handed_one(ThreadState* t, void*) { write_handed(t); }
+
+}  // namespace
+
+void flush_own(ThreadState* t) {
+  LockGuard guard(t->flush_lock);
+  if (hand_over(t)) return;
+  write_out(t, t->flushed, t->used);
+  start_buffer_again(t);
+}
+
+void flush_own_now(ThreadState* t) {
+  LockGuard guard(t->flush_lock);
+  write_out(t, t->flushed, t->used);
+  start_buffer_again(t);
+}
+
+void write_handed_buffers() { for_each_thread_state(write_handed_one, nullptr); }
 
 namespace {
 
@@ -207,6 +252,15 @@ void reset_stream(ThreadState* t, uint32_t number, bool keep_totals) {
   t->announced = false;
   t->used = t->flushed = 0;
   t->committed.store(0, std::memory_order_relaxed);
+  // A buffer handed over and not written belongs to the stream that ends here (a forked
+  // child's is its parent's, which the parent writes): it becomes the spare.
+  if (t->handed) {
+    if (t->spare)
+      unmap_pages(t->handed, kEventBufferSize, MemoryUse::kEvents);
+    else
+      t->spare = t->handed;
+    t->handed = nullptr;
+  }
   t->last_address = 0;
   t->last_alloc.address = 0;
   t->newest_site = t->newest_node = 0;
@@ -268,7 +322,7 @@ void on_thread_exit(void* state) {
   ThreadState* t = static_cast<ThreadState*>(state);
   if (g_on_exit) g_on_exit(t);
   report_stack_depth(t);
-  flush_own(t);
+  flush_own_now(t);
   tls_thread_state = nullptr;
   LockGuard guard(g_list_lock);
   retire(t);

@@ -147,6 +147,12 @@ struct ThreadState {
   std::atomic<size_t> committed;
   SpinLock flush_lock;
   size_t flushed;            // under flush_lock
+  // A full buffer handed to the ticker thread, which writes (and compresses) it, while
+  // the owner goes on in its spare: the allocating thread does not wait for the file.
+  // Under flush_lock; written before anything else of the thread is.
+  uint8_t* handed;           // nullptr: none
+  size_t handed_from, handed_to;
+  uint8_t* spare;            // an empty buffer for the next hand-over (made on the first)
   bool announced;            // its THREAD chunk is in the file (under flush_lock)
   bool exited;
   ThreadState* next;         // all states, for the finisher
@@ -190,8 +196,14 @@ void emit_move(ThreadState* t, uint64_t owner, uint32_t new_site, uintptr_t addr
 // A new calling-context node of this thread (see call_context.hpp), numbered `id`:
 // the one after the last.
 void emit_node(ThreadState* t, uint32_t id, uint32_t parent, uintptr_t function, uintptr_t call_site);
-// The buffer is full, or the profile finished: its records go to the file now.
+// The buffer is full: its records go to the ticker thread (see `handed`), or to the
+// file now when the ticker has not written the last full buffer yet, or the profile
+// is finished.
 void flush_own(ThreadState* t);
+// The thread's records go to the file now (it exits).
+void flush_own_now(ThreadState* t);
+// The ticker's side of flush_own: writes out the full buffers threads handed over.
+void write_handed_buffers();
 // A TIME record: the thread's clock moves on to `time`.
 void emit_time_record(ThreadState* t, uint64_t time);
 // A STACK record of the tick that ends, if the depth changed (the owner only).

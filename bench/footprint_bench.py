@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -144,19 +145,36 @@ def loop_rounds(bench: Bench, seconds: float, rounds: int) -> list[list]:
     runs = {"plain": [], "heaptype": []}
     for r in range(rounds):
         log(f"loop round {r + 1}/{rounds}, {seconds:g} s each (load {load_average():.2f})")
-        runs["plain"].append(bench.run("loop_plain", [plain, str(seconds)], clean_env()))
+        measured = bench.run("loop_plain", [plain, str(seconds)], clean_env())
+        measured["work"] = loop_allocations(os.path.join(bench.work, "loop_plain.out"))
+        runs["plain"].append(measured)
         measured, profile = bench.profiled("loop_heaptype", [profiled, str(seconds)])
         measured["file_bytes"] = os.path.getsize(profile)
+        measured["work"] = loop_allocations(os.path.join(bench.work, "loop_heaptype.out"))
         runs["heaptype"].append(measured)
     return summarise(f"loop {seconds:g} s", runs, {"heaptype": heaptype_totals(bench.cli, profile)})
 
 
+def loop_allocations(out_path: str) -> int:
+    with open(out_path) as f:
+        text = f.read()
+    match = re.search(r"allocations=(\d+)", text)
+    if not match:
+        raise BenchError(f"long_loop printed no allocation count: {text[-500:]}")
+    return int(match.group(1))
+
+
+def seconds_per_unit(m: dict) -> float:
+    """Wall time, or for a run of fixed duration its time per allocation."""
+    return m["wall_s"] / m["work"] if m.get("work") else m["wall_s"]
+
+
 def summarise(workload: str, runs: dict, counts: dict) -> list[list]:
-    plain_wall = med([m["wall_s"] for m in runs["plain"]])
+    plain_wall = med([seconds_per_unit(m) for m in runs["plain"]])
     plain_rss = med([m["maxrss_kb"] for m in runs["plain"]])
     rows = []
     for tool, measured in runs.items():
-        wall = med([m["wall_s"] for m in measured])
+        wall = med([seconds_per_unit(m) for m in measured])
         rss = med([m["maxrss_kb"] for m in measured])
         loads = [m["load"] for m in measured]
         file_bytes = measured[-1].get("file_bytes")
@@ -198,8 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if opts.name:
         print(f"gtest binary: {opts.name}")
-    print(f"medians of {opts.rounds} interleaved rounds; x plain = wall time / plain's; B/alloc = profile bytes "
-          "per allocation the tool counted")
+    print(f"medians of {opts.rounds} interleaved rounds; x plain = wall time / plain's (the loop: time per "
+          "allocation / plain's); B/alloc = profile bytes per allocation the tool counted")
     print(table(["workload", "tool", "x plain", "peak RSS", "RSS x plain", "profile", "B/alloc", "allocations",
                  "temporary", "load avg"], rows, right=(2, 3, 4, 5, 6, 7, 8)))
     return 0

@@ -36,9 +36,16 @@ peak = "64 KiB"
 """
 
 
+def pages_named_in(result) -> list[Path]:
+    """The pages the failure texts name, once each: under CI (the CI variable set) pytest's
+    short summary repeats each failure's whole text."""
+    lines = [line for line in result.outlines if line.startswith("  HTML report: ")]
+    return [Path(line.split(": ", 1)[1]) for line in dict.fromkeys(lines)]
+
+
 def page_named_in(result) -> Path:
-    [line] = [line for line in result.outlines if line.startswith("  HTML report: ")]
-    return Path(line.split(": ", 1)[1])
+    [page] = pages_named_in(result)
+    return page
 
 
 def embedded_data(page: Path) -> dict:

@@ -203,6 +203,16 @@ class Profile:
         end = self._raw.end
         return end["buffer_bytes"] if end else None
 
+    @property
+    def file_bytes(self) -> int:
+        """The profile's size on disk."""
+        return self._raw.file_size
+
+    @property
+    def compressed(self) -> bool:
+        """The profile is a zstd stream (the runtime's default; HEAPTYPE_COMPRESS=0: plain)."""
+        return self._raw.compressed
+
     def bookkeeping_uses(self) -> dict[str, int]:
         """bookkeeping_bytes() by what the memory was for ("call paths", "sites", "event
         buffers", ...), at the runtime's peak; empty for profiles written before it was kept."""

@@ -113,7 +113,8 @@ void bind_profile_file(py::module_& m) {
       .def_property_readonly("threads", &threads_list, "[{number, os_tid, name}] of the threads that allocated.")
       .def_property_readonly("end", &end_summary,
                              "The runtime's own counts at exit, or None when the profile was not finished.")
-      .def_property_readonly("file_size", &ProfileFile::file_size)
+      .def_property_readonly("file_size", &ProfileFile::file_size, "Bytes on disk (compressed or not).")
+      .def_property_readonly("compressed", &ProfileFile::compressed, "The chunks are a zstd stream.")
       .def_property_readonly("event_bytes", &ProfileFile::event_bytes)
       .def_property_readonly("dropped_bytes", &ProfileFile::dropped_bytes,
                              "Bytes after the last whole chunk (a file cut short).")

@@ -175,6 +175,8 @@ def test_compressed_profile_holds_the_same(original, compressed):
     _, data, profile = compressed
     (flags,) = struct.unpack_from("<I", data, 44)
     assert flags & 2, "the default profile is compressed"
+    assert (profile.compressed, plain.compressed) == (True, False)
+    assert (profile.file_bytes, plain.file_bytes) == (len(data), len(plain_data))
     assert profile.complete and profile.warnings == []
     assert len(data) < len(plain_data)  # block addresses (this profile has them) compress least
     assert [(t.label, t.allocations, t.bytes) for t in profile.by_type()] == [

@@ -16,6 +16,7 @@ def header_lines(profile: Profile) -> list[str]:
         f"  peak       {format_bytes(t.peak_bytes)} live at {format_seconds(t.peak_time_us)}",
         f"  at exit    {format_bytes(t.live_bytes)} still live in {format_count(t.live_blocks)} blocks",
     ]
+    lines.append(f"  profile    {profile_size_text(profile)}")
     registry = profile.registry_bytes_at_exit()
     if registry is not None:
         per_block = f" ({registry / t.live_blocks:.0f} B per block)" if t.live_blocks > 0 else ""
@@ -23,6 +24,13 @@ def header_lines(profile: Profile) -> list[str]:
                      f"most{uses_text(profile)}; {format_bytes(registry)} beside the blocks live at exit{per_block}")
     lines += filter_lines(profile)
     return lines
+
+
+def profile_size_text(profile: Profile) -> str:
+    """"449 KiB, zstd, 1.32 B per allocation": what the profile costs on disk."""
+    text = f"{format_bytes(profile.file_bytes)}{', zstd' if profile.compressed else ''}"
+    allocations = profile.totals.allocations
+    return text + (f", {profile.file_bytes / allocations:.2f} B per allocation" if allocations else "")
 
 
 def uses_text(profile: Profile) -> str:

@@ -211,8 +211,14 @@ class ProtoBuilder {
   }
 
   uint64_t location(const std::vector<const PathFrame*>& frames) {
+    // Keyed by the merged address and function ids: the same code of two processes
+    // is one location (location_key holds one analysis's own pc and string ids).
     uint64_t pc = relocated(frames[0]->pc);
-    std::string key = std::to_string(pc) + '@' + location_key(frames);
+    std::string key(reinterpret_cast<const char*>(&pc), sizeof pc);
+    for (const PathFrame* f : frames) {
+      uint64_t parts[2] = {function(f->name, f->file), f->line};
+      key.append(reinterpret_cast<const char*>(parts), sizeof parts);
+    }
     auto it = location_ids_.find(key);
     if (it != location_ids_.end()) return it->second;
     uint64_t id = locations_.size() + 1;

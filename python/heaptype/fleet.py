@@ -70,12 +70,14 @@ def check_one_program(profiles: list[Profile]) -> None:
         raise ProfileError(f"the profiles are not of one program, so their figures cannot be joined ({parts})")
 
 
-def load_fleet(paths: list[str], map_files: dict[str, str] | None = None) -> list[Profile]:
-    from .profile import load
-
-    if len(paths) < 1:
+def load_fleet(paths: list[str], load=None) -> list[Profile]:
+    """The profiles at ``paths`` (read by ``load``, default heaptype.load), checked to be
+    of one program."""
+    if load is None:
+        from .profile import load
+    if not paths:
         raise ProfileError("give at least one profile")
-    profiles = [load(p, map_files) for p in paths]
+    profiles = [load(p) for p in paths]
     check_one_program(profiles)
     return profiles
 

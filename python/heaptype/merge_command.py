@@ -87,10 +87,12 @@ def add_fleet_parser(subparsers) -> None:
 def cmd_fleet_merge(args) -> int:
     from . import fleet
     from .cli import parse_map_options
+    from .console import load_profile
     from .profile import ProfileError
 
+    map_files = parse_map_options(args.map) or None
     try:
-        profiles = fleet.load_fleet(args.profiles, parse_map_options(args.map) or None)
+        profiles = fleet.load_fleet(args.profiles, lambda path: load_profile(path, map_files))
         text = (json.dumps(fleet.as_json(profiles, infer=args.infer), indent=1) if args.json
                 else "\n".join(fleet.type_table(profiles, top=args.top, infer=args.infer)))
     except ProfileError as e:

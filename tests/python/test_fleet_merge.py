@@ -107,6 +107,9 @@ def test_profiles_of_another_program_are_refused(cpp_programs, fleet, tmp_path):
         assert "not of one program" in done.stderr
         assert str(fleet[0]) in done.stderr and str(other) in done.stderr
     assert not (tmp_path / "x.pb.gz").exists()
+    missing = heaptype_cli("merge", str(fleet[0]), str(tmp_path / "missing.htp"))
+    assert (missing.returncode, missing.stderr.strip().splitlines()) == (
+        2, [f"heaptype: error: {tmp_path / 'missing.htp'}: no such profile file"])
 
 
 @pytest.fixture(scope="module")

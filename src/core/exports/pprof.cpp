@@ -4,8 +4,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <deque>
-#include <string>
 #include <map>
+#include <string>
 #include <unordered_map>
 
 #include "exports.hpp"
@@ -57,6 +57,7 @@ class ProtoBuilder {
     a_ = &a;
     process_ = process;
     relocations_.clear();
+    process_functions_.clear();
     for (const ExportMapping& m : info.mappings) relocations_.push_back({m, merged_mapping(m).start - m.start});
     if (comment_.empty()) comment_ = info.comment;
     if (info.time_unix_ns && (!time_unix_ns_ || info.time_unix_ns < time_unix_ns_)) time_unix_ns_ = info.time_unix_ns;
@@ -193,12 +194,17 @@ class ProtoBuilder {
     return 0;
   }
 
-  // Functions are keyed by their text, so the same function of two processes is one.
+  // Functions are keyed by their text, so the same function of two processes is one;
+  // the current process's (name, file) string ids are remembered, so text is hashed
+  // once per function and process.
   uint64_t function(uint32_t name, uint32_t file) {
+    uint64_t own_key = (static_cast<uint64_t>(name) << 32) | file;
+    auto own = process_functions_.find(own_key);
+    if (own != process_functions_.end()) return own->second;
     uint64_t name_id = s(a_->strings().get(name)), file_id = s(a_->strings().get(file));
     uint64_t key = (name_id << 32) | file_id;
     auto it = function_ids_.find(key);
-    if (it != function_ids_.end()) return it->second;
+    if (it != function_ids_.end()) return process_functions_[own_key] = it->second;
     uint64_t id = functions_.size() + 1;
     std::string body;
     varint_field(&body, 1, id);
@@ -207,6 +213,7 @@ class ProtoBuilder {
     varint_field(&body, 4, file_id);
     functions_.push_back(std::move(body));
     function_ids_.emplace(key, id);
+    process_functions_.emplace(own_key, id);
     return id;
   }
 
@@ -246,7 +253,8 @@ class ProtoBuilder {
   uint64_t time_unix_ns_ = 0, duration_ns_ = 0;
   std::unordered_map<std::string, uint64_t> string_ids_;
   std::vector<const std::string*> strings_;
-  std::unordered_map<uint64_t, uint64_t> function_ids_;
+  std::unordered_map<uint64_t, uint64_t> function_ids_;      // by merged (name, file) string ids
+  std::unordered_map<uint64_t, uint64_t> process_functions_;  // by the current analysis's string ids
   std::vector<std::string> functions_;
   std::unordered_map<std::string, uint64_t> location_ids_;
   std::vector<std::string> locations_;

@@ -178,3 +178,37 @@ def test_merged_pprof_has_one_location_per_code_address(fleet, fleet_proto, tmp_
         assert done.returncode == 0, done.stderr
         union |= set(code_locations(decode_pprof(out.read_bytes(), tmp_path)))
     assert set(merged) == union
+
+
+def test_a_module_only_one_process_has_is_moved_off_taken_addresses(fleet, tmp_path):
+    """A module that only a later process maps, at addresses where the first process
+    had another module, gets a range of its own: no two mappings overlap, and the
+    later process's code lands in its own module's mapping."""
+    import gzip
+
+    from heaptype import _core
+    from heaptype.exports import pprof_mappings
+
+    profile = heaptype.load(fleet[0])
+    analysis = profile.analysis(call_tree=True, inlined=True)
+    own = pprof_mappings(profile)
+    renamed = [(start, limit, offset, path + ".other", build) for start, limit, offset, path, build in own]
+    data = _core.pprof_proto_merged([(analysis, own, "1"), (analysis, renamed, "2")], "")
+    p = decode_pprof(gzip.compress(data), tmp_path)
+    strings = p["string_table"]
+    mappings = {m["id"][0]: m for m in p["mapping"]}
+    assert len(mappings) == 2 * len(own)
+    ranges = sorted((m["memory_start"][0], m["memory_limit"][0]) for m in mappings.values())
+    assert all(end <= next_start for (_, end), (next_start, _) in zip(ranges, ranges[1:]))
+    locations = {l["id"][0]: l for l in p["location"]}
+    seen = Counter()
+    for s in p["sample"]:
+        process = labels_of(s, strings)["process"]
+        for location_id in s["location_id"]:
+            location = locations[location_id]
+            if not location["address"]:
+                continue
+            m = mappings[location["mapping_id"][0]]
+            assert m["memory_start"][0] <= location["address"][0] < m["memory_limit"][0]
+            seen[(process, strings[m["filename"][0]].endswith(".other"))] += 1
+    assert set(seen) == {("1", False), ("2", True)} and seen[("1", False)] == seen[("2", True)]

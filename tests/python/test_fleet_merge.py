@@ -8,6 +8,7 @@ of each run is known: PRODUCERS x PER_PRODUCER Parcels of 1,000 B, at most 48 li
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 import sys
 from collections import Counter
@@ -33,9 +34,14 @@ def fleet(cpp_programs, tmp_path_factory) -> list[Path]:
     paths = []
     for i, run in enumerate(RUNS, 1):
         path = folder / f"run{i}.htp"
-        done = run_profiled(cpp_programs.program("handoff"), path, *map(str, run))
+        # The first run writes its file uncompressed (HEAPTYPE_COMPRESS=0), the others
+        # zstd-compressed (the default): both kinds join.
+        env = {"HEAPTYPE_COMPRESS": "0"} if i == 1 else None
+        done = run_profiled(cpp_programs.program("handoff"), path, *map(str, run), env=env)
         assert done.returncode == 0, done.stderr
         paths.append(path)
+    # FileHeader::flags (offset 44) & kFlagZstd: plain, compressed, compressed
+    assert [struct.unpack_from("<I", path.read_bytes(), 44)[0] & 2 for path in paths] == [0, 2, 2]
     return paths
 
 

@@ -242,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = sub.add_parser("export", help="write a profile's call paths for other tools (pprof, flame graphs)")
     export.add_argument("profile", help="a .htp file")
+    export.add_argument("more_profiles", nargs="*", metavar="PROFILE",
+                        help="with --format pprof: more profiles of the same program (other processes), merged "
+                             "into one profile (see heaptype merge)")
     export.add_argument("--format", choices=["pprof-text", "folded", "pprof", "chrome", "massif", "heaptrack"],
                         required=True,
                         help="pprof-text: gperftools heap profile (google-pprof PROGRAM FILE); folded: "
@@ -311,10 +314,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .check_command import add_check_parser
     from .html.command import add_html_parser
-    from .merge_command import add_merge_parsers
+    from .merge_command import add_fleet_parser, add_merge_parsers
 
     add_check_parser(sub)
     add_merge_parsers(sub)
+    add_fleet_parser(sub)
     add_html_parser(sub, add_filter_options)
     return parser
 
@@ -566,6 +570,8 @@ def cmd_export(args) -> int:
 
     if args.format == "pprof" and not args.output and sys.stdout.isatty():
         raise CommandError("export: --format pprof is binary: give -o FILE (or redirect standard output)")
+    if args.more_profiles:
+        return _export_fleet(args)
     profile = filtered_profile(args)
     if args.format == "heaptrack":
         return _export_heaptrack(profile, args)
@@ -579,6 +585,27 @@ def cmd_export(args) -> int:
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
+    return 0
+
+
+def _export_fleet(args) -> int:
+    """pprof of several processes of one program, each symbolized with its own module map."""
+    from . import fleet
+    from .profile import ProfileError
+
+    if args.format != "pprof":
+        raise CommandError(f"export: several profiles are merged for --format pprof only, not {args.format}")
+    if not args.output or args.output == "-":
+        raise CommandError("export: give -o FILE for the merged pprof profile")
+    paths = [args.profile, *args.more_profiles]
+    try:
+        profiles = [filtered_profile(args, p) for p in paths]
+        fleet.check_one_program(profiles)
+        data = fleet.pprof_proto(profiles, inlined=args.inlined is not False)
+    except ProfileError as e:
+        raise CommandError(f"export: {e}") from None
+    Path(args.output).write_bytes(data)
+    print(f"heaptype: pprof export of {len(paths)} processes written to {args.output}", file=sys.stderr)
     return 0
 
 

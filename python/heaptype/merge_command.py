@@ -1,4 +1,5 @@
-"""``heaptype baseline merge`` and ``heaptype results merge``: the files that the shards
+"""``heaptype merge`` (a fleet's profiles joined: see fleet.py), and ``heaptype baseline
+merge`` and ``heaptype results merge``: the files that the shards
 of one budget run wrote (``pytest --heap-budget --heap-shard I/N`` on each runner),
 joined into the files one full run writes: the baseline (``--heap-save-baseline``)
 and the JSON results (``--heap-json``), for one CI summary.
@@ -53,6 +54,55 @@ def add_merge_parsers(subparsers) -> None:
                        help="also write the Markdown report of the merged run, as --heap-report does "
                             "(e.g. $GITHUB_STEP_SUMMARY)")
     merge.set_defaults(handler=cmd_results_merge)
+
+
+FLEET_EPILOG = """\
+example (one program on three hosts, each wrote its own profile):
+  heaptype merge host1.htp host2.htp host3.htp            # per-type table, summed
+  heaptype merge host*.htp --json -o fleet.json           # types and call paths
+  heaptype export --format pprof host*.htp -o fleet.pb.gz # for pprof, Pyroscope, Parca
+"""
+
+
+def add_fleet_parser(subparsers) -> None:
+    """Adds `heaptype merge P1.htp P2.htp ...`: the join of several processes of one program."""
+    fleet = subparsers.add_parser(
+        "merge", help="join the profiles of several processes of one program: figures summed by type and "
+                      "call path", epilog=FLEET_EPILOG,
+        description="Join profiles of one program's processes (each symbolized with its own module map)\n"
+                    "by type name and call path. Allocations, bytes and live-at-exit figures are sums;\n"
+                    "peaks are per process: the sum of the processes' peaks and the largest one.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    fleet.add_argument("profiles", nargs="+", metavar="FILE.htp", help="profiles of one program")
+    fleet.add_argument("--json", action="store_true", help="JSON: types and call paths (default: a type table)")
+    fleet.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
+    fleet.add_argument("--no-infer", dest="infer", action="store_false",
+                       help="do not infer types of untyped allocations from allocator frames (as for report)")
+    fleet.add_argument("--top", type=int, default=0, help="text: show only the first N types")
+    fleet.add_argument("--map", action="append", default=[], metavar="[MODULE=]FILE",
+                       help="linker map file for symbols (as for report)")
+    fleet.set_defaults(handler=cmd_fleet_merge)
+
+
+def cmd_fleet_merge(args) -> int:
+    from . import fleet
+    from .cli import parse_map_options
+    from .console import load_profile
+    from .profile import ProfileError
+
+    map_files = parse_map_options(args.map) or None
+    try:
+        profiles = fleet.load_fleet(args.profiles, lambda path: load_profile(path, map_files))
+        text = (json.dumps(fleet.as_json(profiles, infer=args.infer), indent=1) if args.json
+                else "\n".join(fleet.type_table(profiles, top=args.top, infer=args.infer)))
+    except ProfileError as e:
+        raise CommandError(f"merge: {e}") from None
+    if args.output and args.output != "-":
+        _write(Path(args.output), text)
+        print(f"heaptype: {_count(len(profiles), 'profile')} joined -> {args.output}")
+    else:
+        print(text)
+    return 0
 
 
 def _help_of(parser: argparse.ArgumentParser):

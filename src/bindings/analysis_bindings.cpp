@@ -333,6 +333,19 @@ SessionPtr run_analysis(std::shared_ptr<format::ProfileFile> file, std::shared_p
 
 }  // namespace
 
+// (start, limit, offset, path, build id) of one executable mapping, as Python hands it.
+using MappingTuple = std::tuple<uint64_t, uint64_t, uint64_t, std::string, std::string>;
+
+static core::PprofInfo pprof_info(const Session& s, const std::vector<MappingTuple>& mappings, const std::string& comment) {
+  core::PprofInfo info;
+  for (const auto& m : mappings)
+    info.mappings.push_back(
+        core::ExportMapping{std::get<0>(m), std::get<1>(m), std::get<2>(m), std::get<3>(m), std::get<4>(m)});
+  info.comment = comment;
+  info.time_unix_ns = s.file->header().start_unix_ns;
+  return info;
+}
+
 void bind_analysis(py::module_& m) {
   auto figures = py::class_<FiguresOut>(m, "Figures", R"doc(What was counted for a group of allocations.
 
@@ -645,14 +658,8 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
            },
            "gperftools' heap profile text (google-pprof PROGRAM FILE reads it).")
       .def("pprof_proto",
-           [](const Session& s, const std::vector<std::tuple<uint64_t, uint64_t, uint64_t, std::string, std::string>>& mappings,
-              const std::string& comment) {
-             core::PprofInfo info;
-             for (const auto& m : mappings)
-               info.mappings.push_back(core::ExportMapping{std::get<0>(m), std::get<1>(m), std::get<2>(m),
-                                                           std::get<3>(m), std::get<4>(m)});
-             info.comment = comment;
-             info.time_unix_ns = s.file->header().start_unix_ns;
+           [](const Session& s, const std::vector<MappingTuple>& mappings, const std::string& comment) {
+             core::PprofInfo info = pprof_info(s, mappings, comment);
              std::string out;
              {
                py::gil_scoped_release release;
@@ -662,6 +669,25 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
            },
            py::arg("mappings"), py::arg("comment") = "",
            "pprof's profile.proto, uncompressed. mappings: (start, limit, offset, path, build_id), main binary first.");
+  m.def("pprof_proto_merged",
+        [](const std::vector<std::tuple<SessionPtr, std::vector<MappingTuple>, std::string>>& processes,
+           const std::string& comment) {
+          std::vector<core::PprofProcess> parts;
+          for (const auto& p : processes) {
+            const Session& s = *std::get<0>(p);
+            core::PprofInfo info = pprof_info(s, std::get<1>(p), "");
+            parts.push_back(core::PprofProcess{s.analysis.get(), std::move(info), std::get<2>(p)});
+          }
+          std::string out;
+          {
+            py::gil_scoped_release release;
+            out = core::pprof_proto_merged(parts, comment);
+          }
+          return py::bytes(out);
+        },
+        py::arg("processes"), py::arg("comment") = "",
+        "One pprof profile.proto (uncompressed) of several processes of one program: processes is a list of "
+        "(Analysis, its mappings as for Analysis.pprof_proto, the process's name for label `process`).");
 }
 
 }  // namespace bindings

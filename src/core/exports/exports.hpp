@@ -37,6 +37,20 @@ struct PprofInfo {
 };
 
 std::string pprof_proto(const Analysis& analysis, const PprofInfo& info);
+
+// One process of a fleet's merged pprof profile: its analysis, its own mappings
+// (its load addresses), and the name its samples carry as label `process`.
+struct PprofProcess {
+  const Analysis* analysis;
+  PprofInfo info;
+  std::string name;
+};
+
+// One pprof profile of several processes of one program: samples of every process
+// (figures add up in pprof's views), each process's addresses moved to the load
+// addresses of the first process that mapped that module. The mappings are the
+// union; duration is the longest process's, time the earliest start.
+std::string pprof_proto_merged(const std::vector<PprofProcess>& processes, const std::string& comment);
 std::string pprof_text(const Analysis& analysis, const std::string& module_map);
 
 // `value`: bytes, allocations, objects, peak, live, temporary.

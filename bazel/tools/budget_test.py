@@ -1,6 +1,6 @@
 """The body of every heaptype_budget_test: profile a program, then check its heap budget.
 
-    budget_test.py --runfiles DIR --label LABEL --binary PATH --budget PATH [--test NAME] -- ARGS...
+    budget_test.py --runfiles DIR --label LABEL --binary PATH --budget PATH [--test NAME] [--gtest-split] -- ARGS...
 
 PATH arguments are relative to the runfiles directory. The program runs in the current
 directory (the test's workspace runfiles, as for a cc_test) through the runner that
@@ -9,7 +9,8 @@ caller's HEAPTYPE_* settings are dropped). Then `heaptype report` and `heaptype 
 (the package's one budget engine) read the profile. The profile, the report and the verdict are written to
 $TEST_UNDECLARED_OUTPUTS_DIR; the verdict is printed, so it is in the test log.
 
-A GoogleTest program (unless its arguments hold --gtest_filter) is checked case by case:
+With --gtest-split (heaptype_budget_test's gtest_split, on by default), a GoogleTest
+program (unless its arguments hold --gtest_filter) is checked case by case:
 each case runs on its own (--gtest_filter=Suite.Case) and is checked as the budget
 file's test `NAME[Suite.Case]`, which also gets the budgets of NAME (the test_name, else
 the rule's name), as `[ctest] gtest_split` does. With a shard_count, Bazel's shard
@@ -83,10 +84,10 @@ def announce_sharding() -> tuple[int, int]:
     return index, total
 
 
-def gtest_cases(binary: Path, args: list[str]) -> list[str] | None:
-    """The cases of a GoogleTest program, each checked on its own; None for another
-    program, or for one whose arguments already choose cases (--gtest_filter): one run."""
-    if any(arg.startswith("--gtest_filter") for arg in args) or not is_gtest_program(binary):
+def gtest_cases(binary: Path, args: list[str], split: bool) -> list[str] | None:
+    """The cases of a GoogleTest program, each checked on its own; None (one run) unless
+    `split`, for another program, and for one whose arguments already choose cases."""
+    if not split or any(arg.startswith("--gtest_filter") for arg in args) or not is_gtest_program(binary):
         return None
     return list_gtest_cases([str(binary), *args], None, {})
 
@@ -147,6 +148,7 @@ def main() -> int:
     parser.add_argument("--binary", required=True)
     parser.add_argument("--budget", required=True)
     parser.add_argument("--test", dest="test_name")
+    parser.add_argument("--gtest-split", action="store_true", help="check a GoogleTest program case by case")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     options = parser.parse_args()
     args = options.args[1:] if options.args[:1] == ["--"] else options.args
@@ -158,7 +160,7 @@ def main() -> int:
     name = label.rsplit(":", 1)[-1]
     index, total = announce_sharding()
     try:
-        cases = gtest_cases(binary, args)
+        cases = gtest_cases(binary, args, options.gtest_split)
     except ListError as error:
         print(f"{label}: {error}", file=sys.stderr)
         return 2

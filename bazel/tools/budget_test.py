@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from xml.etree import ElementTree
 
 from heaptype.gtest import GTEST_SHARDING_VARIABLES, ListError, is_gtest_program, list_gtest_cases, shard_cases
 from heaptype.runner import RunError, run_for_budget  # PYTHONPATH: the package's files
@@ -132,6 +133,27 @@ def check_run(label: str, binary: Path, shown: str, args: list[str], name: str, 
     return check.returncode or run.exit_status
 
 
+def write_test_xml(label: str, results: dict[str, int], out: Path) -> None:
+    """The JUnit XML Bazel asks for in $XML_OUTPUT_FILE: one <testcase> per check (a
+    GoogleTest case, or the whole program), the verdict as a failure's text. No times:
+    without this file Bazel writes one itself, naming the test's duration in the
+    command, an action no cache can serve."""
+    destination = os.environ.get("XML_OUTPUT_FILE")
+    if not destination:
+        return
+    suite = ElementTree.Element("testsuite", name=label, tests=str(len(results)),
+                                failures=str(sum(1 for status in results.values() if status != 0)))
+    for name, status in results.items():
+        case = ElementTree.SubElement(suite, "testcase", name=name, classname=label)
+        if status != 0:
+            verdict = out / f"{name}.budget.txt"
+            failure = ElementTree.SubElement(case, "failure", message=f"exit status {status}")
+            failure.text = verdict.read_text() if verdict.is_file() else f"{name}: exit status {status}"
+    suites = ElementTree.Element("testsuites")
+    suites.append(suite)
+    ElementTree.ElementTree(suites).write(destination, encoding="UTF-8", xml_declaration=True)
+
+
 def worst(statuses: list[int]) -> int:
     """A bad budget file or profile (2) before over budget (1) before a failed program."""
     failed = [s for s in statuses if s != 0]
@@ -169,8 +191,10 @@ def main() -> int:
     if cases is None:
         if index != 0:
             print(f"{label}: shard {index + 1} of {total}: {options.binary} is checked whole, by shard 1")
+            write_test_xml(label, {}, out)
             return 0
         status = check_run(label, binary, options.binary, args, name, budget, options.test_name, out)
+        write_test_xml(label, {name: status}, out)
         print(f"{label}: {name}.htp (the profile), {name}.report.txt and {name}.budget.txt are in "
               f"{where_outputs_go(label, out)}")
         return status
@@ -182,6 +206,7 @@ def main() -> int:
     base = options.test_name or name
     statuses = {case: check_run(label, binary, options.binary, [*args, f"--gtest_filter={case}"], f"{name}[{case}]",
                                 budget, f"{base}[{case}]", out) for case in mine}
+    write_test_xml(label, {f"{name}[{case}]": status for case, status in statuses.items()}, out)
     failed = [case for case, status in statuses.items() if status != 0]
     print(f"{label}: {shard}{len(mine) - len(failed)} of {len(mine)} cases passed"
           + (f"; failed: {', '.join(failed)}" if failed else ""))

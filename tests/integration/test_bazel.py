@@ -23,6 +23,7 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -463,6 +464,12 @@ def test_sharded_budget_test_checks_each_case_once_and_fails_as_one_run_does(baz
     failed = (testlogs / "cases_heap" / "shard_2_of_3" / "test.log").read_text()  # Big.Blobs: case 4
     assert "heap budget exceeded: cases[Big.Blobs]" in failed
     assert re.search(r"Blob: peak live 8 KiB \(8,192 B\) > limit 4 KiB", failed), failed[-3000:]
+    # The test's own JUnit XML: one testcase per case of the shard, the verdict in the failure.
+    xml = ElementTree.parse(testlogs / "cases_heap" / "shard_2_of_3" / "test.xml").getroot()
+    cases = {case.get("name"): case.find("failure") for case in xml.iter("testcase")}
+    assert sorted(cases) == sorted(f"cases_heap[{case}]" for case in SHARDS_CASES[1::3])
+    assert cases["cases_heap[Small.Two]"] is None
+    assert "heap budget exceeded: cases[Big.Blobs]" in cases["cases_heap[Big.Blobs]"].text
     with zipfile.ZipFile(testlogs / "cases_heap" / "shard_2_of_3" / "test.outputs" / "outputs.zip") as outputs:
         assert sorted(outputs.namelist()) == sorted(f"cases_heap[{case}].{kind}" for case in SHARDS_CASES[1::3]
                                                     for kind in ("htp", "report.txt", "budget.txt"))
@@ -551,11 +558,62 @@ def spawns(log: Path) -> list[dict]:
         found.append(spawn)
 
 
-def spawn_package(spawn: dict) -> str:
-    """The package of a spawn's outputs (`shards`, or `` for the root package)."""
-    paths = [o["path"] for o in spawn.get("listedOutputs", [])] if isinstance(spawn.get("listedOutputs"), list) \
-        else []
-    paths = [p if isinstance(p, str) else p.get("path", "") for p in spawn.get("listedOutputs", [])]
-    packages = {p.split("/bin/", 1)[-1].split("/testlogs/", 1)[-1].rpartition("/")[0].split("/")[0]
-                if "/" in p.split("/bin/", 1)[-1].split("/testlogs/", 1)[-1] else "" for p in paths}
-    return packages.pop() if len(packages) == 1 else ",".join(sorted(packages))
+def executed(spawns_of_a_run: list[dict]) -> list[str]:
+    """What a run really ran, as Bazel's progress messages: its spawns that no cache served."""
+    return sorted(spawn["progressMessage"] for spawn in spawns_of_a_run if not spawn["remoteCacheHit"])
+
+
+def copy_checkout(bazel: Bazel, path: Path) -> Path:
+    """A checkout of the session's workspace at another path (another output base)."""
+    shutil.copytree(bazel.workspace, path, ignore=shutil.ignore_patterns("bazel-*"))
+    return path
+
+
+CACHED_TARGETS = ("//:indexer_heap", "//shards:cases_heap_raised")
+RAISED_SHARDS = [f"Testing //shards:cases_heap_raised (shard {i} of 3)" for i in (1, 2, 3)]
+
+
+def test_budget_tests_come_from_a_shared_cache_and_rerun_only_where_a_source_changed(bazel, http_cache, tmp_path):
+    """Issue 26: a second clean checkout at another path gets every budget test (and the
+    instrumented builds under them) from an HTTP cache, or from a disk cache; after one
+    source file changes, only the budget test that depends on it runs again."""
+    url, stored = http_cache
+    disk = tmp_path / "disk-cache"
+    first, second = copy_checkout(bazel, tmp_path / "first"), copy_checkout(bazel, tmp_path / "second")
+
+    def test(workspace: Path, name: str, *cache: str, output_base: Path | None = None):
+        log = tmp_path / f"{name}.json"
+        done = bazel.run("test", *CACHED_TARGETS, *cache, f"--execution_log_json_file={log}",
+                         "--incompatible_strict_action_env", workspace=workspace, output_base=output_base)
+        return done.stdout + done.stderr, spawns(log)
+
+    # 1. The first checkout builds and runs everything, and fills both caches.
+    output, ran = test(first, "first", f"--remote_cache={url}", f"--disk_cache={disk}")
+    assert ran and not [spawn for spawn in ran if spawn["remoteCacheHit"]]
+    assert {"Testing //:indexer_heap", *RAISED_SHARDS} <= set(executed(ran)), executed(ran)
+    assert any(stored.rglob("*")) and any(disk.rglob("*"))
+
+    # 2. A clean checkout at another path: every spawn is a remote cache hit.
+    output, hits = test(second, "second", f"--remote_cache={url}")
+    assert executed(hits) == [], executed(hits)
+    assert sorted(spawn["progressMessage"] for spawn in hits) == sorted(spawn["progressMessage"] for spawn in ran)
+    assert re.search(rf"\b{len(ran)} remote cache hit", output), output[-3000:]
+    assert re.search(r"//:indexer_heap\s+\(cached\) PASSED", output), output[-3000:]
+    assert re.search(r"//shards:cases_heap_raised\s+\(cached\) PASSED", output), output[-3000:]
+
+    # 3. The same from the disk cache alone, in another clean output base.
+    output, hits = test(second, "disk", f"--disk_cache={disk}", output_base=tmp_path / "disk-base")
+    assert executed(hits) == [] and len(hits) == len(ran), executed(hits)
+    assert re.search(r"//:indexer_heap\s+\(cached\) PASSED", output), output[-3000:]
+
+    # 4. One source file changes: its compile, its link and its budget test's shards run
+    #    again; the indexer's budget test still comes from the cache.
+    source = second / "shards" / "cases.cc"
+    text = source.read_text()
+    assert f"kBlobs = {BLOBS};" in text
+    source.write_text(text.replace(f"kBlobs = {BLOBS};", f"kBlobs = {BLOBS + 1};"))
+    output, after = test(second, "changed", f"--remote_cache={url}", output_base=tmp_path / "changed-base")
+    assert executed(after) == sorted(["Compiling shards/cases.cc", "Linking shards/cases", *RAISED_SHARDS])
+    assert "Testing //:indexer_heap" in [spawn["progressMessage"] for spawn in after]
+    assert re.search(r"//:indexer_heap\s+\(cached\) PASSED", output), output[-3000:]
+    assert re.search(r"//shards:cases_heap_raised\s+PASSED", output), output[-3000:]

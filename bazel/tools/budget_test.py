@@ -120,7 +120,7 @@ def check_run(label: str, binary: Path, shown: str, args: list[str], name: str, 
     # profile ("profile kept: NAME.htp") is then true of the test's outputs as well.
     report = subprocess.run(heaptype_command("report", profile.name),
                             capture_output=True, text=True, cwd=out)
-    (out / f"{name}.report.txt").write_text(report.stdout + report.stderr)
+    (out / f"{name}.report.txt").write_text(without_machine_paths(report.stdout + report.stderr, binary, shown))
 
     check_args = ["check", profile.name, "--budget", str(budget.absolute())]
     if test_name:
@@ -152,6 +152,12 @@ def write_test_xml(label: str, results: dict[str, int], out: Path) -> None:
     suites = ElementTree.Element("testsuites")
     suites.append(suite)
     ElementTree.ElementTree(suites).write(destination, encoding="UTF-8", xml_declaration=True)
+
+
+def without_machine_paths(text: str, binary: Path, shown: str) -> str:
+    """`text` with the program named by its runfiles path, not by the sandbox's absolute
+    path: the test's outputs go to shared caches, and must not say where they were made."""
+    return text.replace(str(binary), shown)
 
 
 def worst(statuses: list[int]) -> int:

@@ -354,7 +354,12 @@ def test_budget_tests_pass_and_fail_with_the_budget_report_in_the_log(bazel):
         assert sorted(outputs.namelist()) == ["indexer_over_budget.budget.txt", "indexer_over_budget.htp",
                                               "indexer_over_budget.report.txt"]
         assert "heap budget exceeded" in outputs.read("indexer_over_budget.budget.txt").decode()
-        assert "Token" in outputs.read("indexer_over_budget.report.txt").decode()
+        report = outputs.read("indexer_over_budget.report.txt").decode()
+        assert "Token" in report
+        # Nothing of the machine in what goes to a shared cache: the program by its runfiles path.
+        assert re.search(r"^  program    bazel_basic/indexer 200 \(pid \d+\)$", report, re.M), report[:500]
+        for text in (report, outputs.read("indexer_over_budget.budget.txt").decode()):
+            assert str(bazel.output_user_root) not in text and str(bazel.workspace) not in text
 
     unprofiled = (testlogs / "checks" / "unprofiled_heap" / "test.log").read_text()
     assert "checks/unprofiled exited with status 0 and wrote no profile: build it with HeapType" in unprofiled

@@ -218,7 +218,7 @@ runfiles="$(cd "$runfiles" && pwd)"
 export PYTHONPATH="$runfiles/{python_path}"
 export PYTHONDONTWRITEBYTECODE=1
 exec {python} -S "$runfiles/{runner}" --runfiles "$runfiles" --label {label_q} \\
-  --binary {binary} --budget {budget_q} {test_name} -- {args} "$@"
+  --binary {binary} --budget {budget_q} {test_name} {gtest_split} -- {args} "$@"
 """
 
 def _budget_test_impl(ctx):
@@ -242,6 +242,7 @@ def _budget_test_impl(ctx):
         budget = _runfiles_path(ctx, ctx.file.budget),
         budget_q = _shell_quote(_runfiles_path(ctx, ctx.file.budget)),
         test_name = ("--test " + _shell_quote(ctx.attr.test_name)) if ctx.attr.test_name else "",
+        gtest_split = "--gtest-split" if ctx.attr.gtest_split else "",
         args = " ".join(args),
     ))
     runfiles = ctx.runfiles(
@@ -273,13 +274,17 @@ _heaptype_budget_test = rule(
             doc = "The budget file (the format `heaptype check` and `pytest --heap-budget` read).",
         ),
         "test_name": attr.string(doc = "The [[tests]] entry whose limits apply (heaptype check --test)."),
+        "gtest_split": attr.bool(
+            default = True,
+            doc = "Check a GoogleTest program case by case (and deal its cases out to the shards).",
+        ),
         "data": attr.label_list(allow_files = True, doc = "Files the program reads."),
         "env": attr.string_dict(doc = "Environment of the program."),
         "_runner": attr.label(default = Label("//tools:budget_test.py"), allow_single_file = True),
     }),
 )
 
-def heaptype_budget_test(name, binary, budget, args = [], test_name = None, data = [], env = {}, **kwargs):
+def heaptype_budget_test(name, binary, budget, args = [], test_name = None, gtest_split = True, data = [], env = {}, **kwargs):
     """`bazel test` runs `binary args...` under HeapType and checks its heap budget.
 
     The program runs in the test's runfiles directory, as a cc_test would. Its profile
@@ -295,6 +300,12 @@ def heaptype_budget_test(name, binary, budget, args = [], test_name = None, data
       args: the program's arguments; $(location) is expanded for binary and data.
       test_name: which [[tests]] entry of the budget file applies (default: the
         file's only entry, else [defaults] alone).
+      gtest_split: a GoogleTest program (one whose args hold no --gtest_filter) is
+        checked case by case: each case runs alone and is checked as the test
+        `<test_name or name>[Suite.Case]`, which also gets the entry of
+        `<test_name or name>`. With `shard_count`, each shard checks the cases
+        GoogleTest would give it; together the shards check what one run checks.
+        False: one run of the whole program, checked by the first shard.
       data: files the program reads at run time.
       env: the program's environment.
       **kwargs: the common test attributes (size, timeout, tags, flaky, ...).
@@ -305,6 +316,7 @@ def heaptype_budget_test(name, binary, budget, args = [], test_name = None, data
         budget = budget,
         binary_args = args,
         test_name = test_name or "",
+        gtest_split = gtest_split,
         data = data,
         env = env,
         **kwargs

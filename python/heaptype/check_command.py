@@ -44,7 +44,8 @@ def add_check_parser(subparsers) -> argparse.ArgumentParser:
                             "in the current directory)")
     check.add_argument("--test", metavar="NAME",
                        help="whose budgets to apply: a [[tests]] name, matched like CTest names "
-                            "(default: the only test of the file, or the one whose program wrote the profile)")
+                            "(default: the only test of the file, or the one whose program wrote the profile); "
+                            "a GoogleTest case NAME[Suite.Case] also gets the budgets of NAME")
     check.add_argument("-q", "--quiet", action="store_true", help="print nothing when within budget")
     check.add_argument("--full-names", action="store_true",
                        help="show template names whole (by default long argument lists fold to <…>)")
@@ -91,14 +92,17 @@ def choose_budget(budgets: hb.BudgetFile, test: str | None, profile) -> hb.Budge
     whose program wrote the profile. A name no entry matches gets [defaults] only, with
     a warning: a CTest loop may check every test against one file."""
     if test is not None:
+        aliases = case_aliases(test)
         entry = next((t for t in budgets.command_tests() if t.name == test), None)
-        matched = entry is not None or any(t.is_pattern and hb.name_matches(t.name, test) for t in budgets.tests)
+        inherited = [t for t in budgets.command_tests() if t.name in aliases]
+        matched = entry is not None or bool(inherited) or any(
+            t.is_pattern and hb.name_matches(t.name, name) for t in budgets.tests for name in (test, *aliases))
         if not matched:
             close = hb.close_names(test, budgets.entry_names())
             hint = f" (close names: {', '.join(close)})" if close else ""
             print(f"heaptype: warning: no [[tests]] entry of {budgets.path} matches '{test}'{hint}: "
                   "only [defaults] apply", file=sys.stderr)
-        return budgets.budget_for(test, entry)
+        return budgets.budget_for(test, entry, aliases, inherited)
     commands = budgets.command_tests()
     if not budgets.tests:
         return budgets.budget_for(Path(profile.executable).name or "profile")
@@ -109,6 +113,13 @@ def choose_budget(budgets: hb.BudgetFile, test: str | None, profile) -> hb.Budge
         return budgets.budget_for(by_program[0].name, by_program[0])
     raise CommandError(f"check: {budgets.path} has {len(budgets.tests)} tests: choose one with --test NAME "
                        f"({', '.join(budgets.entry_names()[:10])})")
+
+
+def case_aliases(test: str) -> tuple[str, ...]:
+    """A GoogleTest case checked on its own, `unit[Suite.Case]` (the Bazel budget test's
+    and `[ctest] gtest_split`'s name for it), is budgeted as `unit` too."""
+    base, bracket, rest = test.partition("[")
+    return (base,) if bracket and base and rest.endswith("]") else ()
 
 
 def _same_program(entry: hb.TestEntry, directory: Path, executable: str) -> bool:

@@ -16,11 +16,14 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -108,6 +111,59 @@ CHECKS_SOURCES = {
     "unprofiled.cc": "int main() { return 0; }\n",
 }
 
+# A GoogleTest program checked case by case, in 3 shards and whole: Big.Blobs is over
+# budget.toml (8 blobs of 1 KiB against 4 KiB), within raised.toml.
+SHARDS_BUILD = """\
+load("@heaptype//:defs.bzl", "heaptype_budget_test", "heaptype_cc_binary")
+
+heaptype_cc_binary(
+    name = "cases",
+    srcs = ["cases.cc"],
+    copts = ["-std=c++17"],
+    linkopts = ["-lgtest", "-lgtest_main", "-lpthread"],
+)
+
+heaptype_budget_test(name = "cases_heap", binary = ":cases", budget = "budget.toml", test_name = "cases",
+                     shard_count = 3, tags = ["manual"])
+
+heaptype_budget_test(name = "cases_heap_unsharded", binary = ":cases", budget = "budget.toml", test_name = "cases",
+                     tags = ["manual"])
+
+heaptype_budget_test(name = "cases_heap_raised", binary = ":cases", budget = "raised.toml", test_name = "cases",
+                     shard_count = 3)
+"""
+SHARDS_BUDGET = """\
+[[tests]]
+name = "cases"                          # every case: cases[Suite.Case] gets this entry too
+command = ["shards/cases"]
+[tests.types."Leaf"]
+allocations = 8
+
+[[tests]]
+name = "cases[Big.Blobs]"
+command = ["shards/cases", "--gtest_filter=Big.Blobs"]
+[tests.types."Blob"]
+peak = "{peak}"
+"""
+BLOBS = 8
+SHARDS_SOURCES = {
+    "cases.cc": "#include <gtest/gtest.h>\n#include <memory>\n#include <vector>\n"
+                "struct Blob { char bytes[1024]; };\nstruct Leaf { int value; };\n"
+                f"constexpr int kBlobs = {BLOBS};\n"
+                "TEST(Small, One) { std::unique_ptr<Leaf> leaf(new Leaf()); EXPECT_EQ(leaf->value, 0); }\n"
+                "TEST(Small, Two) { std::vector<Leaf> leaves(2); EXPECT_EQ(leaves.size(), 2u); }\n"
+                "TEST(Small, Three) { std::unique_ptr<Leaf[]> leaves(new Leaf[3]()); EXPECT_EQ(leaves[2].value, 0); }\n"
+                "TEST(Small, Four) { std::vector<std::unique_ptr<Leaf>> v; v.emplace_back(new Leaf()); EXPECT_EQ(v.size(), 1u); }\n"
+                "TEST(Big, Blobs) {\n"
+                "  std::vector<std::unique_ptr<Blob>> blobs;\n"
+                "  for (int i = 0; i < kBlobs; ++i) blobs.emplace_back(new Blob());\n"
+                "  EXPECT_EQ(blobs.size(), static_cast<size_t>(kBlobs));\n}\n",
+    "budget.toml": SHARDS_BUDGET.format(peak="4 KiB"),
+    "raised.toml": SHARDS_BUDGET.format(peak="16 KiB"),
+}
+SHARDS_CASES = ["Small.One", "Small.Two", "Small.Three", "Small.Four", "Big.Blobs"]
+
+
 
 class Bazel:
     """One workspace and one output root for the whole test session."""
@@ -127,14 +183,12 @@ class Bazel:
         text = workspace_file.read_text()
         assert 'path = "../cmake-basic/src"' in text
         workspace_file.write_text(text.replace('path = "../cmake-basic/src"', f'path = "{CMAKE_EXAMPLE / "src"}"'))
-        (self.workspace / "plain").mkdir()
-        (self.workspace / "plain" / "BUILD.bazel").write_text(PLAIN_BUILD)
-        for name, text in PLAIN_SOURCES.items():
-            (self.workspace / "plain" / name).write_text(text)
-        (self.workspace / "checks").mkdir()
-        (self.workspace / "checks" / "BUILD.bazel").write_text(CHECKS_BUILD)
-        for name, text in CHECKS_SOURCES.items():
-            (self.workspace / "checks" / name).write_text(text)
+        for package, build, sources in (("plain", PLAIN_BUILD, PLAIN_SOURCES), ("checks", CHECKS_BUILD, CHECKS_SOURCES),
+                                        ("shards", SHARDS_BUILD, SHARDS_SOURCES)):
+            (self.workspace / package).mkdir()
+            (self.workspace / package / "BUILD.bazel").write_text(build)
+            for name, text in sources.items():
+                (self.workspace / package / name).write_text(text)
         (self.workspace / "BUILD.bazel").write_text(
             (self.workspace / "BUILD.bazel").read_text() + '\nexports_files(["heap-budget.toml"])\n')
         shims = self.bazel_dir / "shims"
@@ -157,11 +211,16 @@ class Bazel:
         env["CC"] = require_tool("gcc")  # the compiler the CMake build uses too
         return env
 
-    def run(self, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
-        command = [require_tool("bazel"), f"--output_user_root={self.output_user_root}",
+    def run(self, *args: str, check: bool = True, timeout: float = 600, workspace: Path | None = None,
+            output_base: Path | None = None) -> subprocess.CompletedProcess:
+        """`bazel args...` in the session's workspace, or in `workspace` (a copy of it);
+        in the workspace's own output base under the session's output root, or in
+        `output_base`."""
+        startup = [f"--output_base={output_base}"] if output_base else []
+        command = [require_tool("bazel"), f"--output_user_root={self.output_user_root}", *startup,
                    f"--bazelrc={self.rc}", "--batch", *args]
-        done = subprocess.run(command, cwd=self.workspace, env=self.env(), capture_output=True, text=True,
-                              timeout=timeout)
+        done = subprocess.run(command, cwd=workspace or self.workspace, env=self.env(), capture_output=True,
+                              text=True, timeout=timeout)
         if check and done.returncode != 0:
             pytest.fail(f"$ bazel {' '.join(args)}\nexit {done.returncode}\n{done.stderr[-8000:]}", pytrace=False)
         return done
@@ -295,7 +354,12 @@ def test_budget_tests_pass_and_fail_with_the_budget_report_in_the_log(bazel):
         assert sorted(outputs.namelist()) == ["indexer_over_budget.budget.txt", "indexer_over_budget.htp",
                                               "indexer_over_budget.report.txt"]
         assert "heap budget exceeded" in outputs.read("indexer_over_budget.budget.txt").decode()
-        assert "Token" in outputs.read("indexer_over_budget.report.txt").decode()
+        report = outputs.read("indexer_over_budget.report.txt").decode()
+        assert "Token" in report
+        # Nothing of the machine in what goes to a shared cache: the program by its runfiles path.
+        assert re.search(r"^  program    bazel_basic/indexer 200 \(pid \d+\)$", report, re.M), report[:500]
+        for text in (report, outputs.read("indexer_over_budget.budget.txt").decode()):
+            assert str(bazel.output_user_root) not in text and str(bazel.workspace) not in text
 
     unprofiled = (testlogs / "checks" / "unprofiled_heap" / "test.log").read_text()
     assert "checks/unprofiled exited with status 0 and wrote no profile: build it with HeapType" in unprofiled
@@ -367,3 +431,194 @@ def test_bazel_and_cmake_builds_of_the_example_report_the_same_per_type_counts(b
     from_bazel = per_type(run_profiled(bazel_binary, tmp_path / "bazel.htp", "120"))
     assert set(INDEXER_TYPES) <= set(from_bazel)
     assert from_bazel == from_cmake
+
+
+# --- past one machine: shards and shared caches (issue 26) ------------------------------------
+
+CASE_RUN = re.compile(r"running \S+ --gtest_filter=(\S+) under HeapType")
+CASES_SUMMARY = re.compile(r"(\d+) of (\d+) cases passed(?:; failed: (.+))?$", re.M)
+
+
+def checked_cases(log: str) -> tuple[list[str], list[str]]:
+    """(the cases a budget test's run checked, those over budget) from its log."""
+    ran = CASE_RUN.findall(log)
+    summary = CASES_SUMMARY.search(log)
+    assert summary, log[-3000:]
+    failed = summary.group(3).split(", ") if summary.group(3) else []
+    assert (int(summary.group(1)), int(summary.group(2))) == (len(ran) - len(failed), len(ran)), log[-3000:]
+    return ran, failed
+
+
+def test_sharded_budget_test_checks_each_case_once_and_fails_as_one_run_does(bazel):
+    done = bazel.run("test", "//shards:cases_heap", "//shards:cases_heap_unsharded", "//shards:cases_heap_raised",
+                     check=False)
+    assert done.returncode == 3, done.stderr[-4000:]
+    summary = done.stdout + done.stderr
+    assert re.search(r"//shards:cases_heap\s+FAILED", summary), summary[-3000:]
+    assert re.search(r"//shards:cases_heap_unsharded\s+FAILED", summary), summary[-3000:]
+    assert re.search(r"//shards:cases_heap_raised\s+PASSED", summary), summary[-3000:]
+
+    testlogs = bazel.info("bazel-testlogs") / "shards"
+    assert checked_cases((testlogs / "cases_heap_unsharded" / "test.log").read_text()) == (SHARDS_CASES, ["Big.Blobs"])
+    for test, over_budget in (("cases_heap", ["Big.Blobs"]), ("cases_heap_raised", [])):
+        shards = [checked_cases((testlogs / test / f"shard_{i}_of_3" / "test.log").read_text()) for i in (1, 2, 3)]
+        # GoogleTest's own rule: the n-th case runs in shard n % 3; each case once.
+        assert [ran for ran, _ in shards] == [SHARDS_CASES[i::3] for i in range(3)], test
+        assert [case for _, failed in shards for case in failed] == over_budget, test
+
+    failed = (testlogs / "cases_heap" / "shard_2_of_3" / "test.log").read_text()  # Big.Blobs: case 4
+    assert "heap budget exceeded: cases[Big.Blobs]" in failed
+    assert re.search(r"Blob: peak live 8 KiB \(8,192 B\) > limit 4 KiB", failed), failed[-3000:]
+    # The test's own JUnit XML: one testcase per case of the shard, the verdict in the failure.
+    xml = ElementTree.parse(testlogs / "cases_heap" / "shard_2_of_3" / "test.xml").getroot()
+    cases = {case.get("name"): case.find("failure") for case in xml.iter("testcase")}
+    assert sorted(cases) == sorted(f"cases_heap[{case}]" for case in SHARDS_CASES[1::3])
+    assert cases["cases_heap[Small.Two]"] is None
+    assert "heap budget exceeded: cases[Big.Blobs]" in cases["cases_heap[Big.Blobs]"].text
+    with zipfile.ZipFile(testlogs / "cases_heap" / "shard_2_of_3" / "test.outputs" / "outputs.zip") as outputs:
+        assert sorted(outputs.namelist()) == sorted(f"cases_heap[{case}].{kind}" for case in SHARDS_CASES[1::3]
+                                                    for kind in ("htp", "report.txt", "budget.txt"))
+
+
+NGINX_CONF = """\
+{user}
+daemon off;
+worker_processes 1;
+pid {root}/nginx.pid;
+error_log {root}/error.log;
+events {{ worker_connections 64; }}
+http {{
+    access_log {root}/access.log;
+    client_body_temp_path {root}/temp/body;
+    proxy_temp_path {root}/temp/proxy;
+    fastcgi_temp_path {root}/temp/fastcgi;
+    uwsgi_temp_path {root}/temp/uwsgi;
+    scgi_temp_path {root}/temp/scgi;
+    server {{
+        listen 127.0.0.1:{port};
+        root {root}/cache;
+        client_max_body_size 0;
+        location / {{
+            dav_methods PUT;
+            create_full_put_path on;
+        }}
+    }}
+}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_serving(port: int, server: subprocess.Popen, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"nginx exited with status {server.returncode}: {server.stderr.read()}", pytrace=False)
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail(f"nginx did not listen on 127.0.0.1:{port} in {timeout} s", pytrace=False)
+
+
+@pytest.fixture
+def http_cache(tmp_path):
+    """Debian's nginx as a Bazel HTTP cache (WebDAV PUT) on 127.0.0.1: (its URL, the
+    directory it stores into). Stopped when the test ends, however it ends."""
+    nginx = require_tool("nginx")
+    root = tmp_path / "nginx"
+    (root / "cache").mkdir(parents=True)
+    (root / "temp").mkdir()
+    port = free_port()
+    conf = root / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(root=root, port=port, user="user root;" if os.geteuid() == 0 else ""))
+    server = subprocess.Popen([nginx, "-p", str(root), "-c", str(conf), "-e", str(root / "error.log")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until_serving(port, server)
+        yield f"http://127.0.0.1:{port}", root / "cache"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def spawns(log: Path) -> list[dict]:
+    """The spawns of `--execution_log_json_file` (one JSON object after another)."""
+    text, decoder, found, at = log.read_text(), json.JSONDecoder(), [], 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return found
+        spawn, at = decoder.raw_decode(text, at)
+        found.append(spawn)
+
+
+def executed(spawns_of_a_run: list[dict]) -> list[str]:
+    """What a run really ran, as Bazel's progress messages: its spawns that no cache served."""
+    return sorted(spawn["progressMessage"] for spawn in spawns_of_a_run if not spawn["remoteCacheHit"])
+
+
+def copy_checkout(bazel: Bazel, path: Path) -> Path:
+    """A checkout of the session's workspace at another path (another output base)."""
+    shutil.copytree(bazel.workspace, path, ignore=shutil.ignore_patterns("bazel-*"))
+    return path
+
+
+CACHED_TARGETS = ("//:indexer_heap", "//shards:cases_heap_raised")
+RAISED_SHARDS = [f"Testing //shards:cases_heap_raised (shard {i} of 3)" for i in (1, 2, 3)]
+
+
+def test_budget_tests_come_from_a_shared_cache_and_rerun_only_where_a_source_changed(bazel, http_cache, tmp_path):
+    """Issue 26: a second clean checkout at another path gets every budget test (and the
+    instrumented builds under them) from an HTTP cache, or from a disk cache; after one
+    source file changes, only the budget test that depends on it runs again."""
+    url, stored = http_cache
+    disk = tmp_path / "disk-cache"
+    first, second = copy_checkout(bazel, tmp_path / "first"), copy_checkout(bazel, tmp_path / "second")
+
+    def test(workspace: Path, name: str, *cache: str, output_base: Path | None = None):
+        log = tmp_path / f"{name}.json"
+        done = bazel.run("test", *CACHED_TARGETS, *cache, f"--execution_log_json_file={log}",
+                         "--incompatible_strict_action_env", workspace=workspace, output_base=output_base)
+        return done.stdout + done.stderr, spawns(log)
+
+    # 1. The first checkout builds and runs everything, and fills both caches.
+    output, ran = test(first, "first", f"--remote_cache={url}", f"--disk_cache={disk}")
+    assert ran and not [spawn for spawn in ran if spawn["remoteCacheHit"]]
+    assert {"Testing //:indexer_heap", *RAISED_SHARDS} <= set(executed(ran)), executed(ran)
+    assert any(stored.rglob("*")) and any(disk.rglob("*"))
+
+    # 2. A clean checkout at another path: every spawn is a remote cache hit.
+    output, hits = test(second, "second", f"--remote_cache={url}")
+    assert executed(hits) == [], executed(hits)
+    assert sorted(spawn["progressMessage"] for spawn in hits) == sorted(spawn["progressMessage"] for spawn in ran)
+    assert re.search(rf"\b{len(ran)} remote cache hit", output), output[-3000:]
+    assert re.search(r"//:indexer_heap\s+\(cached\) PASSED", output), output[-3000:]
+    assert re.search(r"//shards:cases_heap_raised\s+\(cached\) PASSED", output), output[-3000:]
+
+    # 3. The same from the disk cache alone, in another clean output base.
+    output, hits = test(second, "disk", f"--disk_cache={disk}", output_base=tmp_path / "disk-base")
+    assert executed(hits) == [] and len(hits) == len(ran), executed(hits)
+    assert re.search(r"//:indexer_heap\s+\(cached\) PASSED", output), output[-3000:]
+
+    # 4. One source file changes: its compile, its link and its budget test's shards run
+    #    again; the indexer's budget test still comes from the cache.
+    source = second / "shards" / "cases.cc"
+    text = source.read_text()
+    assert f"kBlobs = {BLOBS};" in text
+    source.write_text(text.replace(f"kBlobs = {BLOBS};", f"kBlobs = {BLOBS + 1};"))
+    output, after = test(second, "changed", f"--remote_cache={url}", output_base=tmp_path / "changed-base")
+    assert executed(after) == sorted(["Compiling shards/cases.cc", "Linking shards/cases", *RAISED_SHARDS])
+    assert "Testing //:indexer_heap" in [spawn["progressMessage"] for spawn in after]
+    assert re.search(r"//:indexer_heap\s+\(cached\) PASSED", output), output[-3000:]
+    assert re.search(r"//shards:cases_heap_raised\s+PASSED", output), output[-3000:]

@@ -682,6 +682,21 @@ def test_gtest_listing_is_parsed_like_googletest_prints_it():
     assert parse_gtest_list(listing) == ["Math.Add", "Typed/0.Grows", "Param/Sizes.Fits/0", "Param/Sizes.Fits/1"]
 
 
+def test_shards_deal_out_the_cases_as_googletest_does():
+    """The n-th case goes to shard n % total (GoogleTest's ShouldRunTestOnShard): the
+    shards are disjoint and together hold every case once, in listing order."""
+    from heaptype.gtest import shard_cases
+
+    cases = [f"S.C{n}" for n in range(7)]
+    shards = [shard_cases(cases, index, 3) for index in range(3)]
+    assert shards == [["S.C0", "S.C3", "S.C6"], ["S.C1", "S.C4"], ["S.C2", "S.C5"]]
+    assert sorted(case for shard in shards for case in shard) == cases
+    assert shard_cases(cases, 0, 1) == cases
+    assert shard_cases(cases[:2], 2, 3) == []
+    with pytest.raises(ValueError):
+        shard_cases(cases, 3, 3)
+
+
 @pytest.mark.parametrize("name, folded", [
     ("std::map<std::__cxx11::basic_string<char>, int>", "std::map<…>"),
     ("std::vector<int>", "std::vector<int>"),                       # short lists stay whole

@@ -88,6 +88,41 @@ def test_over_budget_exits_1_with_the_failure_text(tmp_path, capsys, profiles):
     assert f"  profile kept: {profiles['big']}\n" in out
 
 
+CASE_BUDGETS = """
+[[tests]]
+name = "unit"
+command = ["bin/unit"]
+[tests.types."Small"]
+allocations = 2000
+
+[[tests]]
+name = "unit[Big.Case]"
+command = ["bin/unit", "--gtest_filter=Big.Case"]
+[tests.types."Small"]
+peak = "64 KiB"
+"""
+
+
+def test_a_googletest_case_gets_its_programs_budgets_and_its_own(tmp_path, capsys, profiles):
+    """`unit[Suite.Case]` (a case the Bazel budget test checks on its own) is budgeted
+    as `unit` too, as the CTest split does."""
+    path = budget_file(tmp_path, CASE_BUDGETS)
+    status, out, err = check(capsys, profiles["big"], "--budget", path, "--test", "unit[Big.Case]")
+    assert (status, err) == (1, "")
+    assert out.startswith("heap budget exceeded: unit[Big.Case]\n")
+    assert "  Small: peak live 78.1 KiB (80,000 B) > limit 64 KiB (65,536 B)" in out
+    assert "  Small: allocations 5,000 > limit 2,000, over by 3,000 (+150.0%)\n" in out
+
+    status, out, err = check(capsys, profiles["big"], "--budget", path, "--test", "unit[Other.Case]")
+    assert (status, err) == (1, "")
+    assert "Small: allocations 5,000 > limit 2,000" in out and "Small: peak live" not in out
+
+    status, out, err = check(capsys, profiles["small"], "--budget", path, "--test", "unit[Big.Case]")
+    assert (status, err) == (0, "")
+    assert out.startswith("heaptype check: unit[Big.Case]: within budget (1 row checked")
+    assert "peak<=64 KiB, allocations<=2,000  ok\n" in out  # both entries' limits on the one row
+
+
 def test_defaults_apply_to_typed_rows_only(tmp_path, capsys, profiles):
     path = budget_file(tmp_path, BUDGETS)
     status, out, _ = check(capsys, profiles["leaky"], "--budget", path, "--test", "other")

@@ -214,16 +214,20 @@ class BudgetFile:
     def command_tests(self) -> list[TestEntry]:
         return [t for t in self.tests if not t.is_pattern]
 
-    def budget_for(self, test_name: str, entry: TestEntry | None = None, aliases: Iterable[str] = ()) -> Budget:
+    def budget_for(self, test_name: str, entry: TestEntry | None = None, aliases: Iterable[str] = (),
+                   inherited: Iterable[TestEntry] = ()) -> Budget:
         """The budget of a test: [defaults], plus its own entry, plus every command-less
         entry whose name (or glob) matches the test's name or one of its ``aliases``
-        (a GoogleTest case `unit[Suite.Case]` is budgeted as `unit` too)."""
+        (a GoogleTest case `unit[Suite.Case]` is budgeted as `unit` too), plus the
+        ``inherited`` entries (the program's own entry, for a case checked on its own)."""
         rules = list(self.defaults)
         thresholds: dict[str, Threshold] = {}
         timeout = None
         names = [test_name, *aliases]
+        inherited = list(inherited)
         matching = [t for t in self.tests
-                    if t is entry or (t.is_pattern and any(name_matches(t.name, n) for n in names))]
+                    if t is entry or any(t is i for i in inherited)
+                    or (t.is_pattern and any(name_matches(t.name, n) for n in names))]
         matching.sort(key=lambda t: (t is entry, pattern_specificity(t.name)))
         for t in matching:
             rules += t.rules

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import budget as hb
-from ..runner import exit_text
+from .. import gtest
+from ..gtest import LIST_TIMEOUT, parse_gtest_list
 
 
-GTEST_MARKER = b"gtest_list_tests"
-LIST_TIMEOUT = 120
 class DiscoveryError(Exception):
     pass
 
@@ -158,40 +157,13 @@ def _split_gtest(name: str, command: list[str], settings: hb.CTestSettings) -> b
         isinstance(settings.gtest_split, list) and any(hb.name_matches(g, name) for g in settings.gtest_split))
     if not wanted or any(arg.startswith("--gtest_filter") for arg in command[1:]):
         return False
-    try:
-        return GTEST_MARKER in Path(command[0]).read_bytes()
-    except OSError:
-        return False
+    return gtest.is_gtest_program(command[0])
 
 
 def list_gtest_cases(command: list[str], cwd: Path, env: dict[str, str]) -> list[str]:
-    """`Suite.Case` names from `--gtest_list_tests` (comments such as `# GetParam()`
-    dropped; `DISABLED_` cases left out, as GoogleTest itself does)."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
-    environment.update(env, HEAPTYPE_DISABLE="1")
+    """`Suite.Case` names of a GoogleTest program (heaptype.gtest), a failure to list
+    them as a DiscoveryError."""
     try:
-        done = subprocess.run(command + ["--gtest_list_tests"], cwd=cwd, env=environment, capture_output=True,
-                              text=True, timeout=LIST_TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise DiscoveryError(f"listing the GoogleTest cases of {command[0]} failed: {e}") from None
-    if done.returncode != 0:
-        raise DiscoveryError(f"`{shlex.join(command)} --gtest_list_tests` failed ({exit_text(done.returncode)}): "
-                             f"{done.stderr.strip()[-500:]}")
-    return parse_gtest_list(done.stdout)
-
-
-def parse_gtest_list(text: str) -> list[str]:
-    cases, suite = [], None
-    for line in text.splitlines():
-        stripped = line.split("#", 1)[0].rstrip()
-        if not stripped.strip():
-            continue
-        if not line.startswith(" "):
-            suite = stripped.strip()
-            if not suite.endswith("."):
-                suite = None  # a line gtest prints before the list
-        elif suite is not None:
-            case = stripped.strip()
-            if not case.startswith("DISABLED_") and not suite.startswith("DISABLED_"):
-                cases.append(suite + case)
-    return cases
+        return gtest.list_gtest_cases(command, cwd, env)
+    except gtest.ListError as e:
+        raise DiscoveryError(str(e)) from None

@@ -325,14 +325,15 @@ def test_the_shared_runtime_is_loaded_from_the_wheel(wheel, hidden, tmp_path):
 
 
 def cmake_outside_shims() -> str:
-    """cmake, but not through a pyenv shim: a shim puts its own Python's bin first on PATH,
-    and CMake would find the heaptype installed there before the activated venv's."""
+    """The first cmake on PATH that is the program itself: not a pyenv shim (a shim puts its
+    own Python's bin first on PATH, and CMake would find the heaptype installed there before
+    the activated venv's), nor PyPI's cmake, a Python script that a Python's bin may hold."""
     require_tool("cmake")
-    folders = [d for d in os.environ["PATH"].split(os.pathsep) if not d.endswith("/shims")]
-    found = shutil.which("cmake", path=os.pathsep.join(folders))
-    if found is None:
-        missing("cmake is only reachable through a pyenv shim")
-    return found
+    for folder in os.environ["PATH"].split(os.pathsep):
+        candidate = Path(folder) / "cmake"
+        if not folder.endswith("/shims") and os.access(candidate, os.X_OK) and is_elf(candidate):
+            return str(candidate)
+    missing("no cmake program on PATH (only a pyenv shim or a Python script): apt-get install cmake")
 
 
 def test_find_package_finds_the_wheels_cmake_package(wheel, hidden, tmp_path):

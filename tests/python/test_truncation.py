@@ -179,8 +179,9 @@ def test_compressed_profile_holds_the_same(original, compressed):
     assert (profile.file_bytes, plain.file_bytes) == (len(data), len(plain_data))
     assert profile.complete and profile.warnings == []
     assert len(data) < len(plain_data)  # block addresses (this profile has them) compress least
-    assert [(t.label, t.allocations, t.bytes) for t in profile.by_type()] == [
-        (t.label, t.allocations, t.bytes) for t in plain.by_type()]
+    # Each run its own: the rows' order (by peak) may differ with the threads' interleaving.
+    assert sorted((t.label, t.allocations, t.bytes) for t in profile.by_type()) == sorted(
+        (t.label, t.allocations, t.bytes) for t in plain.by_type())
 
 
 def test_truncated_compressed_copies_load(compressed, tmp_path):

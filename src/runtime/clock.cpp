@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <time.h>
 
+#include "spinlock.hpp"
+
 namespace heaptype {
 namespace runtime {
 
@@ -54,10 +56,8 @@ void* ticker_main(void*) {
 }
 
 void spawn_ticker() {
-  // The ticker must never run the program's signal handlers.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
+  // The ticker must never run the program's signal handlers: it inherits this mask.
+  BlockedSignals blocked;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -65,7 +65,6 @@ void spawn_ticker() {
   pthread_t thread;
   if (pthread_create(&thread, &attr, ticker_main, nullptr) != 0) g_running.store(false);
   pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ namespace {
 constexpr unsigned kUses = static_cast<unsigned>(MemoryUse::kCount);
 
 // Mappings are rare (tables that grow, threads that start): one lock keeps the
-// counts and the breakdown at the peak consistent.
+// counts and the breakdown at the peak consistent. A signal handler's allocation may
+// map memory on the thread that holds it: it is held with signals blocked.
 SpinLock g_count_lock;
 uint64_t g_mapped = 0;
 uint64_t g_mapped_peak = 0;
@@ -26,6 +27,7 @@ uint64_t g_mapped_by_use[kUses];
 uint64_t g_peak_by_use[kUses];
 
 void count_mapped(MemoryUse use, uint64_t bytes, bool mapped) {
+  BlockedSignals blocked;
   LockGuard guard(g_count_lock);
   unsigned i = static_cast<unsigned>(use);
   if (mapped) {
@@ -74,6 +76,7 @@ void unmap_pages(void* p, size_t bytes, MemoryUse use) {
 }
 
 uint64_t bookkeeping_peak_bytes() {
+  BlockedSignals blocked;
   LockGuard guard(g_count_lock);
   return g_mapped_peak;
 }
@@ -82,6 +85,7 @@ void bookkeeping_lock_for_fork() { g_count_lock.lock(); }
 void bookkeeping_unlock_after_fork() { g_count_lock.unlock(); }
 
 void bookkeeping_peak_uses(uint64_t (&bytes)[kUses]) {
+  BlockedSignals blocked;
   LockGuard guard(g_count_lock);
   std::memcpy(bytes, g_peak_by_use, sizeof bytes);
 }

@@ -7,7 +7,9 @@
 #ifndef HEAPTYPE_RUNTIME_SPINLOCK_HPP
 #define HEAPTYPE_RUNTIME_SPINLOCK_HPP
 
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 
 #include <atomic>
 
@@ -64,6 +66,26 @@ class LockGuard {
 
  private:
   SpinLock& lock_;
+};
+
+// Every signal blocked on this thread for a scope: a lock that code reachable from a
+// signal handler takes too (an allocation in a handler maps memory) is held with
+// signals blocked, so that no handler can interrupt its holder and wait for it forever.
+// The ticker thread is started the same way, so that it never runs the program's
+// handlers. A system call each way: for what is rare, never for an allocation.
+class BlockedSignals {
+ public:
+  BlockedSignals() noexcept {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old_);
+  }
+  ~BlockedSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  BlockedSignals(const BlockedSignals&) = delete;
+  BlockedSignals& operator=(const BlockedSignals&) = delete;
+
+ private:
+  sigset_t old_;
 };
 
 }  // namespace runtime

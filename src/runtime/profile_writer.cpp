@@ -137,6 +137,8 @@ bool write_all(int fd, const void* data, size_t size) {
 }
 
 bool g_compressing = false;  // the open file is compressed (its header says so)
+bool g_ended = false;        // its END chunk is written: every later chunk ends its own frame
+                             // (blocks freed by static destructors), so the file always ends whole
 
 void write_chunk_locked(int fd, format::ChunkKind kind, uint32_t thread, const void* payload,
                         size_t size) {
@@ -147,7 +149,8 @@ void write_chunk_locked(int fd, format::ChunkKind kind, uint32_t thread, const v
   header.thread = thread;
   header.payload_size = static_cast<uint32_t>(size);
   if (g_compressing) {
-    ZSTD_EndDirective mode = kind == format::ChunkKind::kEnd || fd != g_fd ? ZSTD_e_end : ZSTD_e_flush;
+    if (fd == g_fd && kind == format::ChunkKind::kEnd) g_ended = true;
+    ZSTD_EndDirective mode = g_ended || fd != g_fd ? ZSTD_e_end : ZSTD_e_flush;
     bool ok = compress_out(fd, &header, sizeof header, ZSTD_e_continue) && compress_out(fd, payload, size, mode);
     if (!ok && fd == g_fd) write_failed(errno);
     return;
@@ -304,6 +307,7 @@ bool open_locked(const char* path, uint64_t clock_tick_ns) {
   g_compressing = g_compress && compressor_ready() &&
                   !ZSTD_isError(ZSTD_CCtx_reset(g_zstd, ZSTD_reset_session_only));
   if (g_compressing) header.flags |= format::kFlagZstd;
+  g_ended = false;
   g_fd = fd;
   if (!write_all(fd, &header, sizeof header)) write_failed(errno);
   write_program_chunk();

@@ -206,6 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--preload", action="store_true", default=None,
                      help="preload the shared runtime (default: when the program does not link it)")
     run.add_argument("--no-preload", dest="preload", action="store_false", help="never preload the runtime")
+    run.add_argument("--aggregate", action="store_true",
+                     help="keep counts per call site instead of every event (HEAPTYPE_MODE=aggregate): memory "
+                          "and file bounded by call sites, for long runs; totals, types, call paths, leaks and "
+                          "the peak stay exact, timelines are not available")
     run.add_argument("--follow-children", action="store_true",
                      help="with the runtime preloaded: also profile each program it starts, into a profile of "
                           "its own (by default only the process started is profiled)")
@@ -353,6 +357,9 @@ def cmd_run(args) -> int:
     if not command:
         raise CommandError("run: no program given (heaptype run [-o FILE] -- PROGRAM ARGS...)")
     watching = None
+    if args.watch and args.aggregate:
+        raise CommandError("run: --watch reads the events as they are written; an aggregated run writes its "
+                           "counts at exit (and at HEAPTYPE_SIGNAL snapshots): use one or the other")
     if args.watch:
         from functools import partial
 
@@ -364,7 +371,8 @@ def cmd_run(args) -> int:
             run = run_for_budget(command, output=args.output)
         else:
             run = run_profiled(command, output=args.output, preload=args.preload,
-                               follow_children=args.follow_children, while_running=watching)
+                               follow_children=args.follow_children, while_running=watching,
+                               env={"HEAPTYPE_MODE": "aggregate"} if args.aggregate else None)
     except RunError as e:
         raise CommandError(f"run: {e}") from None
     print_runtime_messages(run)

@@ -213,6 +213,21 @@ class Profile:
         """The profile is a zstd stream (the runtime's default; HEAPTYPE_COMPRESS=0: plain)."""
         return self._raw.compressed
 
+    @property
+    def aggregated(self) -> bool:
+        """The profile holds counts per site, not events (HEAPTYPE_MODE=aggregate, ``heaptype run
+        --aggregate``): totals, types, call paths, leaks and the peak are exact; a typed row's
+        peak is its own, every other group's is what it had live at the heap's peak; views
+        that replay events (timelines, time spans, lifetimes, addresses) are not available."""
+        return self._raw.aggregated
+
+    def require_events(self, what: str) -> None:
+        """Raises ProfileError when this is an aggregated profile: ``what`` needs its events."""
+        if self.aggregated:
+            raise ProfileError(f"{self.path}: an aggregated profile (HEAPTYPE_MODE=aggregate) holds counts per "
+                               f"call site, not events: {what} needs the events; record the program again without "
+                               "--aggregate (HEAPTYPE_MODE=full)")
+
     def bookkeeping_uses(self) -> dict[str, int]:
         """bookkeeping_bytes() by what the memory was for ("call paths", "sites", "event
         buffers", ...), at the runtime's peak; empty for profiles written before it was kept."""
@@ -237,6 +252,10 @@ class Profile:
         (numbers, or names globbed), of a block size within ``sizes``, whose block
         lived within ``lifetime`` (seconds; never freed is forever; needs a profile
         recorded with addresses); ``time`` (in seconds) keeps what happened in that span."""
+        if time is not None and time != (None, None):
+            self.require_events("a time span")
+        if lifetime is not None and lifetime != (None, None):
+            self.require_events("the lifetime filter")
         if lifetime is not None and lifetime != (None, None) and not self.has_addresses:
             raise ProfileError(f"{self.path}: recorded without addresses, so lifetimes are unknown: run the "
                                "program with HEAPTYPE_ADDRESSES=1 to filter by lifetime")
@@ -247,8 +266,10 @@ class Profile:
         """This profile as it stood at one moment: ``"peak"`` (the moment the kept
         allocations peaked) or a time in seconds. Live figures are what was live then."""
         if when == "peak":
+            # Aggregated profiles: what was live at the heap's peak (the counts up to it are not kept).
             event = self.analysis().totals.peak_event
             return self._with(self.filters.and_(stop_after_events=max(event, 1)))
+        self.require_events("a moment other than the peak")
         return self._with(self.filters.and_(time=(None, int(round(float(when) * 1e6)))))
 
     def _with(self, filters: Filters) -> "Profile":
@@ -299,6 +320,7 @@ class Profile:
         """One pass that writes heaptrack's data file, calling ``write`` with each piece
         of text (bytes) in order (src/core/exports/heaptrack.hpp); returns the pass."""
         self.require_start("heaptrack's format")
+        self.require_events("heaptrack's format")
         command = " ".join(self.argv) or self.executable or ""
         return self._run(self.filters, tree=True, inlined=inlined, infer=True, heaptrack_write=write,
                          heaptrack_command=command)
@@ -393,6 +415,7 @@ class Profile:
         events: each grouping's series follow the same decoded events. A pass made for
         more groupings serves fewer; one with function or callpath has the call tree,
         and serves ``analysis(call_tree=True)`` too."""
+        self.require_events("a timeline")
         unknown = [by for by in groupings if by not in TIMELINE_GROUPINGS]
         if unknown:
             raise ValueError(f"unknown timeline grouping {unknown[0]!r}: use one of {', '.join(TIMELINE_GROUPINGS)}")

@@ -406,6 +406,8 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
       .def_property_readonly("inferred", [](const TypeGroupOut& o) { return o.g().inferred; },
                              "The type was read from the allocator frames at the call site.")
       .def_property_readonly("type_tag", [](const TypeGroupOut& o) { return o.g().type_tag; })
+      .def_property_readonly("peak_at_heap_peak", [](const TypeGroupOut& o) { return o.g().peak_at_heap_peak; },
+                             "Aggregated profiles: the peak is what it had live at the heap's peak, not its own.")
       .def_property_readonly("id", [](const TypeGroupOut& o) { return o.index; }, "Its number in this analysis.")
       .def_property_readonly("size_histogram",
                              [](const TypeGroupOut& o) {

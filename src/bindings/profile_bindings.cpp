@@ -115,6 +115,10 @@ void bind_profile_file(py::module_& m) {
                              "The runtime's own counts at exit, or None when the profile was not finished.")
       .def_property_readonly("file_size", &ProfileFile::file_size, "Bytes on disk (compressed or not).")
       .def_property_readonly("compressed", &ProfileFile::compressed, "The chunks are a zstd stream.")
+      .def_property_readonly("aggregated", &ProfileFile::aggregated,
+                             "Counts per site instead of events (HEAPTYPE_MODE=aggregate).")
+      .def_property_readonly("aggregate_complete", [](const ProfileFile& f) { return f.aggregate().present; },
+                             "An aggregated profile holds a whole set of counts.")
       .def_property_readonly("event_bytes", &ProfileFile::event_bytes)
       .def_property_readonly("dropped_bytes", &ProfileFile::dropped_bytes,
                              "Bytes after the last whole chunk (a file cut short).")

@@ -343,6 +343,10 @@ void Analysis::change_groups(Placement& p, Change&& change) {
   if (!timelines_.empty()) follow_in_timelines(p);
 }
 
+void Analysis::add_counts(Placement& p, const Figures& counts) {
+  change_groups(p, [&](Figures& f) { f.add_counts(counts); });
+}
+
 void Analysis::allocate(Placement& p, uint64_t time) {
   uint64_t size = p.size, objects = p.objects;
   if (counting_ && p.selected) {
@@ -665,7 +669,9 @@ void Analysis::run(const ProgressFn& progress) {
   Event e;
   uint64_t count = 0;
   const std::vector<uint64_t>& ends = options_.bucket_ends;
-  while (merge_.next(&e)) {
+  if (file_.aggregated()) apply_aggregate();  // then its events: those after its END chunk
+  bool replay = !(file_.aggregated() && options_.stop_after_events);  // the peak's counts are all there is
+  while (replay && merge_.next(&e)) {
     if (e.time > options_.window_end) break;  // the state at the window's end
     while (buckets_.size() < ends.size() && e.time > ends[buckets_.size()]) close_bucket(ends[buckets_.size()] + 1);
     if (!counting_ && e.time >= options_.window_begin) open_window(e.time);

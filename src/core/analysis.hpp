@@ -117,6 +117,9 @@ struct TypeGroup {
   uint32_t label = 0;       // interned: "T", "T (inferred)", "(untyped)"
   uint64_t type_tag = 0;    // one of the tags that name this type (0 untyped)
   Figures figures;
+  // Aggregated profiles (see aggregate_analysis.cpp): the peak is what this group had
+  // live at the heap's peak, not its own most (which only typed groups keep).
+  bool peak_at_heap_peak = false;
   uint64_t sizes[kSizeBuckets] = {};          // allocations by block size
   uint64_t lifetimes[kLifetimeBuckets] = {};  // blocks by lifetime (profiles with addresses)
 };
@@ -250,6 +253,12 @@ class Analysis : public BlockLedger {
   uint32_t bottom_leaf(uint32_t context);
 
   void apply(const format::Event& e);
+  // Aggregated profiles: the counts in place of events (aggregate_analysis.cpp).
+  void apply_aggregate();
+  void apply_site_counts(Placement& p, const format::SiteCounts& counts, uint64_t peak_time);
+  void apply_live_counts(Placement& p, const format::SiteCounts& counts, uint64_t peak_time);
+  void apply_type_peaks();
+  void add_counts(Placement& p, const Figures& counts);
   void apply_stack(const format::Event& e);
   void allocate(Placement& p, uint64_t time);
   void release(Placement& p, bool temporary);

@@ -50,6 +50,21 @@ struct Figures {
     if (temporary) ++temporary_allocations;
   }
 
+  // An aggregated profile's counts of one site (aggregate_analysis.cpp): everything adds
+  // up, the peak being what was live at the heap's peak.
+  void add_counts(const Figures& site) {
+    allocations += site.allocations;
+    objects += site.objects;
+    bytes += site.bytes;
+    live_bytes += site.live_bytes;
+    live_blocks += site.live_blocks;
+    temporary_allocations += site.temporary_allocations;
+    if (site.peak_bytes) {
+      peak_bytes += site.peak_bytes;
+      peak_time = site.peak_time;
+    }
+  }
+
   // A block leaves this group for another one (it got its type late): as if it
   // had never been allocated here. Peaks stay: they happened.
   void unallocate(uint64_t size, uint64_t objects_in_block) {

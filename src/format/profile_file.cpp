@@ -50,6 +50,8 @@ bool known_kind(uint8_t kind) {
     case ChunkKind::kEvents:
     case ChunkKind::kEnd:
     case ChunkKind::kSnapshot:
+    case ChunkKind::kTallies:
+    case ChunkKind::kAggregate:
       return true;
   }
   return false;
@@ -220,6 +222,14 @@ void ProfileFile::read_process_chunk(const ChunkHeader& h, uint64_t offset) {
       uint64_t time = 0;
       const uint8_t* p = begin;
       if (get_varint(&p, end, &time)) snapshots_.push_back(time);
+      break;
+    }
+    case ChunkKind::kTallies:
+    case ChunkKind::kAggregate: {
+      std::string problem = static_cast<ChunkKind>(h.kind) == ChunkKind::kTallies
+                                ? aggregate_.add_tallies(h.thread, begin, end)
+                                : aggregate_.close_set(begin, end);
+      if (!problem.empty()) warnings_.push_back(problem);
       break;
     }
     case ChunkKind::kEvents:

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "aggregate_counts.hpp"
 #include "profile_format.hpp"
 
 namespace heaptype {
@@ -80,6 +81,9 @@ class ProfileFile {
   // The profile's size on disk (compressed or not).
   uint64_t file_size() const { return compressed_size_ ? compressed_size_ : size_; }
   bool compressed() const { return (header_.flags & kFlagZstd) != 0; }
+  // Counts instead of events (HEAPTYPE_MODE=aggregate): aggregate() holds them.
+  bool aggregated() const { return (header_.flags & kFlagAggregated) != 0; }
+  const AggregateCounts& aggregate() const { return aggregate_.counts(); }
   // Bytes after the last whole chunk, and why they were dropped ("" if none).
   uint64_t dropped_bytes() const { return dropped_bytes_; }
   const std::string& damage() const { return damage_; }
@@ -108,6 +112,7 @@ class ProfileFile {
   std::string damage_;
   std::vector<std::string> warnings_;
   std::vector<uint64_t> snapshots_;
+  AggregateReader aggregate_;
 };
 
 }  // namespace format

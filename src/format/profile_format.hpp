@@ -62,6 +62,7 @@ constexpr uint32_t kMaxChunkPayload = 1u << 24;  // sanity bound for the reader
 // FileHeader::flags
 constexpr uint32_t kFlagAddresses = 1u << 0;  // records carry block addresses
 constexpr uint32_t kFlagZstd = 1u << 1;       // the chunks are a zstd stream
+constexpr uint32_t kFlagAggregated = 1u << 2; // counts instead of events (TALLIES, AGGREGATE)
 // Bits 8-9: how the runtime came into the process (RuntimeMode). Files written
 // before these bits existed hold 0 there: linked.
 constexpr unsigned kModeShift = 8;
@@ -102,6 +103,19 @@ enum class ChunkKind : uint8_t {
                   //          the runtime's buffers and tables, bytes of the registry, then
                   //          (since version 3) what those peak bytes were for, a varint per
                   //          EndUse; marks a finished profile
+  kTallies = 7,   // aggregated profiles (kFlagAggregated): the counts of sites of thread
+                  //          ChunkHeader::thread: varint first site, varint count, then per
+                  //          site varints allocations, temporary allocations, blocks live
+                  //          now, blocks live at the peak. One set of them (every thread's
+                  //          sites) is closed by an AGGREGATE chunk; the last whole set is
+                  //          the profile's.
+  kAggregate = 8, // closes a set of TALLIES: varints time (clock ticks), live bytes, live
+                  //          blocks, peak bytes (the whole heap's, exact), peak time, the
+                  //          most blocks live at once, then a varint count of types and per
+                  //          type varints type tag, its own peak bytes, their time.
+                  //          Event chunks of an aggregated profile hold definitions (SITE,
+                  //          NODE, DERIVED_SITE), findings, and the events that came after
+                  //          the END chunk (static destructors) as a full profile has them.
   kSnapshot = 16, // payload: varint time (clock ticks since the start): the program was
                   //          asked for a snapshot (HEAPTYPE_SIGNAL); every event before it
                   //          in time is in the file before this chunk

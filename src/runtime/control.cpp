@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "call_context.hpp"
+#include "aggregate.hpp"
 #include "child_environment.hpp"
 #include "clock.hpp"
 #include "diagnostics.hpp"
@@ -123,6 +124,7 @@ void flush_all_threads() { for_each_thread_state(flush_one, nullptr); }
 void write_snapshot_mark() {
   uint64_t time = now_tick();
   flush_all_threads();
+  if (aggregating()) write_aggregate(time);  // after the definitions its counts name
   writer_modules();
   uint8_t payload[format::kMaxVarint];
   writer_chunk(format::ChunkKind::kSnapshot, 0, payload, static_cast<size_t>(put_varint(payload, time) - payload));
@@ -187,6 +189,7 @@ size_t describe_end(uint8_t (&end)[format::kEndFields * format::kMaxVarint]) {
 void fork_prepare() {
   if (g_state.load() != kActive) return;
   thread_states_lock_all();
+  aggregate_lock_for_fork();    // before the writer's: the aggregated counts write chunks under it
   writer_lock_for_fork();
   bookkeeping_lock_for_fork();  // last: the writer maps memory under its lock
 }
@@ -194,6 +197,7 @@ void fork_prepare() {
 void fork_parent() {
   if (g_state.load() != kActive) return;
   bookkeeping_unlock_after_fork();
+  aggregate_unlock_after_fork();
   writer_unlock_after_fork();
   thread_states_unlock_all();
 }
@@ -201,6 +205,7 @@ void fork_parent() {
 void fork_child() {
   if (g_state.load() != kActive) return;
   bookkeeping_unlock_after_fork();
+  aggregate_reset_in_child();
   writer_forget_in_child();
   ++g_epoch;  // the parent's blocks are untracked here
   external_clear_in_child();
@@ -223,6 +228,15 @@ CallstackMode callstack_mode_from_env() {
   if (std::strcmp(v, "none") == 0) return CallstackMode::kNone;
   note("HEAPTYPE_CALLSTACK=", v, ": unknown mode (auto, instrument, frame-pointer, unwind, none); using auto");
   return CallstackMode::kAuto;
+}
+
+// HEAPTYPE_MODE: "full" (every event; the default) or "aggregate" (counts, aggregate.hpp).
+bool aggregated_mode_from_env() {
+  const char* v = getenv("HEAPTYPE_MODE");
+  if (!v || !*v || std::strcmp(v, "full") == 0) return false;
+  if (std::strcmp(v, "aggregate") == 0) return true;
+  note("HEAPTYPE_MODE=", v, ": unknown mode (full, aggregate); using full");
+  return false;
 }
 
 // The seal's secret: the kernel's random bytes for this process (AT_RANDOM).
@@ -269,9 +283,14 @@ int start_up() {
   char path[4096];
   expand_output_path(g_output_pattern, false, path, sizeof path);
   writer_set_mode(entry_mode());
+  g_aggregating = aggregated_mode_from_env();
+  writer_set_aggregated(g_aggregating);
+  // Compressed unless asked otherwise; an aggregated profile holds only definitions and
+  // counts, and its stream's ~1 MiB would be most of the runtime's memory: plain unless asked.
   const char* compress = getenv("HEAPTYPE_COMPRESS");
-  writer_set_compression(!compress || std::strcmp(compress, "0") != 0);
-  if (!writer_open(path, kClockTickNs, env_flag("HEAPTYPE_ADDRESSES"))) {
+  writer_set_compression(compress && *compress ? std::strcmp(compress, "0") != 0 : !g_aggregating);
+  // Addresses are the events' (an aggregated profile keeps none).
+  if (!writer_open(path, kClockTickNs, env_flag("HEAPTYPE_ADDRESSES") && !g_aggregating)) {
     say("cannot create the profile file ", path, ": ", strerrordesc_np(errno), "; the program runs unprofiled");
     return kDisabled;
   }
@@ -327,15 +346,18 @@ void finish(bool process_ends) {
   if (process_ends && __gnu_cxx::__freeres) __gnu_cxx::__freeres();
   if (ThreadState* t = tls_thread_state) report_last_stack_depth(t);  // its last tick
   flush_all_threads();
+  if (aggregating()) write_aggregate(now_tick());
   writer_modules();
   uint8_t end[format::kEndFields * format::kMaxVarint];
   writer_chunk(format::ChunkKind::kEnd, 0, end, describe_end(end));
+  g_aggregating = false;  // what comes after the END chunk is written as events
   g_finished = true;
 }
 
 bool dump(const char* path) {
   if (!path || g_state.load(std::memory_order_acquire) != kActive) return false;
   flush_all_threads();
+  if (aggregating()) write_aggregate(now_tick());
   writer_modules();
   uint8_t end[format::kEndFields * format::kMaxVarint];
   return writer_copy(path, format::ChunkKind::kEnd, end, describe_end(end));

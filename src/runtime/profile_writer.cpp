@@ -36,6 +36,7 @@ int g_fd = -1;
 char g_path[4096];
 bool g_open_later = false;
 uint32_t g_mode_flags = 0;
+uint32_t g_aggregated_flag = 0;  // format::kFlagAggregated in aggregated mode
 uint64_t g_clock_tick_ns = 1000;
 bool g_write_failed = false;  // the profile's file stopped taking writes (full disk ...)
 
@@ -302,7 +303,7 @@ bool open_locked(const char* path, uint64_t clock_tick_ns) {
   header.start_unix_ns = realtime_ns();
   header.clock_tick_ns = clock_tick_ns;
   header.pointer_size = sizeof(void*);
-  header.flags = (g_write_addresses ? format::kFlagAddresses : 0) | g_mode_flags;
+  header.flags = (g_write_addresses ? format::kFlagAddresses : 0) | g_mode_flags | g_aggregated_flag;
   // A new stream (a forked child's stream state is its parent's, mid-frame).
   g_compressing = g_compress && compressor_ready() &&
                   !ZSTD_isError(ZSTD_CCtx_reset(g_zstd, ZSTD_reset_session_only));
@@ -341,6 +342,8 @@ void writer_open_later(const char* path, uint64_t clock_tick_ns) {
 void writer_set_mode(format::RuntimeMode mode) { g_mode_flags = format::mode_flags(mode); }
 
 void writer_set_compression(bool compress) { g_compress = compress; }
+
+void writer_set_aggregated(bool aggregated) { g_aggregated_flag = aggregated ? format::kFlagAggregated : 0; }
 
 void writer_close() {
   LockGuard guard(g_lock);

@@ -22,6 +22,9 @@ bool writer_open(const char* path, uint64_t clock_tick_ns, bool addresses);
 void writer_set_mode(format::RuntimeMode mode);
 // Whether the chunks are compressed (zstd, format::kFlagZstd; the default), before writer_open.
 void writer_set_compression(bool compress);
+// Whether the profile holds counts instead of events (format::kFlagAggregated; see
+// aggregate.hpp), before writer_open.
+void writer_set_aggregated(bool aggregated);
 // Closes the file for good (detach): later chunks go nowhere.
 void writer_close();
 

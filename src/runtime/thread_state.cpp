@@ -395,6 +395,7 @@ void emit_time_record(ThreadState* t, uint64_t time) {
 }
 
 void emit_remote_free(ThreadState* t, uint64_t owner, uintptr_t address, uint64_t time) {
+  if (aggregating()) return aggregate_free(t, owner_thread(owner), owner_site(owner));
   reserve_record(t);
   stamp(t, time);
   emit_control(t, format::ControlOp::kFreeRemote, {owner_thread(owner), owner_site(owner)});
@@ -403,6 +404,7 @@ void emit_remote_free(ThreadState* t, uint64_t owner, uintptr_t address, uint64_
 }
 
 void emit_move(ThreadState* t, uint64_t owner, uint32_t new_site, uintptr_t address, uint64_t time) {
+  if (aggregating()) return aggregate_move(t, owner_thread(owner), owner_site(owner), new_site);
   reserve_record(t);
   stamp(t, time);
   emit_control(t, format::ControlOp::kMove, {owner_thread(owner), owner_site(owner), new_site});

@@ -22,6 +22,7 @@
 #include <initializer_list>
 
 #include "../format/profile_format.hpp"
+#include "aggregate.hpp"
 #include "block_header.hpp"
 #include "call_context.hpp"
 #include "call_site_types.hpp"
@@ -239,6 +240,7 @@ __attribute__((always_inline)) inline void note_stack_depth(ThreadState* t, uint
 
 __attribute__((always_inline)) inline void emit_alloc(ThreadState* t, uint32_t site, uintptr_t address,
                                                      uint64_t time) {
+  if (aggregating()) return aggregate_alloc(t, site);
   reserve_record(t);
   stamp(t, time);  // first: the depth of this allocation belongs to its own tick
   note_stack_depth(t, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
@@ -253,6 +255,7 @@ __attribute__((always_inline)) inline void emit_alloc(ThreadState* t, uint32_t s
 // last ALLOC record named and nothing was allocated since, FREE otherwise.
 __attribute__((always_inline)) inline void emit_local_free(ThreadState* t, uint32_t site, uintptr_t address,
                                                           uint64_t time) {
+  if (aggregating()) return aggregate_free(t, t->number, site);
   reserve_record(t);
   stamp(t, time);
   LastAlloc& last = t->last_alloc;

@@ -65,7 +65,7 @@ def _push_children(stack: list, children: list, top: int | None, depth: int, who
         stack.append((child, depth + 1))
 
 
-def tree_rows(root, sort: str, top: int | None, whole: int) -> list[tuple]:
+def tree_rows(root, sort: str, top: int | None, whole: int, mark_peaks: bool = False) -> list[tuple]:
     attribute = sort_attribute(sort)
 
     def ordered(children):
@@ -88,7 +88,7 @@ def tree_rows(root, sort: str, top: int | None, whole: int) -> list[tuple]:
             name = node.name + (" [inlined]" if node.inlined else "") + (f" (x{run}, recursive)" if run > 1 else "")
         f = node.total
         rows.append((format_count(f.allocations), format_bytes(f.bytes), format_percent(f.bytes, whole),
-                     format_bytes(f.peak_bytes), indent + name))
+                     format_bytes(f.peak_bytes) + ("*" if mark_peaks else ""), indent + name))
         _push_children(stack, ordered(current.children), top, depth, whole)
     return rows
 
@@ -101,7 +101,7 @@ def render_callpaths_text(profile: Profile, sort: str = "bytes", top: int | None
     direction = ("bottom-up: the functions that allocate, then their callers" if bottom_up
                  else "top-down: from the threads' first functions to the allocated types")
     lines = header_lines(profile) + ["", f"Call paths, {direction}"]
-    body = tree_rows(root, sort, top, root.total.bytes)
+    body = tree_rows(root, sort, top, root.total.bytes, mark_peaks=profile.aggregated)
     lines += render_table(("allocations", "bytes", "%", "peak", "call path"), body, numeric=range(0, 4))
     if not root.children:
         lines.append("(no allocations)")

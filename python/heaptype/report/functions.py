@@ -7,7 +7,7 @@ from ..labels import INFERRED_NOTE
 from ..profile import Profile, sort_attribute
 from ..tables import render_table
 from ..units import format_bytes, format_count, format_percent
-from .header import header_lines, report_json_head
+from .header import header_lines, peak_cell, report_json_head
 
 NO_CONTEXT_NOTE = ("no calling contexts in this profile (run with HEAPTYPE_CALLSTACK=none, or built with "
                    "--callstack none): paths start at the function that called the allocator")
@@ -69,9 +69,9 @@ def render_functions_text(profile: Profile, sort: str = "bytes", top: int | None
         names = types.get(g.function, [])
         note = ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
         body.append((format_count(g.self.allocations), format_bytes(g.self.bytes),
-                     format_percent(g.self.bytes, everything), format_bytes(g.self.peak_bytes),
+                     format_percent(g.self.bytes, everything), peak_cell(profile, g.self),
                      format_count(g.total.allocations), format_bytes(g.total.bytes),
-                     format_percent(g.total.bytes, everything), format_bytes(g.total.peak_bytes), note, g.function))
+                     format_percent(g.total.bytes, everything), peak_cell(profile, g.total), note, g.function))
     header = ("self allocs", "self bytes", "self%", "self peak", "total allocs", "total bytes", "total%",
               "total peak", "self types", "function")
     lines += render_table(header, body, numeric=range(0, 8), widths={8: 40})

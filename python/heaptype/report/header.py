@@ -17,6 +17,8 @@ def header_lines(profile: Profile) -> list[str]:
         f"  at exit    {format_bytes(t.live_bytes)} still live in {format_count(t.live_blocks)} blocks",
     ]
     lines.append(f"  profile    {profile_size_text(profile)}")
+    if profile.aggregated:
+        lines.append(f"  counts     {AGGREGATED_NOTE}")
     registry = profile.registry_bytes_at_exit()
     if registry is not None:
         per_block = f" ({registry / t.live_blocks:.0f} B per block)" if t.live_blocks > 0 else ""
@@ -24,6 +26,17 @@ def header_lines(profile: Profile) -> list[str]:
                      f"most{uses_text(profile)}; {format_bytes(registry)} beside the blocks live at exit{per_block}")
     lines += filter_lines(profile)
     return lines
+
+
+AGGREGATED_NOTE = ("aggregated per call site (HEAPTYPE_MODE=aggregate): exact totals, leaks and peak; a typed "
+                   "row's peak is its own, other rows' (marked *) what they had live at the heap's peak")
+
+
+def peak_cell(profile: Profile, group) -> str:
+    """A group's peak as tables show it: marked * when, in an aggregated profile, it is
+    what the group had live at the heap's peak rather than its own most."""
+    text = format_bytes(group.peak_bytes)
+    return text + "*" if profile.aggregated and getattr(group, "peak_at_heap_peak", True) else text
 
 
 def profile_size_text(profile: Profile) -> str:
@@ -72,7 +85,9 @@ def filter_lines(profile: Profile) -> list[str]:
     if f.time != (None, None):
         low, high = f.time
         lines.append(f"  time       {(low or 0) / 1e6:g} s to {'the end' if high is None else f'{high / 1e6:g} s'}")
-    if f.stop_after_events:
+    if f.stop_after_events and profile.aggregated:
+        lines.append("  snapshot   at the peak (aggregated: what was live then; the counts up to it are not kept)")
+    elif f.stop_after_events:
         lines.append(f"  snapshot   at the peak (event {f.stop_after_events:,})")
     if f:
         s = profile.selected
@@ -103,6 +118,7 @@ def report_json_head(profile: Profile, by: str) -> dict:
         "executable": profile.executable,
         "complete": profile.complete,
         "mode": profile.mode,
+        "aggregated": profile.aggregated,
         "by": by,
         "filters": {"types": list(f.types), "functions": list(f.functions), "threads": list(f.threads)},
         "totals": profile.totals.as_dict(),

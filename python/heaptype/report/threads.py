@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..profile import Profile
 from ..tables import render_table
 from ..units import format_bytes, format_count
-from .header import header_lines, live_column, report_json_head
+from .header import header_lines, live_column, peak_cell, report_json_head
 
 
 def _names(profile: Profile) -> dict[int, str]:
@@ -33,7 +33,7 @@ def render_threads_text(profile: Profile, sort: str = "peak", top: int | None = 
     shown = groups[:top] if top else groups
     lines = header_lines(profile) + [""]
     header = ("thread", "allocations", "bytes", "peak", live_column(profile), "name")
-    body = [(str(g.thread), format_count(g.allocations), format_bytes(g.bytes), format_bytes(g.peak_bytes),
+    body = [(str(g.thread), format_count(g.allocations), format_bytes(g.bytes), peak_cell(profile, g),
              format_bytes(g.live_bytes), names.get(g.thread, "")) for g in shown]
     lines += render_table(header, body, numeric=range(0, 5))
     return "\n".join(lines)

@@ -91,9 +91,9 @@
 #if __has_include(<iosfwd>)
 #include <iosfwd>
 #endif
-#if __has_include(<iostream>)
-#include <iostream>
-#endif
+// Not <iostream>: it uses no `new`, and each file that includes it starts the standard
+// streams (a static ios_base::Init), which pages in ~400 KiB of libstdc++'s locale code
+// in a program that never prints with them. <istream> and <ostream> are here.
 #if __has_include(<istream>)
 #include <istream>
 #endif

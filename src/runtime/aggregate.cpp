@@ -1,0 +1,337 @@
+#include "aggregate.hpp"
+
+#include <cstring>
+
+#include "../format/profile_format.hpp"
+#include "block_header.hpp"
+#include "clock.hpp"
+#include "internal_memory.hpp"
+#include "profile_writer.hpp"
+#include "spinlock.hpp"
+#include "thread_state.hpp"
+
+namespace heaptype {
+namespace runtime {
+
+bool g_aggregating = false;
+
+namespace {
+
+using format::put_varint;
+
+// The counts of one (thread, site).
+struct SiteTally {
+  uint64_t allocations;
+  uint64_t temporaries;
+  uint64_t size;            // bytes per block (the site's, or its base site's)
+  uint64_t peak_index;      // the confirmed peak this site last changed after
+  uint32_t live;            // blocks live now
+  uint32_t live_at_peak;    // ... at the confirmed peak `peak_index` (when it changed since)
+  uint32_t type;            // slot in the type table + 1 (0: untyped)
+  bool known;               // size and type are set (on the site's first event)
+};
+
+// A type's own peak: the most bytes of it live at once, and when first reached.
+struct TypeTally {
+  uint64_t tag;
+  uint64_t live_bytes;
+  uint64_t peak_bytes;
+  uint64_t peak_time;
+};
+
+// A thread's tallies, by its site numbers (which only grow).
+struct ThreadTallies {
+  SiteTally* sites;
+  size_t capacity;
+  size_t used;  // 1 + the highest site number counted
+};
+
+// The heap as a whole, and the last allocation for the temporary rule.
+struct Heap {
+  uint64_t bytes;
+  uint64_t blocks;
+  uint64_t peak_bytes;       // confirmed
+  uint64_t peak_time;
+  uint64_t peak_index;       // confirmed peaks so far
+  uint64_t rising_time;      // when `bytes` last went above `peak_bytes`
+  uint64_t peak_blocks;      // the most blocks live at once
+  bool last_open;            // heaptrack's rule: the last event was an allocation at
+  uint32_t last_thread;      // (last_thread, last_site)
+  uint32_t last_site;
+};
+
+SpinLock g_lock;
+Heap g_heap;
+ThreadTallies* g_threads = nullptr;  // by thread number
+size_t g_threads_capacity = 0;
+TypeTally* g_types = nullptr;        // open addressing by tag
+size_t g_types_capacity = 0;
+size_t g_types_used = 0;
+
+template <class T>
+bool grow(T** array, size_t* capacity, size_t needed, size_t first) {
+  if (needed <= *capacity) return true;
+  size_t bigger = *capacity ? *capacity : first;
+  while (bigger < needed) bigger *= 2;
+  T* fresh = static_cast<T*>(map_pages(bigger * sizeof(T), MemoryUse::kSites));
+  if (!fresh) return false;
+  if (*capacity) {
+    std::memcpy(fresh, *array, *capacity * sizeof(T));
+    unmap_pages(*array, *capacity * sizeof(T), MemoryUse::kSites);
+  }
+  *array = fresh;
+  *capacity = bigger;
+  return true;
+}
+
+ThreadTallies* thread_tallies(uint32_t thread) {
+  if (!grow(&g_threads, &g_threads_capacity, size_t{thread} + 1, 16)) return nullptr;
+  return &g_threads[thread];
+}
+
+inline uint64_t hash_tag(uint64_t tag) { return (tag * 0x9E3779B97F4A7C15ull) >> 20; }
+
+bool grow_types() {
+  size_t capacity = g_types_capacity ? g_types_capacity * 2 : 256;
+  TypeTally* fresh = static_cast<TypeTally*>(map_pages(capacity * sizeof(TypeTally), MemoryUse::kTypes));
+  if (!fresh) return false;
+  for (size_t i = 0; i < g_types_capacity; ++i) {
+    if (!g_types[i].tag) continue;
+    for (size_t j = hash_tag(g_types[i].tag) & (capacity - 1);; j = (j + 1) & (capacity - 1)) {
+      if (fresh[j].tag) continue;
+      fresh[j] = g_types[i];
+      break;
+    }
+  }
+  if (g_types) unmap_pages(g_types, g_types_capacity * sizeof(TypeTally), MemoryUse::kTypes);
+  g_types = fresh;
+  g_types_capacity = capacity;
+  return true;
+}
+
+// The type's slot + 1 (0: untyped, or no memory for it).
+uint32_t type_slot(uint64_t tag) {
+  if (!tag) return 0;
+  if ((g_types_used + 1) * 2 > g_types_capacity && !grow_types()) return 0;
+  size_t mask = g_types_capacity - 1;
+  for (size_t i = hash_tag(tag) & mask;; i = (i + 1) & mask) {
+    if (g_types[i].tag == tag) return static_cast<uint32_t>(i + 1);
+    if (g_types[i].tag) continue;
+    g_types[i] = {tag, 0, 0, 0};
+    ++g_types_used;
+    return static_cast<uint32_t>(i + 1);
+  }
+}
+
+// The size and type a site's blocks have: from its definition (a derived site's size
+// is its base site's, whose blocks were counted before it could be derived).
+void learn_site(ThreadState* t, uint32_t site, SiteTally* tally) {
+  const SiteKey* def = site_definition(t, site);
+  if (!def) return;  // out of memory when it was defined: counted without size or type
+  tally->size = def->site.size;
+  if (def->base) {
+    uint32_t base_thread = owner_thread(def->base - 1), base_site = owner_site(def->base - 1);
+    if (base_thread < g_threads_capacity && base_site < g_threads[base_thread].used)
+      tally->size = g_threads[base_thread].sites[base_site].size;
+  }
+  tally->type = type_slot(def->site.type_tag);
+  tally->known = true;
+}
+
+// The tally of an existing (thread, site); nullptr when it was never counted.
+SiteTally* find_tally(uint32_t thread, uint32_t site) {
+  if (thread >= g_threads_capacity || site >= g_threads[thread].used) return nullptr;
+  return &g_threads[thread].sites[site];
+}
+
+SiteTally* own_tally(ThreadState* t, uint32_t site) {
+  ThreadTallies* own = thread_tallies(t->number);
+  if (!own || !grow(&own->sites, &own->capacity, size_t{site} + 1, 1024)) return nullptr;
+  if (site >= own->used) own->used = site + 1;
+  SiteTally* tally = &own->sites[site];
+  if (!tally->known) {
+    tally->peak_index = g_heap.peak_index;
+    learn_site(t, site, tally);
+  }
+  return tally;
+}
+
+// The heap's largest size so far becomes the peak: something other than an
+// allocation comes next.
+inline void confirm_peak() {
+  if (g_heap.bytes <= g_heap.peak_bytes) return;
+  g_heap.peak_bytes = g_heap.bytes;
+  g_heap.peak_time = g_heap.rising_time;
+  ++g_heap.peak_index;
+}
+
+// Before a site's count changes: its count at the last confirmed peak, if it has not
+// changed since that peak (then its current count is that count).
+inline void touch(SiteTally* tally) {
+  if (tally->peak_index == g_heap.peak_index) return;
+  tally->live_at_peak = tally->live;
+  tally->peak_index = g_heap.peak_index;
+}
+
+inline void add_type_bytes(const SiteTally* tally, uint64_t time) {
+  if (!tally->type) return;
+  TypeTally& type = g_types[tally->type - 1];
+  type.live_bytes += tally->size;
+  if (type.live_bytes > type.peak_bytes) {
+    type.peak_bytes = type.live_bytes;
+    type.peak_time = time;
+  }
+}
+
+inline void remove_type_bytes(const SiteTally* tally) {
+  if (tally->type) g_types[tally->type - 1].live_bytes -= tally->size;
+}
+
+void add_block(SiteTally* tally, uint64_t time) {
+  touch(tally);
+  ++tally->live;
+  ++tally->allocations;
+  g_heap.bytes += tally->size;
+  if (++g_heap.blocks > g_heap.peak_blocks) g_heap.peak_blocks = g_heap.blocks;
+  if (g_heap.bytes > g_heap.peak_bytes) g_heap.rising_time = time;
+  add_type_bytes(tally, time);
+}
+
+void remove_block(SiteTally* tally) {
+  touch(tally);
+  --tally->live;
+  g_heap.bytes -= tally->size;
+  --g_heap.blocks;
+  remove_type_bytes(tally);
+}
+
+}  // namespace
+
+void aggregate_alloc(ThreadState* t, uint32_t site) {
+  uint64_t time = now_tick();
+  LockGuard guard(g_lock);
+  SiteTally* tally = own_tally(t, site);
+  if (!tally) return;
+  if (tally->size == 0) confirm_peak();  // the heap does not grow: the peak was before
+  add_block(tally, time);
+  g_heap.last_open = true;
+  g_heap.last_thread = t->number;
+  g_heap.last_site = site;
+  bump(t->allocations, 1);
+}
+
+void aggregate_free(ThreadState* t, uint32_t thread, uint32_t site) {
+  LockGuard guard(g_lock);
+  bump(t->frees, 1);
+  SiteTally* tally = find_tally(thread, site);
+  if (!tally || !tally->live) return;  // not counted (no memory for it then)
+  confirm_peak();
+  remove_block(tally);
+  if (g_heap.last_open && g_heap.last_thread == thread && g_heap.last_site == site) ++tally->temporaries;
+  g_heap.last_open = false;
+}
+
+void aggregate_move(ThreadState* t, uint32_t thread, uint32_t site, uint32_t new_site) {
+  uint64_t time = now_tick();
+  LockGuard guard(g_lock);
+  SiteTally* from = find_tally(thread, site);
+  if (!from || !from->live) return;
+  SiteTally* to = own_tally(t, new_site);
+  from = find_tally(thread, site);  // the table may have moved
+  if (!to) return;
+  confirm_peak();
+  remove_block(from);
+  --from->allocations;
+  add_block(to, time);
+  // The rule follows the block to its new site (core/temporaries.hpp, TemporaryRule::moved).
+  if (g_heap.last_open && thread == t->number && g_heap.last_thread == thread && g_heap.last_site == site)
+    g_heap.last_site = new_site;
+}
+
+namespace {
+
+// Writes `count` tallies of `thread` from `first`, as one TALLIES chunk.
+void write_tallies(uint32_t thread, uint32_t first, const SiteTally* sites, size_t count, uint64_t peak_index,
+                   uint8_t* buffer) {
+  uint8_t* p = put_varint(buffer, first);
+  p = put_varint(p, count);
+  for (size_t i = 0; i < count; ++i) {
+    const SiteTally& s = sites[i];
+    uint32_t at_peak = s.peak_index == peak_index ? s.live_at_peak : s.live;
+    p = put_varint(p, s.allocations);
+    p = put_varint(p, s.temporaries);
+    p = put_varint(p, s.live);
+    p = put_varint(p, at_peak);
+  }
+  writer_chunk(format::ChunkKind::kTallies, thread, buffer, static_cast<size_t>(p - buffer));
+}
+
+constexpr size_t kTalliesPerChunk = 16384;
+constexpr size_t kTallyBytes = 4 * format::kMaxVarint;
+
+// The AGGREGATE chunk: the heap's figures and every type's own peak.
+void write_summary(uint64_t time, uint8_t* buffer, size_t capacity) {
+  uint8_t* p = buffer;
+  for (uint64_t v : {time, g_heap.bytes, g_heap.blocks, g_heap.peak_bytes, g_heap.peak_time, g_heap.peak_blocks})
+    p = put_varint(p, v);
+  size_t types = 0;
+  for (size_t i = 0; i < g_types_capacity; ++i) types += g_types[i].tag != 0;
+  p = put_varint(p, types);
+  for (size_t i = 0; i < g_types_capacity; ++i) {
+    const TypeTally& type = g_types[i];
+    if (!type.tag) continue;
+    if (static_cast<size_t>(p - buffer) + 3 * format::kMaxVarint > capacity) break;  // cannot happen: sized below
+    p = put_varint(p, type.tag);
+    p = put_varint(p, type.peak_bytes);
+    p = put_varint(p, type.peak_time);
+  }
+  writer_chunk(format::ChunkKind::kAggregate, 0, buffer, static_cast<size_t>(p - buffer));
+}
+
+}  // namespace
+
+// The counts are written as they stand at one moment: the lock is held throughout
+// (signals blocked: a handler's allocation on this thread would wait for it forever).
+void write_aggregate(uint64_t time) {
+  BlockedSignals blocked;
+  LockGuard guard(g_lock);
+  confirm_peak();  // the moment written counts as a moment of the run
+  size_t most_sites = 0;  // the buffer holds the largest chunk, no more
+  for (uint32_t thread = 0; thread < g_threads_capacity; ++thread)
+    if (g_threads[thread].used > most_sites) most_sites = g_threads[thread].used;
+  if (most_sites > kTalliesPerChunk) most_sites = kTalliesPerChunk;
+  size_t buffer_size = most_sites * kTallyBytes + 2 * format::kMaxVarint;
+  size_t summary_size = (8 + 3 * g_types_used) * format::kMaxVarint;
+  if (summary_size > buffer_size) buffer_size = summary_size;
+  uint8_t* buffer = static_cast<uint8_t*>(map_pages(buffer_size, MemoryUse::kWriter));
+  if (!buffer) return;
+  for (uint32_t thread = 0; thread < g_threads_capacity; ++thread) {
+    const ThreadTallies& own = g_threads[thread];
+    for (size_t first = 0; first < own.used; first += kTalliesPerChunk) {
+      size_t count = own.used - first < kTalliesPerChunk ? own.used - first : kTalliesPerChunk;
+      write_tallies(thread, static_cast<uint32_t>(first), own.sites + first, count, g_heap.peak_index, buffer);
+    }
+  }
+  write_summary(time, buffer, buffer_size);
+  unmap_pages(buffer, buffer_size, MemoryUse::kWriter);
+}
+
+void aggregate_lock_for_fork() { g_lock.lock(); }
+void aggregate_unlock_after_fork() { g_lock.unlock(); }
+
+// The child's profile starts empty: the parent's blocks are not its own (see fork_child).
+void aggregate_reset_in_child() {
+  for (size_t i = 0; i < g_threads_capacity; ++i)
+    if (g_threads[i].capacity) unmap_pages(g_threads[i].sites, g_threads[i].capacity * sizeof(SiteTally), MemoryUse::kSites);
+  if (g_threads) unmap_pages(g_threads, g_threads_capacity * sizeof(ThreadTallies), MemoryUse::kSites);
+  if (g_types) unmap_pages(g_types, g_types_capacity * sizeof(TypeTally), MemoryUse::kTypes);
+  g_threads = nullptr;
+  g_threads_capacity = 0;
+  g_types = nullptr;
+  g_types_capacity = g_types_used = 0;
+  g_heap = Heap();
+  g_lock.unlock();
+}
+
+}  // namespace runtime
+}  // namespace heaptype

@@ -1,0 +1,152 @@
+"""The aggregated mode (issue 23): counts per call site in place of events.
+
+HEAPTYPE_MODE=aggregate (``heaptype run --aggregate``) keeps, per (thread, site),
+allocations, temporaries, blocks live and blocks live at the heap's peak, and per type
+its own peak (src/runtime/aggregate.hpp). Each program here runs twice, the same work
+each time: once recording every event, once aggregated. Everything the aggregated
+profile claims to know must equal what the full profile says: per type and per call
+path allocations, objects, bytes, temporaries and leaks, the heap's peak, a typed row's
+own peak, what each type had live at the peak; the rest must say it is not there.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import heaptype
+from conftest import run_profiled
+from heaptype.profile import ProfileError
+
+ROUNDS = "200000"  # steady_loop: ~0.4 M allocations, peak in the middle
+
+
+def record(cpp_programs, tmp_path, name: str, *args: str) -> tuple:
+    """The full and the aggregated profile of one program's run (same arguments)."""
+    program = cpp_programs.program(name)
+    profiles = []
+    for mode in ("full", "aggregate"):
+        output = tmp_path / f"{name}.{mode}.htp"
+        done = run_profiled(program, output, *args, env={"HEAPTYPE_MODE": mode}, timeout=300)
+        assert done.returncode == 0, done.stderr
+        profiles.append(heaptype.load(output))
+    full, aggregated = profiles
+    assert not full.aggregated and aggregated.aggregated
+    assert aggregated.complete and aggregated.warnings == []
+    return full, aggregated
+
+
+COUNTS = ("allocations", "objects", "bytes", "live_bytes", "live_blocks")
+
+
+def by_label(profile, fields) -> dict:
+    return {g.label: tuple(getattr(g, f) for f in fields) for g in profile.by_type()}
+
+
+def assert_same_counts(full, aggregated, fields) -> None:
+    assert by_label(aggregated, fields) == by_label(full, fields)
+    for f in fields:
+        assert getattr(aggregated.totals, f) == getattr(full.totals, f), f
+
+
+@pytest.mark.parametrize("name,args", [("steady_loop", (ROUNDS,)), ("temporaries", ())],
+                         ids=["steady_loop", "temporaries"])
+def test_one_thread_counts_peaks_and_leaks_equal_the_full_profile(cpp_programs, tmp_path, name, args):
+    full, aggregated = record(cpp_programs, tmp_path, name, *args)
+    assert_same_counts(full, aggregated, COUNTS + ("temporary_allocations",))
+    assert aggregated.totals.peak_bytes == full.totals.peak_bytes
+    # A typed row keeps its own peak; any other row says it shows the heap's peak's share.
+    own = {g.label: g.peak_bytes for g in aggregated.by_type() if not g.peak_at_heap_peak}
+    assert own and own == {label: g.peak_bytes for label, g in
+                           ((g.label, g) for g in full.by_type()) if label in own}
+    assert {g.label for g in aggregated.by_type() if g.type is not None and not g.inferred} <= set(own)
+    # What was live at the peak, type by type.
+    at_peak = [{g.label: g.live_bytes for g in p.at("peak").by_type() if g.live_bytes} for p in (full, aggregated)]
+    assert at_peak[1] == at_peak[0]
+    assert sum(at_peak[1].values()) == full.totals.peak_bytes
+    # Call paths: the same rows.
+    paths = [{(row.path, row.type): (row.allocations, row.bytes) for row in p.call_paths()}
+             for p in (full, aggregated)]
+    assert paths[1] == paths[0]
+    # The leaks: the same blocks by type and call stack.
+    assert aggregated.totals.live_blocks == full.totals.live_blocks
+
+
+def test_steady_loop_figures_are_the_programs(cpp_programs, tmp_path):
+    _, aggregated = record(cpp_programs, tmp_path, "steady_loop", ROUNDS)
+    rows = {g.label: g for g in aggregated.by_type()}
+    rounds = int(ROUNDS)
+    assert rows["Request"].allocations == rows["Reply"].allocations == rounds // 2
+    assert rows["Buffer"].allocations == rows["Buffer"].temporary_allocations == rounds
+    assert rows["Reply"].live_blocks == rounds // 2 // 1000  # one per 1,000 shrinking rounds leaked
+    assert rows["Request"].peak_bytes == rounds // 2 * 56 and rows["Reply"].peak_bytes == rounds // 2 * 32
+    assert rows["Buffer"].peak_bytes == 200
+    # Bounded by sites: the whole profile is a few KiB for 0.4 M allocations.
+    assert aggregated.file_bytes < 16 << 10
+
+
+def test_threads_counts_equal_the_full_profile(cpp_programs, tmp_path):
+    # Temporaries need one order of every thread's events: the full profile merges the
+    # threads' streams by clock ticks, the aggregated one counts in the true order.
+    full, aggregated = record(cpp_programs, tmp_path, "threads", "4", "3000")
+    assert_same_counts(full, aggregated, COUNTS)
+
+
+def test_peak_under_cross_thread_frees_stays_within_the_bound(cpp_programs, tmp_path):
+    bound, parcel, producers, per_producer = 48, 1000, 8, 5000  # tests/cpp/handoff.cpp
+    program = cpp_programs.program("handoff")
+    output = tmp_path / "handoff.htp"
+    done = run_profiled(program, output, str(producers), "8", str(per_producer),
+                        env={"HEAPTYPE_MODE": "aggregate"}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    row = heaptype.load(output).type_row("Parcel")
+    assert (row.allocations, row.live_bytes) == (producers * per_producer, 0)
+    assert not row.peak_at_heap_peak and parcel <= row.peak_bytes <= bound * parcel
+
+
+def test_views_that_replay_events_say_the_profile_is_aggregated(cpp_programs, tmp_path):
+    _, aggregated = record(cpp_programs, tmp_path, "temporaries")
+    for view in (lambda p: p.timeline(), lambda p: p.filter(time=(0, 1)), lambda p: p.at(0.5),
+                 lambda p: p.heaptrack(lambda text: None)):
+        with pytest.raises(ProfileError, match="aggregated profile"):
+            view(aggregated)
+    done = subprocess.run([sys.executable, "-m", "heaptype", "timeline", str(aggregated.path)],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "aggregated profile" in done.stderr and "--aggregate" in done.stderr
+    report = subprocess.run([sys.executable, "-m", "heaptype", "report", str(aggregated.path)],
+                            capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    assert "aggregated per call site" in report.stdout and "*" in report.stdout
+
+
+def test_a_profile_cut_before_its_counts_keeps_its_definitions(cpp_programs, tmp_path):
+    _, aggregated = record(cpp_programs, tmp_path, "temporaries")
+    data = open(aggregated.path, "rb").read()
+    # The counts are written at exit, just before the module map and the END chunk: cut
+    # inside them and no whole set is left.
+    for cut in range(len(data) - 1, 64, -1):
+        cut_path = tmp_path / "cut.htp"
+        cut_path.write_bytes(data[:cut])
+        raw = heaptype.load(cut_path).raw
+        if not raw.aggregate_complete:
+            break
+    profile = heaptype.load(cut_path)
+    assert profile.aggregated and profile.totals.allocations == 0
+    assert any("without a whole set of counts" in w for w in profile.warnings)
+
+
+def test_heaptype_run_aggregate(cpp_programs, tmp_path):
+    program = cpp_programs.program("steady_loop")
+    output = tmp_path / "run.htp"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "--aggregate", "-o", str(output), "--",
+                           str(program), "1000"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    profile = heaptype.load(output)
+    assert profile.aggregated and profile.type_row("Buffer").temporary_allocations == 1000
+    watch = subprocess.run([sys.executable, "-m", "heaptype", "run", "--aggregate", "--watch", "--",
+                            str(program), "10"], capture_output=True, text=True, env=env)
+    assert watch.returncode != 0 and "--watch" in watch.stderr

@@ -285,7 +285,7 @@ def _run_to_the_end(command: list[str], cwd: Path | None, environment: dict[str,
 
 def run_for_budget(command: list[str], *, output: str | os.PathLike | None = None, cwd: Path | None = None,
                    env: dict[str, str] | None = None, timeout: float | None = None,
-                   capture: bool = False, call_paths: bool = True) -> ProfiledRun:
+                   capture: bool = False, call_paths: bool = True, aggregate: bool = False) -> ProfiledRun:
     """A run whose profile a budget judges: the one way for ``pytest --heap-budget``,
     the CTest helper (``heaptype run --budget``) and the Bazel budget test. The caller's
     HEAPTYPE_* settings are dropped: a budget must not depend on who runs it (with
@@ -293,9 +293,14 @@ def run_for_budget(command: list[str], *, output: str | os.PathLike | None = Non
     wrapper that started several profiled processes, none of them the command's own,
     cannot be judged: budgets apply to one process. ``call_paths=False`` records each
     allocation's call site only (HEAPTYPE_CALLSTACK=none, unless ``env`` sets it): the
-    same figures per type, at a fraction of a start-up-heavy program's cost."""
+    same figures per type, at a fraction of a start-up-heavy program's cost. ``aggregate``:
+    counts per call site instead of events (HEAPTYPE_MODE=aggregate): every figure a
+    budget limits, exact, but a type's peak only where the runtime kept it (see
+    heaptype.budget.evaluate.MeasuredFigures.snapshot_peaks)."""
     if not call_paths:
         env = {"HEAPTYPE_CALLSTACK": "none", **(env or {})}
+    if aggregate:
+        env = {"HEAPTYPE_MODE": "aggregate", **(env or {})}
     run = run_profiled(command, output=output, cwd=cwd, env=env, timeout=timeout, capture=capture,
                        keep_settings=False)
     if run.other_profiles and run.profile_path is None:

@@ -65,6 +65,19 @@ void bind_budget_rows(py::module_& m) {
              return out;
            },
            "[(type name, or None for the untyped row; (peak, bytes, allocations, leaked))]")
+      .def("snapshot_peaks",
+           [](const BudgetRowsOut& o) {
+             py::list out;
+             const auto& rows = o.rows->rows();
+             for (size_t i = 0; i < rows.size(); ++i) {
+               if (!o.rows->snapshot_peak(rows[i])) continue;
+               bool untyped = o.rows->has_untyped() && i + 1 == rows.size();
+               out.append(untyped ? py::object(py::none()) : py::object(name_text(o.rows->name(rows[i]))));
+             }
+             return out;
+           },
+           "Aggregated profiles: the rows handed over whose peak is their share of the heap's peak, not "
+           "their own (type name, or None for the untyped row).")
       .def_property_readonly("totals",
                              [](const BudgetRowsOut& o) {
                                const core::Totals& t = o.rows->totals();

@@ -4,8 +4,7 @@
 // Per (thread, site) the profile holds allocations, temporaries, blocks live at the end
 // and blocks live at the heap's peak; per type tag its own peak. So every group gets
 // exact allocations, objects, bytes, temporaries and live (leaked) figures. Peaks: the
-// whole heap's is exact; a typed group's is its own (its tags' peak; a name several
-// tags share adds them up); every other group (untyped and inferred rows, threads,
+// whole heap's is exact; a typed group's is its own (its tag's peak); every other group (untyped and inferred rows, threads,
 // functions, call paths, a filtered selection) shows what it had live at the heap's
 // peak (TypeGroup::peak_at_heap_peak), which is the peak snapshot: no more than its own.
 #include "analysis.hpp"
@@ -47,25 +46,26 @@ void Analysis::apply_live_counts(Placement& p, const format::SiteCounts& c, uint
   totals_.frees += c.allocations - c.live;
 }
 
-// Typed groups: their own peak, from their tags' (groups with a filter on threads, sizes
-// or functions keep the snapshot: their own peak counts only what the filter keeps).
+// Groups of one type tag get that tag's own peak. A name that several tags share, the
+// untyped and inferred rows, and a pass with a filter on threads, sizes or functions
+// (its groups' own peaks count only what it keeps) keep the snapshot.
 void Analysis::apply_type_peaks() {
   bool filtered = !options_.threads.empty() || options_.min_size > 0 || options_.max_size != UINT64_MAX ||
                   !options_.functions_on_path.empty();
   if (filtered) return;
-  std::vector<bool> seen(types_.size(), false);
+  std::vector<uint32_t> tags(types_.size(), 0);  // tags counted in each group
+  std::vector<const format::TypePeak*> peak_of(types_.size(), nullptr);
   for (const format::TypePeak& type : file_.aggregate().types) {
     auto it = group_of_tag_.find(type.tag);
     if (it == group_of_tag_.end()) continue;  // no block of it is counted
-    TypeGroup& g = types_[it->second];
-    Figures& f = g.figures;
-    if (!seen[it->second]) {
-      seen[it->second] = true;
-      f.peak_bytes = 0;
-    }
-    f.peak_bytes += type.peak_bytes;
-    if (type.peak_time > f.peak_time || f.peak_bytes == type.peak_bytes) f.peak_time = type.peak_time;
-    g.peak_at_heap_peak = false;
+    ++tags[it->second];
+    peak_of[it->second] = &type;
+  }
+  for (size_t g = 0; g < types_.size(); ++g) {
+    if (tags[g] != 1) continue;
+    types_[g].figures.peak_bytes = peak_of[g]->peak_bytes;
+    types_[g].figures.peak_time = peak_of[g]->peak_time;
+    types_[g].peak_at_heap_peak = false;
   }
 }
 

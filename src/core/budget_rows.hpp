@@ -58,6 +58,9 @@ class BudgetRows {
   // Typed rows first, in the order of the analysis' groups; then the untyped row.
   const std::vector<BudgetRow>& rows() const { return rows_; }
   bool has_untyped() const { return has_untyped_; }
+  // Aggregated profiles: the row's peak is its share of the heap's peak, not its own
+  // (see TypeGroup::peak_at_heap_peak): a budget cannot judge it.
+  bool snapshot_peak(const BudgetRow& row) const { return analysis_.types()[row.group].peak_at_heap_peak; }
   const std::string& name(const BudgetRow& row) const;
   const Totals& totals() const { return analysis_.totals(); }
   size_t typed_rows() const { return typed_rows_; }

@@ -913,3 +913,40 @@ def test_the_example_project_passes_its_own_budgets(pytester, budget_programs):
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) >= 3 and "failed" not in outcomes and "error" not in outcomes, \
         result.stdout.str()
+
+
+def test_budget_runs_count_per_call_site_and_record_events_only_for_what_counts_cannot_judge(project):
+    """The first run of a budget test is aggregated (HEAPTYPE_MODE=aggregate): a typed
+    row's peak, allocations, bytes and leaks are exact in it. A peak limit on the untyped
+    row (whose own peak an aggregated run does not keep) makes a run that records events,
+    and its figures are the verdict's."""
+    write_budget(project, """
+[[tests]]
+name = "typed"
+command = ["build/workload", "small=1000", "leak=3"]
+[tests.types."Small"]
+peak = "64 KiB"
+allocations = 1000
+[tests.types."Leaky"]
+leaked = "72 B"
+
+[[tests]]
+name = "untyped"
+command = ["build/workload", "malloc=1000"]
+[tests.types."(untyped)"]
+peak = "2 MiB"
+""")
+    result = run(project, "--heap-budget", "--heap-profile-dir=profiles", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=2)
+    runs = {d.name.split("-")[0] + ("-events" if d.name.endswith("-events") else ""): d
+            for d in (project.path / "profiles").iterdir() if d.is_dir()}
+    assert set(runs) == {"typed", "untyped", "untyped-events"}
+    loaded = {name: heaptype.load(next(d.glob("*.htp"))) for name, d in runs.items()}
+    assert loaded["typed"].aggregated and loaded["untyped"].aggregated and not loaded["untyped-events"].aggregated
+    properties = junit_properties(project.path / "junit.xml")
+    assert {k: v for k, v in properties["typed"].items() if k.endswith("[Small]")} == {
+        "heaptype.peak[Small]": "16000", "heaptype.bytes[Small]": "16000",
+        "heaptype.allocations[Small]": "1000", "heaptype.leaked[Small]": "0"}
+    assert properties["typed"]["heaptype.leaked[Leaky]"] == "72"
+    peak = int(properties["untyped"]["heaptype.peak[(untyped)]"])
+    assert peak == loaded["untyped-events"].type_row(None).peak_bytes

@@ -45,12 +45,15 @@ def measure(profile) -> dict[str, Figures]:
     """Figures per row label of a loaded profile, plus the whole process as "(total)"."""
     # The pass's groups as they come: by_type() would sort them, and a GoogleTest binary
     # has a thousand types in every test, measured for every test.
-    figures = {}
+    figures = MeasuredFigures()
     for r in profile.analysis(infer=False).types:
         allocations = r.allocations
         if allocations or r.live_blocks:
             name = r.type
-            figures[UNTYPED if name is None else name] = Figures(r.peak_bytes, r.bytes, allocations, r.live_bytes)
+            label = UNTYPED if name is None else name
+            figures[label] = Figures(r.peak_bytes, r.bytes, allocations, r.live_bytes)
+            if getattr(profile, "aggregated", False) and r.peak_at_heap_peak:
+                figures.snapshot_peaks.add(label)
     t = profile.totals
     figures[TOTAL] = Figures(t.peak_bytes, t.bytes, t.allocations, t.live_bytes)
     for finding in getattr(profile, "findings", ()):
@@ -62,7 +65,17 @@ def measure(profile) -> dict[str, Figures]:
     return figures
 
 
-class CheckFigures(dict):
+class MeasuredFigures(dict):
+    """Figures by row label; ``snapshot_peaks``: the labels whose peak, in an aggregated
+    profile, is their share of the heap's peak rather than their own (a budget cannot
+    judge it: the run is made again recording events)."""
+
+    def __init__(self, rows: dict | None = None):
+        super().__init__(rows or {})
+        self.snapshot_peaks: set[str] = set()
+
+
+class CheckFigures(MeasuredFigures):
     """The rows of a profile a budget check uses (``measure_for_check``), as ``measure``
     gives them, and the names of all its typed rows when a hint needs them."""
 
@@ -70,6 +83,7 @@ class CheckFigures(dict):
         super().__init__(rows)
         self._source = source
         self.typed_rows = source.typed_rows
+        self.snapshot_peaks = {UNTYPED if name is None else name for name in source.snapshot_peaks()}
 
     def typed_labels(self) -> list[str]:
         """Every typed row's label, not only those at hand (in the order ``measure`` gives)."""

@@ -52,15 +52,24 @@ def _memory_moments(ranges: dict | None) -> list:
     return times
 
 
+AGGREGATED_TIMELINE_NOTE = ("an aggregated profile (heaptype run --aggregate) keeps counts per call site, not "
+                            "events: no timeline; record without --aggregate to see one")
+
+
 def report_data(profile, *, ranges: int | None = None, top: int = TOP_SERIES) -> dict:
     """Everything the page of ``profile`` shows, as JSON-ready data. ``ranges``: time
     buckets a brushed range snaps to (None: by the file's size; 0: none)."""
-    if ranges is None:
-        ranges = default_ranges(profile)
-    # First: this one pass (with the call tree, for the function and callpath groupings)
-    # serves every view below but the ranges. By type first: the page draws it first,
-    # and the types' colours follow its series.
-    timelines = timelines_json(profile, TIMELINE_GROUPINGS, top)
+    if profile.aggregated:  # counts, no events: no timelines, no time ranges
+        ranges = 0
+        timelines = {"type": {"times_s": [], "series": [], "peak_bytes": profile.totals.peak_bytes,
+                              "note": AGGREGATED_TIMELINE_NOTE}}
+    else:
+        if ranges is None:
+            ranges = default_ranges(profile)
+        # First: this one pass (with the call tree, for the function and callpath groupings)
+        # serves every view below but the ranges. By type first: the page draws it first,
+        # and the types' colours follow its series.
+        timelines = timelines_json(profile, TIMELINE_GROUPINGS, top)
     types = types_json(profile)
     types["rows"], types["rows_cut"] = _capped(types["rows"], MAX_TYPES)
     functions = functions_json(profile, inlined=False)

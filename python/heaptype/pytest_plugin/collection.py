@@ -167,10 +167,20 @@ class BudgetItem(pytest.Item):
         state: HeapState = self.config.stash[STATE]
         budget = self.budget.named(self.nodeid)
         try:
-            run = self._run(state, call_paths=state.call_paths_always)
+            # The first run counts per call site (aggregated: no events to write or read)
+            # unless call paths are always wanted or every row's figures are kept (a
+            # baseline, --heap-json, --heap-report: an aggregated run has no own peak for
+            # the untyped row); a checked peak it did not keep, or a failure, makes a
+            # second run that records every event.
+            quick = not state.call_paths_always
+            run = self._run(state, call_paths=not quick, aggregate=quick and not state.keeps_all_rows)
             self._output_sections(run)
             record, failure = judge(state, self.nodeid, budget, run)
-            if failure and not state.call_paths_always and process_problem(run, budget.test) is None:
+            if record.get("needs_events"):
+                run = self._run(state, call_paths=True, suffix="-events")
+                record, failure = judge(state, self.nodeid, budget, run)
+                quick = False
+            if failure and quick and process_problem(run, budget.test) is None:
                 record, failure, run = self._judge_with_call_paths(state, budget, record, failure, run)
             failure = with_failure_page(record, failure, run)
         except RunProblem as e:
@@ -180,10 +190,10 @@ class BudgetItem(pytest.Item):
         if failure:
             raise HeapBudgetFailure(failure)
 
-    def _run(self, state: HeapState, *, call_paths: bool, suffix: str = "") -> HeapRun:
+    def _run(self, state: HeapState, *, call_paths: bool, suffix: str = "", aggregate: bool = False) -> HeapRun:
         run = run_program(self.spec.command, cwd=self.spec.cwd, env=self.spec.env, timeout=self.spec.timeout,
                           out_dir=state.profile_dir() / (safe_name(self.nodeid) + suffix), name=self.name,
-                          names=state.names, call_paths=call_paths)
+                          names=state.names, call_paths=call_paths, aggregate=aggregate)
         run.expect = self.spec.expect
         return run
 

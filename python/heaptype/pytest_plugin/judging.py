@@ -22,9 +22,11 @@ def judge(state: HeapState, test: str, budget: hb.Budget, run: HeapRun,
           figures: dict[str, hb.Figures] | None = None) -> tuple[dict, str | None]:
     """Evaluate one run: its record for summaries, and its failure text (None: passed).
     ``figures``: the rows when they are not the whole profile's (a test in this
-    process). Warnings about budget patterns wait for the end of the session: a
+    process). An aggregated run that cannot be judged gives ({"needs_events": True}, None). Warnings about budget patterns wait for the end of the session: a
     pattern that matches in some other test is no mistake."""
     profile = run.profile
+    if getattr(profile, "aggregated", False) and not profile.raw.aggregate_complete:
+        return {"needs_events": True}, None
     stored = state.baseline.figures(test) if state.baseline is not None else None
     if figures is None:
         # only the rows this check can show, store, compare or fail (a GoogleTest binary
@@ -33,6 +35,8 @@ def judge(state: HeapState, test: str, budget: hb.Budget, run: HeapRun,
                                        top=max(state.baseline_top, hb.MEASURED_LARGEST))
     evaluation = hb.evaluate(budget, figures, profile_path=str(run.profile_path), complete=profile.complete,
                              hints=state.pattern_hints)
+    if needs_events(profile, figures, evaluation):
+        return {"needs_events": True}, None
     shown = set(evaluation.shown_labels(budget))
     kept = hb.kept_labels(evaluation.figures, shown, state.baseline_top)
     comparison = None
@@ -52,6 +56,17 @@ def judge(state: HeapState, test: str, budget: hb.Budget, run: HeapRun,
     record["passed"] = False
     record["failure"] = failure
     return record, failure
+
+
+def needs_events(profile, figures, evaluation) -> bool:
+    """An aggregated run a budget cannot judge: a row whose peak a limit checks has no
+    own peak in it (the untyped row, a name several type tags share: only their share of
+    the heap's peak). The caller runs the program again, recording events; so too when
+    the aggregated run wrote no counts (it crashed, or was killed)."""
+    snapshot = getattr(figures, "snapshot_peaks", ())
+    if not getattr(profile, "aggregated", False) or not snapshot:
+        return False
+    return any("peak" in evaluation.limits.get(label, {}) for label in snapshot)
 
 
 def process_problem(run: HeapRun, test: str) -> tuple[str, str] | None:

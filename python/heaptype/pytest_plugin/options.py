@@ -96,6 +96,10 @@ class HeapState:
         self.json_path = self._path(option.heap_json, None)
         self.records: list[dict] = []
         self.saved_baseline: Path | None = None
+        # Every measured row's figures leave the session (stored, compared, written out):
+        # budget runs then record events (an aggregated run keeps no own peak for some rows).
+        self.keeps_all_rows = bool(self.baseline_path or self.save_baseline or option.heap_json or
+                                   option.heap_report)
         self.names = SessionNames()  # per-binary tables, for every profile this process loads
         self.pattern_hints: dict = {}  # close type names of each unmatched budget pattern, found once
         self.leaks = option.heap_leaks

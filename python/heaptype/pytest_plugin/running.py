@@ -76,14 +76,15 @@ class HeapRun:
 
 def run_program(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float | None,
                 out_dir: Path, name: str = "", names: SessionNames | None = None,
-                call_paths: bool = True) -> HeapRun:
+                call_paths: bool = True, aggregate: bool = False) -> HeapRun:
     """Run a command with profiling on (heaptype.runner.run_for_budget, as the CTest
-    helper and the Bazel budget test do); the profile lands in ``out_dir``."""
+    helper and the Bazel budget test do); the profile lands in ``out_dir``. ``aggregate``:
+    counts per call site, no events (see run_for_budget)."""
     if out_dir.exists():
         shutil.rmtree(out_dir)
     try:
         done = run_for_budget(command, output=out_dir / "%e.%p.htp", cwd=cwd, env=env, timeout=timeout, capture=True,
-                              call_paths=call_paths)
+                              call_paths=call_paths, aggregate=aggregate)
     except RunError as e:
         raise RunProblem(str(e)) from None
     return HeapRun(done.command, done.returncode, done.stdout or "", done.stderr or "", done.profile_path,

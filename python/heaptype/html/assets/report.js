@@ -241,7 +241,7 @@
     drawnBy = by;
     document.getElementById("timeline-title").textContent = "Live bytes over time, by " + GROUPING_LABELS[by];
     if (!timeline.times_s.length) {
-      container.appendChild(el("p", {className: "note", text: "no allocations"}));
+      container.appendChild(el("p", {className: "note", text: timeline.note || "no allocations"}));
       return;
     }
     const size = chartSize(container, 280);

@@ -13,6 +13,8 @@ Two workloads, each run in interleaved rounds (medians reported):
 * bench/long_loop.cpp, built plain and with `heaptype --cflags/--ldflags`, allocating at
   full speed for --loop-seconds: peak RSS against plain's and the profile's size.
 
+Both HeapType builds also run aggregated (HEAPTYPE_MODE=aggregate: counts per call site).
+
 usage:
   python bench/footprint_bench.py --gtest PLAIN_BIN HEAPTYPE_BIN --name "yaml-cpp c3f8112"
   python bench/footprint_bench.py --loop-seconds 60
@@ -92,11 +94,11 @@ class Bench:
         measured["load"] = load_average()
         return measured
 
-    def profiled(self, name: str, cmd: list[str]) -> tuple[dict, str]:
+    def profiled(self, name: str, cmd: list[str], mode: str = "full") -> tuple[dict, str]:
         profile = os.path.join(self.work, name + ".htp")
         if os.path.exists(profile):
             os.remove(profile)
-        return self.run(name, cmd, clean_env(HEAPTYPE_OUTPUT=profile)), profile
+        return self.run(name, cmd, clean_env(HEAPTYPE_OUTPUT=profile, HEAPTYPE_MODE=mode)), profile
 
     def heaptracked(self, name: str, cmd: list[str]) -> tuple[dict, str]:
         base = os.path.join(self.work, name + ".heaptrack")
@@ -109,7 +111,7 @@ class Bench:
 
 
 def gtest_rounds(bench: Bench, plain: str, instrumented: str, rounds: int) -> list[list]:
-    runs = {"plain": [], "heaptype": [], "heaptype run": [], "heaptrack": []}
+    runs = {"plain": [], "heaptype": [], "heaptype aggregate": [], "heaptype run": [], "heaptrack": []}
     counts = {}
     for r in range(rounds):
         log(f"gtest round {r + 1}/{rounds} (load {load_average():.2f})")
@@ -117,6 +119,9 @@ def gtest_rounds(bench: Bench, plain: str, instrumented: str, rounds: int) -> li
         measured, profile = bench.profiled("gtest_heaptype", [instrumented])
         measured["file_bytes"] = os.path.getsize(profile)
         runs["heaptype"].append(measured)
+        measured, aggregated = bench.profiled("gtest_aggregate", [instrumented], "aggregate")
+        measured["file_bytes"] = os.path.getsize(aggregated)
+        runs["heaptype aggregate"].append(measured)
         # The plain build under `heaptype run` (the runtime preloaded): the very binary heaptrack
         # runs, so that the counts compare one to one.
         preloaded = os.path.join(bench.work, "gtest_preloaded.htp")
@@ -127,6 +132,7 @@ def gtest_rounds(bench: Bench, plain: str, instrumented: str, rounds: int) -> li
         measured["file_bytes"] = os.path.getsize(trace)
         runs["heaptrack"].append(measured)
     counts["heaptype"] = heaptype_totals(bench.cli, profile)
+    counts["heaptype aggregate"] = heaptype_totals(bench.cli, aggregated)
     counts["heaptype run"] = heaptype_totals(bench.cli, preloaded)
     counts["heaptrack"] = heaptrack_totals(trace)
     return summarise("gtest", runs, counts)
@@ -142,7 +148,7 @@ def loop_rounds(bench: Bench, seconds: float, rounds: int) -> list[list]:
         code, out = capture(cmd)
         if code != 0:
             raise BenchError(f"build failed: {shlex.join(cmd)}\n{out[-2000:]}")
-    runs = {"plain": [], "heaptype": []}
+    runs = {"plain": [], "heaptype": [], "heaptype aggregate": []}
     for r in range(rounds):
         log(f"loop round {r + 1}/{rounds}, {seconds:g} s each (load {load_average():.2f})")
         measured = bench.run("loop_plain", [plain, str(seconds)], clean_env())
@@ -152,7 +158,12 @@ def loop_rounds(bench: Bench, seconds: float, rounds: int) -> list[list]:
         measured["file_bytes"] = os.path.getsize(profile)
         measured["work"] = loop_allocations(os.path.join(bench.work, "loop_heaptype.out"))
         runs["heaptype"].append(measured)
-    return summarise(f"loop {seconds:g} s", runs, {"heaptype": heaptype_totals(bench.cli, profile)})
+        measured, aggregated = bench.profiled("loop_aggregate", [profiled, str(seconds)], "aggregate")
+        measured["file_bytes"] = os.path.getsize(aggregated)
+        measured["work"] = loop_allocations(os.path.join(bench.work, "loop_aggregate.out"))
+        runs["heaptype aggregate"].append(measured)
+    return summarise(f"loop {seconds:g} s", runs, {"heaptype": heaptype_totals(bench.cli, profile),
+                                                   "heaptype aggregate": heaptype_totals(bench.cli, aggregated)})
 
 
 def loop_allocations(out_path: str) -> int:

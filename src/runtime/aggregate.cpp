@@ -1,5 +1,9 @@
 #include "aggregate.hpp"
 
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "../format/profile_format.hpp"
@@ -61,6 +65,10 @@ struct Heap {
 };
 
 SpinLock g_lock;
+// The thread that counts without the lock while it is the only one (see aggregate.hpp).
+std::atomic<bool> g_shared{true};       // false only while the owner may skip the lock
+std::atomic<uint32_t> g_owner{0};       // its thread number (0: not claimed yet)
+std::atomic<ThreadState*> g_owner_state{nullptr};
 Heap g_heap;
 ThreadTallies* g_threads = nullptr;  // by thread number
 size_t g_threads_capacity = 0;
@@ -144,7 +152,18 @@ SiteTally* find_tally(uint32_t thread, uint32_t site) {
   return &g_threads[thread].sites[site];
 }
 
-SiteTally* own_tally(ThreadState* t, uint32_t site) {
+SiteTally* new_own_tally(ThreadState* t, uint32_t site);
+
+// The tally of this thread's `site`, made on its first event.
+__attribute__((always_inline)) inline SiteTally* own_tally(ThreadState* t, uint32_t site) {
+  if (__builtin_expect(t->number < g_threads_capacity, 1)) {
+    ThreadTallies& own = g_threads[t->number];
+    if (__builtin_expect(site < own.used && own.sites[site].known, 1)) return &own.sites[site];
+  }
+  return new_own_tally(t, site);
+}
+
+SiteTally* new_own_tally(ThreadState* t, uint32_t site) {
   ThreadTallies* own = thread_tallies(t->number);
   if (!own || !grow(&own->sites, &own->capacity, size_t{site} + 1, 1024)) return nullptr;
   if (site >= own->used) own->used = site + 1;
@@ -187,7 +206,7 @@ inline void remove_type_bytes(const SiteTally* tally) {
   if (tally->type) g_types[tally->type - 1].live_bytes -= tally->size;
 }
 
-void add_block(SiteTally* tally, uint64_t time) {
+__attribute__((always_inline)) inline void add_block(SiteTally* tally, uint64_t time) {
   touch(tally);
   ++tally->live;
   ++tally->allocations;
@@ -197,7 +216,7 @@ void add_block(SiteTally* tally, uint64_t time) {
   add_type_bytes(tally, time);
 }
 
-void remove_block(SiteTally* tally) {
+__attribute__((always_inline)) inline void remove_block(SiteTally* tally) {
   touch(tally);
   --tally->live;
   g_heap.bytes -= tally->size;
@@ -205,11 +224,63 @@ void remove_block(SiteTally* tally) {
   remove_type_bytes(tally);
 }
 
+// Everyone takes the lock from now on; returns when the owner is out of its count.
+void end_ownership() {
+  if (g_shared.load(std::memory_order_acquire)) return;
+  g_shared.store(true, std::memory_order_seq_cst);
+  syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+  ThreadState* owner = g_owner_state.load(std::memory_order_acquire);
+  while (owner && owner->counting.load(std::memory_order_acquire)) cpu_relax();
+}
+
+// One count of thread `t`: without the lock when it owns the counts (claiming them if
+// no one has), else under it.
+class Counting {
+ public:
+  explicit Counting(ThreadState* t) : t_(t) {
+    if (!g_shared.load(std::memory_order_relaxed) && owns(t)) {
+      t->counting.store(true, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // the other side's fence is the membarrier
+      if (!g_shared.load(std::memory_order_relaxed)) return;
+      t->counting.store(false, std::memory_order_release);
+    }
+    locked_ = true;
+    end_ownership();
+    g_lock.lock();
+  }
+  ~Counting() {
+    if (locked_)
+      g_lock.unlock();
+    else
+      t_->counting.store(false, std::memory_order_release);
+  }
+  Counting(const Counting&) = delete;
+  Counting& operator=(const Counting&) = delete;
+
+ private:
+  static bool owns(ThreadState* t) {
+    uint32_t owner = g_owner.load(std::memory_order_relaxed);
+    if (owner == t->number) return true;
+    if (owner != 0) return false;
+    if (!g_owner.compare_exchange_strong(owner, t->number)) return false;
+    g_owner_state.store(t, std::memory_order_release);  // before its first "inside" flag
+    return true;
+  }
+
+  ThreadState* t_;
+  bool locked_ = false;
+};
+
 }  // namespace
+
+void aggregate_start() {
+  bool fence = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  g_shared.store(!fence, std::memory_order_release);
+}
 
 void aggregate_alloc(ThreadState* t, uint32_t site) {
   uint64_t time = now_tick();
-  LockGuard guard(g_lock);
+  Counting counting(t);
   SiteTally* tally = own_tally(t, site);
   if (!tally) return;
   if (tally->size == 0) confirm_peak();  // the heap does not grow: the peak was before
@@ -221,7 +292,7 @@ void aggregate_alloc(ThreadState* t, uint32_t site) {
 }
 
 void aggregate_free(ThreadState* t, uint32_t thread, uint32_t site) {
-  LockGuard guard(g_lock);
+  Counting counting(t);
   bump(t->frees, 1);
   SiteTally* tally = find_tally(thread, site);
   if (!tally || !tally->live) return;  // not counted (no memory for it then)
@@ -233,7 +304,7 @@ void aggregate_free(ThreadState* t, uint32_t thread, uint32_t site) {
 
 void aggregate_move(ThreadState* t, uint32_t thread, uint32_t site, uint32_t new_site) {
   uint64_t time = now_tick();
-  LockGuard guard(g_lock);
+  Counting counting(t);
   SiteTally* from = find_tally(thread, site);
   if (!from || !from->live) return;
   SiteTally* to = own_tally(t, new_site);
@@ -294,6 +365,7 @@ void write_summary(uint64_t time, uint8_t* buffer, size_t capacity) {
 // (signals blocked: a handler's allocation on this thread would wait for it forever).
 void write_aggregate(uint64_t time) {
   BlockedSignals blocked;
+  end_ownership();
   LockGuard guard(g_lock);
   confirm_peak();  // the moment written counts as a moment of the run
   size_t most_sites = 0;  // the buffer holds the largest chunk, no more
@@ -316,7 +388,10 @@ void write_aggregate(uint64_t time) {
   unmap_pages(buffer, buffer_size, MemoryUse::kWriter);
 }
 
-void aggregate_lock_for_fork() { g_lock.lock(); }
+void aggregate_lock_for_fork() {
+  end_ownership();
+  g_lock.lock();
+}
 void aggregate_unlock_after_fork() { g_lock.unlock(); }
 
 // The child's profile starts empty: the parent's blocks are not its own (see fork_child).
@@ -330,6 +405,9 @@ void aggregate_reset_in_child() {
   g_types = nullptr;
   g_types_capacity = g_types_used = 0;
   g_heap = Heap();
+  g_owner.store(0);
+  g_owner_state.store(nullptr);
+  aggregate_start();  // a new process: its counts may have an owner again
   g_lock.unlock();
 }
 

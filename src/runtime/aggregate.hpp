@@ -19,6 +19,13 @@
 //
 // The owner of the events calls these with `busy` set (a signal handler's events wait,
 // thread_state.hpp), so the lock is never taken twice on one thread.
+//
+// Most programs that run long on one thread pay no lock: the first thread to count owns
+// the counts and skips it, until anything else needs them (another thread's first event,
+// a snapshot, dump(), fork()). That one sets `shared` and waits until the owner is out
+// of its count: a membarrier(2) makes the owner's "inside" flag visible to it, or the
+// flag `shared` visible to the owner (an asymmetric fence: the owner's side is a plain
+// store and load). From then on everyone takes the lock. Without membarrier, always.
 #ifndef HEAPTYPE_RUNTIME_AGGREGATE_HPP
 #define HEAPTYPE_RUNTIME_AGGREGATE_HPP
 
@@ -41,6 +48,8 @@ void aggregate_free(ThreadState* t, uint32_t thread, uint32_t site);
 // The block counted at (thread, site) counts at this thread's `new_site` from now on.
 void aggregate_move(ThreadState* t, uint32_t thread, uint32_t site, uint32_t new_site);
 
+// At start-up, in aggregated mode: whether the first counting thread may skip the lock.
+void aggregate_start();
 // Writes the counts as they are now: TALLIES chunks, then an AGGREGATE chunk.
 void write_aggregate(uint64_t time);
 // Fork: the lock is held across fork(); the child starts with no counts.

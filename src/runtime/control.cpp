@@ -284,6 +284,7 @@ int start_up() {
   expand_output_path(g_output_pattern, false, path, sizeof path);
   writer_set_mode(entry_mode());
   g_aggregating = aggregated_mode_from_env();
+  if (g_aggregating) aggregate_start();
   writer_set_aggregated(g_aggregating);
   // Compressed unless asked otherwise; an aggregated profile holds only definitions and
   // counts, and its stream's ~1 MiB would be most of the runtime's memory: plain unless asked.

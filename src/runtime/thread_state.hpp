@@ -143,6 +143,8 @@ struct ThreadState {
   // Header bytes beyond 16 per tracked block: those of untracked blocks and the
   // padding of over-aligned ones, allocated minus freed by this thread.
   std::atomic<int64_t> other_header_bytes;
+  // Aggregated mode: inside a count of its own without the lock (aggregate.cpp).
+  std::atomic<bool> counting;
 
   // --- shared with collectors (see above)
   std::atomic<size_t> committed;

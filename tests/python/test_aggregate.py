@@ -150,3 +150,28 @@ def test_heaptype_run_aggregate(cpp_programs, tmp_path):
     watch = subprocess.run([sys.executable, "-m", "heaptype", "run", "--aggregate", "--watch", "--",
                             str(program), "10"], capture_output=True, text=True, env=env)
     assert watch.returncode != 0 and "--watch" in watch.stderr
+
+
+def run_control(cpp_programs, directory, mode: str, *args: str):
+    directory.mkdir()
+    output = directory / "control.htp"
+    done = run_profiled(cpp_programs.program("control"), output, *args, env={"HEAPTYPE_MODE": mode})
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_dump_and_fork_write_the_counts_of_their_moment_and_process(cpp_programs, tmp_path):
+    """heaptype::dump() mid-run and a forked child (tests/cpp/control.cpp): each
+    aggregated profile counts what the full profile of the same moment and process does."""
+    for mode in ("full", "aggregate"):
+        run_control(cpp_programs, tmp_path / f"dump-{mode}", mode, "dump", str(tmp_path / f"dump-{mode}" / "mid.htp"))
+        run_control(cpp_programs, tmp_path / f"fork-{mode}", mode, "fork")
+    for name in ("dump", "fork"):
+        full = sorted((tmp_path / f"{name}-full").iterdir())
+        aggregated = sorted((tmp_path / f"{name}-aggregate").iterdir())
+        assert len(full) == len(aggregated) == 2
+        for f, a in zip(full, aggregated):
+            f_profile, a_profile = heaptype.load(f), heaptype.load(a)
+            assert a_profile.aggregated and a_profile.complete and a_profile.warnings == []
+            assert_same_counts(f_profile, a_profile, COUNTS)
+            assert a_profile.totals.peak_bytes == f_profile.totals.peak_bytes

@@ -57,7 +57,13 @@ def cmd_check(args) -> int:
     budgets = _load_budgets(args.budget)
     profile = load_profile(args.profile)
     budget = choose_budget(budgets, args.test, profile)
-    evaluation = hb.evaluate(budget, hb.measure(profile), profile_path=args.profile, complete=profile.complete)
+    figures = hb.measure(profile)
+    evaluation = hb.evaluate(budget, figures, profile_path=args.profile, complete=profile.complete)
+    unjudged = sorted(label for label in figures.snapshot_peaks if "peak" in evaluation.limits.get(label, {}))
+    if unjudged:
+        raise CommandError(f"check: {args.profile} is an aggregated profile: it keeps no own peak for "
+                           f"{', '.join(unjudged)}, whose peak the budget limits; record the program without "
+                           "--aggregate (HEAPTYPE_MODE=full)")
     for message in evaluation.warnings:
         print(f"heaptype: warning: {message}", file=sys.stderr)
     table = ["  " + line for line in hb.render_table(

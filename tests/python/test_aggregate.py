@@ -175,3 +175,17 @@ def test_dump_and_fork_write_the_counts_of_their_moment_and_process(cpp_programs
             assert a_profile.aggregated and a_profile.complete and a_profile.warnings == []
             assert_same_counts(f_profile, a_profile, COUNTS)
             assert a_profile.totals.peak_bytes == f_profile.totals.peak_bytes
+
+
+def test_heaptype_check_judges_what_the_counts_hold_and_names_what_they_do_not(cpp_programs, tmp_path):
+    _, aggregated = record(cpp_programs, tmp_path, "steady_loop", ROUNDS)
+    budget = tmp_path / "heap-budget.toml"
+    check = [sys.executable, "-m", "heaptype", "check", str(aggregated.path), "--budget", str(budget)]
+    head = '[[tests]]\nname = "loop"\ncommand = ["steady_loop"]\n'
+    budget.write_text(head + '[tests.types."Request"]\npeak = "4 MiB"\nallocations = 100000\n')
+    over = subprocess.run(check, capture_output=True, text=True)
+    assert over.returncode == 1 and "Request" in over.stdout and "5,600,000 B" in over.stdout
+    budget.write_text(head + '[tests.types."(untyped)"]\npeak = "1 MiB"\n')
+    unjudged = subprocess.run(check, capture_output=True, text=True)
+    assert unjudged.returncode == 2
+    assert "aggregated profile" in unjudged.stderr and "(untyped)" in unjudged.stderr

@@ -12,6 +12,7 @@ Modes of the TinyXML-2 driver (xml_driver.cpp):
                            `heaptype --ldflags` (the static runtime)
   type-aware               Clang 22 of the ziglang wheel (libc++), type-aware capture
   preload                  the plain binary under `heaptype run` (runtime preloaded)
+  aggregate                the frame-pointer build with HEAPTYPE_MODE=aggregate (counts per site)
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 XML_DRIVER = HERE / "xml_driver.cpp"
 ZIG_CXX = [sys.executable, "-m", "ziglang", "c++"]
 
-XML_MODES = ("plain", "frame-pointer", "instrument", "none", "type-aware", "preload")
+XML_MODES = ("plain", "frame-pointer", "instrument", "none", "type-aware", "preload", "aggregate")
 REFERENCE = "plain"
 HEAPTYPE_CLI = [sys.executable, "-m", "heaptype"]
 
@@ -159,13 +160,15 @@ def _build_step(command: list[str], what: str) -> None:
 
 
 def build_name(mode: str) -> str:
-    """The build a mode runs: the preload mode runs the plain one."""
-    return "plain" if mode == "preload" else mode
+    """The build a mode runs: the preload mode runs the plain one, the aggregate mode the
+    frame-pointer one."""
+    return {"preload": "plain", "aggregate": "frame-pointer"}.get(mode, mode)
 
 
 def build_xml_driver(mode: str, tinyxml2: Path, workdir: Path) -> Path:
     """The driver and TinyXML-2, built unmodified in `mode`: workdir/<build_name>/xml_driver."""
-    build = workdir / build_name(mode)
+    mode = build_name(mode)
+    build = workdir / mode
     build.mkdir(parents=True, exist_ok=True)
     exe = build / "xml_driver"
     objects = []
@@ -192,7 +195,8 @@ def run_xml_driver(mode: str, exe: Path, seed: int, size_kib: int, rundir: Path,
         return run_in(rundir, command, guest_environment(), timeout)
     if profile.exists():
         profile.unlink()
-    return run_in(rundir, command, guest_environment(HEAPTYPE_OUTPUT=str(profile)), timeout)
+    settings = {"HEAPTYPE_MODE": "aggregate"} if mode == "aggregate" else {}
+    return run_in(rundir, command, guest_environment(HEAPTYPE_OUTPUT=str(profile), **settings), timeout)
 
 
 # --- GCC's compiler proper (cc1plus, a C++ program of Debian's gcc package) ---------------------

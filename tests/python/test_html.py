@@ -444,3 +444,22 @@ def test_a_deep_tree_is_cut_to_what_a_page_carries(tmp_path):
     flame = flame_json(keep_nodes(profile.call_tree()))
     assert len(flame["parent"]) == MAX_NODES and flame["cut"] == 1
     assert all(p < i for i, p in enumerate(flame["parent"]))
+
+
+def test_an_aggregated_profiles_page_shows_its_tables_and_says_why_there_is_no_timeline(browser, cpp_programs,
+                                                                                        pages):
+    profile, page = pages / "phases-aggregated.htp", pages / "phases-aggregated.html"
+    done = run_profiled(cpp_programs.program("phases"), profile, env={"HEAPTYPE_MODE": "aggregate"})
+    assert done.returncode == 0, done.stderr
+    heaptype_html(str(profile), "-o", str(page))
+    opened = open_page(browser, page)
+    opened.screenshot("aggregated")
+    assert (opened.errors, opened.dialogs, opened.requests) == ([], [], [])
+    assert "aggregated profile" in opened.page.text_content("#timeline")
+    types = opened.table("types-table")
+    # phases: 100 Alpha, 50 Beta, 20 Gamma; a typed row keeps its own peak
+    loaded = heaptype.load(profile)
+    for name in ("Alpha", "Beta", "Gamma"):
+        row = loaded.type_row(name)
+        assert types[name][1] == f"{row.allocations:,}" and not row.peak_at_heap_peak
+    assert [types[name][1] for name in ("Alpha", "Beta", "Gamma")] == ["100", "50", "20"]

@@ -35,8 +35,9 @@ import tempfile
 from pathlib import Path
 from xml.etree import ElementTree
 
+from heaptype.check_command import judged_by_counts  # PYTHONPATH: the package's files
 from heaptype.gtest import GTEST_SHARDING_VARIABLES, ListError, is_gtest_program, list_gtest_cases, shard_cases
-from heaptype.runner import RunError, run_for_budget  # PYTHONPATH: the package's files
+from heaptype.runner import RunError, run_for_budget
 
 
 def heaptype_command(*args: str) -> list[str]:
@@ -104,7 +105,13 @@ def check_run(label: str, binary: Path, shown: str, args: list[str], name: str, 
 
     print(f"{label}: running {shlex.join([shown, *args])} under HeapType", flush=True)
     try:
-        run = run_for_budget([str(binary), *args], output=profile)  # as pytest --heap-budget runs it
+        # as pytest --heap-budget runs it: counts per call site first (docs/aggregate.md),
+        # events when the check needs them
+        run = run_for_budget([str(binary), *args], output=profile, aggregate=True)
+        if run.profile_path is not None and not judged_by_counts(str(run.profile_path), str(budget), test_name):
+            print(f"{label}: the counts cannot judge this budget: running {shown} again, recording events",
+                  flush=True)
+            run = run_for_budget([str(binary), *args], output=profile)
     except RunError as error:
         print(f"{label}: cannot run {shown}: {error}", file=sys.stderr)
         return 2

@@ -11,6 +11,8 @@ budget file, unknown test).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import sys
 from pathlib import Path
@@ -53,17 +55,56 @@ def add_check_parser(subparsers) -> argparse.ArgumentParser:
     return check
 
 
+class NeedsEvents(Exception):
+    """An aggregated profile that a budget check cannot judge: a peak the budget limits is
+    not kept in it, or it holds no counts (the program did not reach its end)."""
+
+
 def cmd_check(args) -> int:
+    try:
+        return check_profile(args)
+    except NeedsEvents as e:
+        raise CommandError(f"check: {e}; record the program without --aggregate (HEAPTYPE_MODE=full)") from None
+
+
+def check_profile(args) -> int:
+    """cmd_check's verdict; raises NeedsEvents before printing anything when the profile
+    cannot be judged (the caller may record the program again, with events)."""
+    profile, budget, evaluation = _evaluate(args)
+    return _print_verdict(args, profile, budget, evaluation)
+
+
+def judged_by_counts(profile: str, budget: str | None, test: str | None) -> bool:
+    """Whether `heaptype check PROFILE --budget BUDGET [--test TEST]` can judge this
+    profile: False for an aggregated one it cannot (see NeedsEvents). Prints nothing."""
+    args = argparse.Namespace(profile=profile, budget=budget, test=test)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # the check itself says its warnings
+            _evaluate(args)
+    except NeedsEvents:
+        return False
+    except CommandError:
+        return True  # the check itself says what is wrong
+    return True
+
+
+def _evaluate(args):
     budgets = _load_budgets(args.budget)
     profile = load_profile(args.profile)
+    if profile.aggregated and not profile.raw.aggregate_complete:
+        raise NeedsEvents(f"{args.profile} is an aggregated profile without counts (the program did not reach its "
+                          "end)")
     budget = choose_budget(budgets, args.test, profile)
     figures = hb.measure(profile)
     evaluation = hb.evaluate(budget, figures, profile_path=args.profile, complete=profile.complete)
     unjudged = sorted(label for label in figures.snapshot_peaks if "peak" in evaluation.limits.get(label, {}))
     if unjudged:
-        raise CommandError(f"check: {args.profile} is an aggregated profile: it keeps no own peak for "
-                           f"{', '.join(unjudged)}, whose peak the budget limits; record the program without "
-                           "--aggregate (HEAPTYPE_MODE=full)")
+        raise NeedsEvents(f"{args.profile} is an aggregated profile: it keeps no own peak for {', '.join(unjudged)}, "
+                          "whose peak the budget limits")
+    return profile, budget, evaluation
+
+
+def _print_verdict(args, profile, budget, evaluation) -> int:
     for message in evaluation.warnings:
         print(f"heaptype: warning: {message}", file=sys.stderr)
     table = ["  " + line for line in hb.render_table(

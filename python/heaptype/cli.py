@@ -367,8 +367,8 @@ def cmd_run(args) -> int:
 
         watching = partial(watch, interval=args.interval, by=args.by, top=args.top)
     try:
-        if args.budget:  # a budget's run is made as pytest's
-            run = run_for_budget(command, output=args.output)
+        if args.budget:  # a budget's run is made as pytest's: counts first (docs/aggregate.md)
+            run = run_for_budget(command, output=args.output, aggregate=True)
         else:
             run = run_profiled(command, output=args.output, preload=args.preload,
                                follow_children=args.follow_children, while_running=watching,
@@ -387,10 +387,22 @@ def cmd_run(args) -> int:
                                               "--top", str(args.top)]))
     if not args.budget:
         return run.exit_status
-    from .check_command import cmd_check
+    from .check_command import NeedsEvents, check_profile
 
-    verdict = cmd_check(argparse.Namespace(profile=str(run.profile_path), budget=args.budget, test=args.budget_test,
-                                           quiet=False, full_names=False))
+    check = argparse.Namespace(profile=str(run.profile_path), budget=args.budget, test=args.budget_test, quiet=False,
+                               full_names=False)
+    try:
+        verdict = check_profile(check)
+    except NeedsEvents as e:  # once more, recording events
+        print(f"heaptype: {e}: running it again, recording events", file=sys.stderr)
+        try:
+            run = run_for_budget(command, output=args.output)
+        except RunError as error:
+            raise CommandError(f"run: {error}") from None
+        if run.profile_path is None:
+            raise CommandError(run.no_profile_text())
+        check.profile = str(run.profile_path)
+        verdict = check_profile(check)
     if run.exit_status != 0:
         print(f"heaptype: {command[0]} failed ({run.exit_text()})", file=sys.stderr)
         return run.exit_status

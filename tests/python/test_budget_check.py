@@ -15,6 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data" / "budget"))
 from budget_testing import budget_programs  # noqa: E402,F401  (a fixture)
 
+import heaptype  # noqa: E402
 from heaptype.cli import main  # noqa: E402
 
 
@@ -259,3 +260,33 @@ def test_ctest_helper_bazel_test_and_pytest_run_and_judge_alike(budget_programs,
     budgets = hb.load_budget_file(path)
     budget = budgets.budget_for("w", budgets.command_tests()[0])
     assert over in hb.failure_text(hb.evaluate(budget, hb.measure(run.profile), profile_path=str(run.profile_path)))
+
+
+def test_ctest_helper_and_bazel_test_count_per_call_site_and_record_events_when_they_must(budget_programs,
+                                                                                           tmp_path):
+    """Both first run the program aggregated (docs/aggregate.md); a peak limit on the
+    untyped row, whose own peak the counts do not keep, makes them run it again recording
+    events, and that run's verdict is theirs."""
+    workload = str(budget_programs.workload())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+    bazel_body = Path(__file__).resolve().parents[2] / "bazel" / "tools" / "budget_test.py"
+    for limit, aggregated in (('[tests.types."Small"]\npeak = "64 KiB"\n', True),
+                              ('[tests.types."(untyped)"]\npeak = "64 MiB"\n', False)):
+        path = budget_file(tmp_path, f'[[tests]]\nname = "w"\ncommand = ["{workload}", "small=1000", "malloc=10"]\n'
+                                     + limit)
+        ctest_profile = tmp_path / "ctest.htp"
+        ctest = subprocess.run(["heaptype", "run", "-o", str(ctest_profile), "--budget", str(path), "--budget-test",
+                                "w", "--", workload, "small=1000", "malloc=10"], capture_output=True, text=True,
+                               env=env)
+        assert ctest.returncode == 0, ctest.stdout + ctest.stderr
+        assert heaptype.load(ctest_profile).aggregated is aggregated
+        assert ("running it again, recording events" in ctest.stderr) is not aggregated
+        outputs = tmp_path / f"bazel-{aggregated}"
+        outputs.mkdir()
+        bazel = subprocess.run([sys.executable, str(bazel_body), "--runfiles", "/", "--label", "//app:w", "--binary",
+                                workload, "--budget", str(path), "--test", "w", "--", "small=1000", "malloc=10"],
+                               capture_output=True, text=True, env={**env, "TEST_UNDECLARED_OUTPUTS_DIR": str(outputs)})
+        assert bazel.returncode == 0, bazel.stdout + bazel.stderr
+        profiles = list(outputs.rglob("*.htp"))
+        assert len(profiles) == 1 and heaptype.load(profiles[0]).aggregated is aggregated
+        assert ("recording events" in bazel.stdout) is not aggregated

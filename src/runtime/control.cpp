@@ -118,6 +118,8 @@ void expand_output_path(const char* pattern, bool child, char* out, size_t cap) 
 
 void flush_one(ThreadState* t, void*) { collect_events(t); }
 
+constexpr uint64_t kAggregateEveryNs = 10'000'000'000ull;
+
 void flush_all_threads() { for_each_thread_state(flush_one, nullptr); }
 
 // A snapshot mark promises that every event before its time is in the file.
@@ -128,6 +130,19 @@ void write_snapshot_mark() {
   writer_modules();
   uint8_t payload[format::kMaxVarint];
   writer_chunk(format::ChunkKind::kSnapshot, 0, payload, static_cast<size_t>(put_varint(payload, time) - payload));
+}
+
+// An aggregated profile holds counts only as of its last set (aggregate.hpp): a process
+// that is killed (SIGKILL, or SIGTERM without a handler: no exit) keeps those. Sets are
+// written every 10 s, and later every 1% of the run so far: an hour's file holds a few
+// hundred sets, not one per second.
+void write_aggregate_when_due() {
+  static uint64_t last_ns = 0;  // the ticker's alone
+  uint64_t now = monotonic_ns(), run = now_tick() * kClockTickNs;  // since the start
+  uint64_t interval = run / 100 > kAggregateEveryNs ? run / 100 : kAggregateEveryNs;
+  if (now - last_ns < interval) return;
+  write_aggregate(now_tick());
+  last_ns = now;
 }
 
 // On the ticker thread, once a second, when the snapshot signal asks, or when a thread
@@ -141,6 +156,7 @@ void periodic_flush() {
     write_snapshot_mark();
   } else if (now - last_flush_ns >= 1000000000ull) {
     flush_all_threads();
+    if (aggregating()) write_aggregate_when_due();
   } else {
     write_handed_buffers();
     return;

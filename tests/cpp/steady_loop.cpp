@@ -6,7 +6,7 @@
 // first half of the run (the peak is reached in the middle) and shrinks after; one Reply
 // per 1,000 rounds is leaked.
 //
-// usage: steady_loop ROUNDS
+// usage: steady_loop ROUNDS [TIMES]   (TIMES: the whole run again and again, default once)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -35,8 +35,17 @@ __attribute__((noinline)) T* make(unsigned long i) {
 
 __attribute__((noinline)) void* scratch_bytes(size_t n) { return std::malloc(n); }
 
+void run(unsigned long rounds);
+
 int main(int argc, char** argv) {
   unsigned long rounds = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 100000;
+  unsigned long times = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 1;
+  for (unsigned long t = 0; t < times; ++t) run(rounds);
+  std::printf("rounds=%lu\n", rounds * times);
+  return 0;
+}
+
+void run(unsigned long rounds) {
   std::vector<Request*> requests;
   std::vector<Reply*> replies;
   requests.reserve(rounds / 2 + 1);
@@ -68,6 +77,4 @@ int main(int argc, char** argv) {
   for (Reply* r : replies) delete r;
   delete text;
   std::free(raw);
-  std::printf("rounds=%lu\n", rounds);
-  return 0;
 }

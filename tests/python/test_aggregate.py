@@ -189,3 +189,30 @@ def test_heaptype_check_judges_what_the_counts_hold_and_names_what_they_do_not(c
     unjudged = subprocess.run(check, capture_output=True, text=True)
     assert unjudged.returncode == 2
     assert "aggregated profile" in unjudged.stderr and "(untyped)" in unjudged.stderr
+
+
+def test_a_killed_run_keeps_the_counts_of_its_last_snapshot(cpp_programs, tmp_path):
+    """SIGKILL leaves no exit to write counts at: the set of the last snapshot
+    (HEAPTYPE_SIGNAL, SIGUSR2) stands, as the periodic sets (every 10 s) do."""
+    import signal
+    import time
+
+    output = tmp_path / "killed.htp"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+    env.update(HEAPTYPE_OUTPUT=str(output), HEAPTYPE_MODE="aggregate")
+    process = subprocess.Popen([str(cpp_programs.program("steady_loop")), "200000", "1000000"], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.5)
+        process.send_signal(signal.SIGUSR2)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not heaptype.load(output).raw.aggregate_complete:
+            time.sleep(0.1)
+    finally:
+        process.kill()
+        process.wait()
+    profile = heaptype.load(output)
+    assert profile.aggregated and not profile.complete and profile.raw.aggregate_complete
+    rows = {g.label: g for g in profile.by_type()}
+    assert rows["Buffer"].allocations > 1000 and rows["Buffer"].temporary_allocations == rows["Buffer"].allocations
+    assert rows["Request"].allocations >= int(ROUNDS) // 2

@@ -38,7 +38,7 @@ _Unwind_Reason_Code record_frame(_Unwind_Context* context, void* arg) {
   return f.ip ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 
-inline size_t slot_of(uintptr_t pc) { return static_cast<size_t>((pc * 0x9E3779B97F4A7C15ull) >> (64 - kFrameRuleBits)); }
+inline size_t slot_of(uintptr_t pc) { return frame_rule_slot(pc); }
 
 FrameRule* find(FrameRules& rules, uintptr_t pc) {
   for (size_t i = slot_of(pc), n = 0; n < kSlots; i = (i + 1) & (kSlots - 1), ++n) {
@@ -103,13 +103,11 @@ FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
 
 }  // namespace
 
-FrameRule frame_rule(FrameRules& rules, uintptr_t pc) {
+FrameRule find_frame_rule(FrameRules& rules, uintptr_t pc) {
   if (__builtin_expect(!rules.slots, 0)) {
     rules.slots = static_cast<FrameRule*>(map_pages(sizeof(FrameRule) * kSlots, MemoryUse::kCallPaths));
     if (!rules.slots) return {pc, 0, kRbpKept, FrameKind::kFramePointer};
   }
-  const FrameRule& slot = rules.slots[slot_of(pc)];
-  if (__builtin_expect(slot.pc == pc, 1)) return slot;
   if (FrameRule* found = find(rules, pc))
     if (found->pc == pc) return *found;
   return calibrate(rules, pc);

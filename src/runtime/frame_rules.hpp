@@ -14,6 +14,7 @@
 #ifndef HEAPTYPE_RUNTIME_FRAME_RULES_HPP
 #define HEAPTYPE_RUNTIME_FRAME_RULES_HPP
 
+#include <cstddef>
 #include <cstdint>
 
 namespace heaptype {
@@ -44,7 +45,22 @@ struct FrameRules {
 
 // The rule of the function executing at `pc`, which must be a frame of the calling
 // thread's current stack (the unwinder learns it from there on first sight).
-FrameRule frame_rule(FrameRules& rules, uintptr_t pc);
+inline size_t frame_rule_slot(uintptr_t pc) {
+  return static_cast<size_t>((pc * 0x9E3779B97F4A7C15ull) >> (64 - kFrameRuleBits));
+}
+
+// The rule of a pc not in its own slot: probed for, else learned from the unwinder.
+FrameRule find_frame_rule(FrameRules& rules, uintptr_t pc);
+
+// The rule of the function at `pc`. Inline for the common case, every walk's first
+// frame: a pc met before, in its slot.
+inline FrameRule frame_rule(FrameRules& rules, uintptr_t pc) {
+  if (__builtin_expect(rules.slots != nullptr, 1)) {
+    const FrameRule& slot = rules.slots[frame_rule_slot(pc)];
+    if (__builtin_expect(slot.pc == pc, 1)) return slot;
+  }
+  return find_frame_rule(rules, pc);
+}
 
 void reset_frame_rules(FrameRules& rules);
 

@@ -119,19 +119,20 @@ def tsan(tmp_path_factory) -> SanitizedBuild:
 
 
 def run_clean(program: Path, output: Path, *args: str, leaks: bool = True, signal_unsafe: bool = True,
-              timeout: float = 300) -> heaptype.Profile:
+              timeout: float = 300, mode: str = "full") -> heaptype.Profile:
     """Runs a sanitized program: exit status 0, no sanitizer report; its profile."""
-    run_sanitized(program, output, *args, leaks=leaks, signal_unsafe=signal_unsafe, timeout=timeout)
+    run_sanitized(program, output, *args, leaks=leaks, signal_unsafe=signal_unsafe, timeout=timeout, mode=mode)
     profile = heaptype.load(output)
     assert profile.complete and profile.warnings == []
     return profile
 
 
 def run_sanitized(program: Path, output: Path, *args: str, leaks: bool = True, signal_unsafe: bool = True,
-                  timeout: float = 300) -> subprocess.CompletedProcess:
-    """Runs a sanitized program: exit status 0, no sanitizer report."""
+                  timeout: float = 300, mode: str = "full") -> subprocess.CompletedProcess:
+    """Runs a sanitized program: exit status 0, no sanitizer report. `mode`: HEAPTYPE_MODE."""
     halt = "halt_on_error=1:exitcode=66"
     env = {
+        "HEAPTYPE_MODE": mode,
         "ASAN_OPTIONS": f"{halt}:detect_leaks={int(leaks)}",
         "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
         "TSAN_OPTIONS": f"{halt}:report_signal_unsafe={int(signal_unsafe)}",
@@ -166,9 +167,10 @@ def test_containers_under_asan_and_ubsan(asan, tmp_path):
     assert typed_rows(profile) == {name: row for name, row in CONTAINERS.items() if row is not None}
 
 
-def test_threads_under_asan_and_ubsan_with_leak_check(asan, tmp_path):
+@pytest.mark.parametrize("mode", ["full", "aggregate"])
+def test_threads_under_asan_and_ubsan_with_leak_check(asan, tmp_path, mode):
     # Kept blocks stay reachable from the program's globals: the leak check runs.
-    profile = run_clean(asan.program("threads"), tmp_path / "threads.htp")
+    profile = run_clean(asan.program("threads"), tmp_path / "threads.htp", mode=mode)
     assert threads_rows(profile) == THREADS
 
 
@@ -200,14 +202,16 @@ def test_thrown_objects_under_asan_and_ubsan(asan, tmp_path):
 
 # --- ThreadSanitizer ----------------------------------------------------------------------
 
-def test_threads_under_tsan(tsan, tmp_path):
-    profile = run_clean(tsan.program("threads"), tmp_path / "threads.htp")
+@pytest.mark.parametrize("mode", ["full", "aggregate"])
+def test_threads_under_tsan(tsan, tmp_path, mode):
+    profile = run_clean(tsan.program("threads"), tmp_path / "threads.htp", mode=mode)
     assert threads_rows(profile) == THREADS
 
 
-def test_handoff_under_tsan(tsan, tmp_path):
+@pytest.mark.parametrize("mode", ["full", "aggregate"])
+def test_handoff_under_tsan(tsan, tmp_path, mode):
     # 8 producers, 8 consumers: every Parcel is freed by another thread than its own.
-    profile = run_clean(tsan.program("handoff"), tmp_path / "handoff.htp", "8", "8", "20000")
+    profile = run_clean(tsan.program("handoff"), tmp_path / "handoff.htp", "8", "8", "20000", mode=mode)
     parcel = profile.type_row("Parcel")
     assert (parcel.allocations, parcel.bytes, parcel.live_blocks) == (160_000, 160_000 * 1000, 0)
     assert 1000 <= parcel.peak_bytes <= 48 * 1000

@@ -338,6 +338,7 @@ class Profile:
         ``at()``) by address: ``regions`` of the address space (blocks closer than
         ``gap`` bytes share one), each with ``runs`` of adjacent blocks of one type.
         Needs a profile recorded with addresses (HEAPTYPE_ADDRESSES=1)."""
+        self.require_events("the memory view (the blocks' addresses)")
         if not self.has_addresses:
             raise ProfileError(f"{self.path}: recorded without addresses: run the program with "
                                "HEAPTYPE_ADDRESSES=1 for a memory view")

@@ -110,12 +110,19 @@ def test_peak_under_cross_thread_frees_stays_within_the_bound(cpp_programs, tmp_
 def test_views_that_replay_events_say_the_profile_is_aggregated(cpp_programs, tmp_path):
     _, aggregated = record(cpp_programs, tmp_path, "temporaries")
     for view in (lambda p: p.timeline(), lambda p: p.filter(time=(0, 1)), lambda p: p.at(0.5),
-                 lambda p: p.heaptrack(lambda text: None)):
+                 lambda p: p.heaptrack(lambda text: None), lambda p: p.memory_view()):
         with pytest.raises(ProfileError, match="aggregated profile"):
             view(aggregated)
     done = subprocess.run([sys.executable, "-m", "heaptype", "timeline", str(aggregated.path)],
                           capture_output=True, text=True)
     assert done.returncode != 0 and "aggregated profile" in done.stderr and "--aggregate" in done.stderr
+    for command in (["export", str(aggregated.path), "--format", "massif", "-o", str(tmp_path / "m.out")],
+                    ["memory", str(aggregated.path)]):
+        refused = subprocess.run([sys.executable, "-m", "heaptype", *command], capture_output=True, text=True)
+        assert refused.returncode == 2 and "aggregated profile" in refused.stderr, command
+    pprof = subprocess.run([sys.executable, "-m", "heaptype", "export", str(aggregated.path), "--format", "pprof",
+                            "-o", str(tmp_path / "p.pb")], capture_output=True, text=True)
+    assert pprof.returncode == 0 and (tmp_path / "p.pb").stat().st_size > 0, pprof.stderr
     report = subprocess.run([sys.executable, "-m", "heaptype", "report", str(aggregated.path)],
                             capture_output=True, text=True)
     assert report.returncode == 0, report.stderr

@@ -19,6 +19,8 @@ def unavailable(reason: str) -> dict:
 
 def memory_json(profile, moments: list) -> dict:
     """The memory view at each of ``moments`` ("peak" or seconds), as the page draws it."""
+    if profile.aggregated:
+        return unavailable("an aggregated profile keeps counts per call site, not the blocks' addresses")
     if not profile.has_addresses:
         return unavailable("recorded without addresses: run the program with HEAPTYPE_ADDRESSES=1 to see "
                            "where each type lives")

@@ -223,3 +223,30 @@ def test_a_killed_run_keeps_the_counts_of_its_last_snapshot(cpp_programs, tmp_pa
     rows = {g.label: g for g in profile.by_type()}
     assert rows["Buffer"].allocations > 1000 and rows["Buffer"].temporary_allocations == rows["Buffer"].allocations
     assert rows["Request"].allocations >= int(ROUNDS) // 2
+
+
+def chunks(data: bytes):
+    """(offset of the payload, kind, thread, size) of each chunk of a plain profile."""
+    import struct
+
+    offset = struct.unpack_from("<I", data, 12)[0]  # FileHeader::header_size
+    while offset + 16 <= len(data):
+        magic, kind, thread, size = struct.unpack_from("<IB3xII", data, offset)
+        assert magic == 0x4B435448
+        yield offset + 16, kind, thread, size
+        offset += 16 + size
+
+
+def test_a_damaged_set_of_counts_is_left_out_and_named(cpp_programs, tmp_path):
+    _, aggregated = record(cpp_programs, tmp_path, "temporaries")
+    data = bytearray(open(aggregated.path, "rb").read())
+    tallies = [c for c in chunks(bytes(data)) if c[1] == 7]
+    assert tallies, "no TALLIES chunk"
+    payload = tallies[0][0]
+    data[payload + 1] = 0x7F  # its site count: more sites than its bytes hold
+    damaged = tmp_path / "damaged.htp"
+    damaged.write_bytes(bytes(data))
+    profile = heaptype.load(damaged)
+    assert profile.aggregated and not profile.raw.aggregate_complete and profile.totals.allocations == 0
+    assert any("TALLIES chunk of thread 1 counts more sites than it holds" in w for w in profile.warnings)
+    assert any("without a whole set of counts" in w for w in profile.warnings)

@@ -658,29 +658,48 @@ void Analysis::apply(const Event& e) {
   }
 }
 
+// One event in merged order; false when the pass stops before it (the window's end)
+// or after it (stop_after_events).
+inline bool Analysis::take(const Event& e) {
+  if (e.time > options_.window_end) return false;  // the state at the window's end
+  const std::vector<uint64_t>& ends = options_.bucket_ends;
+  while (buckets_.size() < ends.size() && e.time > ends[buckets_.size()]) close_bucket(ends[buckets_.size()] + 1);
+  if (!counting_ && e.time >= options_.window_begin) open_window(e.time);
+  for (FollowedTimeline& t : timelines_) t.timeline.before(e.time, selected_.live_bytes);
+  uint64_t peak = selected_.peak_bytes;
+  apply(e);
+  ++totals_.events;
+  if (selected_.peak_bytes != peak) totals_.peak_event = totals_.events;
+  for (FollowedTimeline& t : timelines_) t.timeline.after(e.time, selected_.live_bytes);
+  return !options_.stop_after_events || totals_.events < options_.stop_after_events;
+}
+
 void Analysis::run(const ProgressFn& progress) {
   if (options_.filters_lifetime() && !marking_lifetimes_) select_by_lifetime(progress);
   ProgressTask task(progress, "reading " + file_.path());
   uint64_t total_bytes = file_.event_bytes() ? file_.event_bytes() : 1;
-  Event e;
   uint64_t count = 0;
-  const std::vector<uint64_t>& ends = options_.bucket_ends;
-  while (merge_.next(&e)) {
-    if (e.time > options_.window_end) break;  // the state at the window's end
-    while (buckets_.size() < ends.size() && e.time > ends[buckets_.size()]) close_bucket(ends[buckets_.size()] + 1);
-    if (!counting_ && e.time >= options_.window_begin) open_window(e.time);
-    for (FollowedTimeline& t : timelines_) t.timeline.before(e.time, selected_.live_bytes);
-    uint64_t peak = selected_.peak_bytes;
-    apply(e);
-    ++totals_.events;
-    if (selected_.peak_bytes != peak) totals_.peak_event = totals_.events;
-    for (FollowedTimeline& t : timelines_) t.timeline.after(e.time, selected_.live_bytes);
-    if ((++count & 0xffff) == 0) task.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
-    if (options_.stop_after_events && totals_.events >= options_.stop_after_events) break;
+  Event single;
+  for (bool going = true; going;) {
+    // Most events come in plain runs that the merge hands over without a look at each.
+    const Event* run = nullptr;
+    size_t n = merge_.next_run(&run);
+    bool plain = n > 0;
+    if (!plain) {
+      if (!merge_.next(&single)) break;
+      run = &single;
+      n = 1;
+    }
+    for (size_t i = 0; i < n && going; ++i) {
+      going = take(run[i]);
+      if ((++count & 0xffff) == 0) task.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
+    }
+    if (plain && going) merge_.skip_run(n);
   }
   task.finish();
   dropping_event_ = false;
   take_back_unmatched_frees();
+  const std::vector<uint64_t>& ends = options_.bucket_ends;
   while (buckets_.size() < ends.size()) close_bucket(ends[buckets_.size()] + 1);
   for (const auto& entry : live_addresses_) {
     dropping_event_ = dropped_addresses_.count(entry.first) > 0;

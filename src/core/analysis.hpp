@@ -249,6 +249,7 @@ class Analysis : public BlockLedger {
   uint32_t tree_frame(uint32_t context);
   uint32_t bottom_leaf(uint32_t context);
 
+  bool take(const format::Event& e);
   void apply(const format::Event& e);
   void apply_stack(const format::Event& e);
   void allocate(Placement& p, uint64_t time);

@@ -1,30 +1,34 @@
 #include "event_merge.hpp"
 
+#include <algorithm>
+#include <limits>
+
 namespace heaptype {
 namespace core {
 
 using format::Event;
 
 LookaheadStream::LookaheadStream(const format::ProfileFile& file, uint32_t thread)
-    : events_(file, thread), ring_(kCapacity) {
+    : events_(file, thread), ring_(kCapacity), folded_(kCapacity, 0) {
   fill();
   if (moves_ && size_) fold_move();
 }
 
-
+// Decodes into the free slots, a contiguous stretch of the ring at a time.
 void LookaheadStream::fill() {
   while (!exhausted_ && size_ < kCapacity) {
-    Slot& slot = at(size_);
-    if (!events_.next(&slot.event)) {
-      exhausted_ = true;
-      break;
+    size_t tail = (head_ + size_) & kMask;
+    size_t room = std::min(kCapacity - size_, kCapacity - tail);
+    size_t got = events_.next_batch(&ring_[tail], room);
+    for (size_t i = tail; i < tail + got; ++i) {
+      folded_[i] = 0;
+      if (ring_[i].kind == Event::kMove) {
+        ++moves_;
+        ++moves_from_[site_key(ring_[i].thread, ring_[i].site)];
+      }
     }
-    slot.folded = false;
-    if (slot.event.kind == Event::kMove) {
-      ++moves_;
-      ++moves_from_[site_key(slot.event.thread, slot.event.site)];
-    }
-    ++size_;
+    size_ += got;
+    if (got < room) exhausted_ = true;
   }
 }
 
@@ -37,20 +41,50 @@ void LookaheadStream::forget_move(const Event& move) {
 // ALLOC(site A) ... MOVE(this thread's A -> B) with no other event at A between
 // them, within the lookahead: the moved block is the one just allocated.
 void LookaheadStream::fold_move() {
-  Event& alloc = at(0).event;
+  Event& alloc = at(0);
   if (alloc.kind != Event::kAlloc) return;
   if (moves_from_.find(site_key(alloc.stream, alloc.site)) == moves_from_.end()) return;  // nothing to fold
   size_t limit = size_ < kLookahead ? size_ : kLookahead;
   for (size_t i = 1; i < limit; ++i) {
-    Slot& slot = at(i);
-    const Event& e = slot.event;
-    if (slot.folded || e.thread != alloc.stream || e.site != alloc.site) continue;
+    size_t slot = (head_ + i) & kMask;
+    const Event& e = ring_[slot];
+    if (folded_[slot] || e.thread != alloc.stream || e.site != alloc.site) continue;
     if (e.kind != Event::kMove || alloc.address != e.address) return;  // address mode: another block
     alloc.site = e.new_site;
-    slot.folded = true;
+    folded_[slot] = 1;
     forget_move(e);
     return;
   }
+}
+
+// With no move in the ring, fold_move would fold nothing into these allocations. An
+// allocation looks `kLookahead` events ahead when it comes to the front, and a move
+// decoded later could be within its reach: a run ends where its events' lookahead
+// is not decoded yet (unless the stream has nothing more).
+size_t LookaheadStream::plain_run(uint64_t until, bool at_until) const {
+  if (moves_ || size_ == 0) return 0;
+  size_t limit = exhausted_ ? size_ : size_ >= kLookahead ? size_ - (kLookahead - 1) : 0;
+  limit = std::min(limit, kCapacity - head_);
+  const Event* e = &ring_[head_];
+  const uint8_t* folded = &folded_[head_];
+  size_t n = 0;
+  for (; n < limit; ++n) {
+    if (folded[n] || e[n].time > until || (e[n].time == until && !at_until)) break;
+    if (e[n].kind != Event::kAlloc && (e[n].kind != Event::kFree || e[n].thread != e[n].stream)) break;
+  }
+  return n;
+}
+
+void LookaheadStream::skip_plain(size_t count) {
+  head_ = (head_ + count) & kMask;
+  size_ -= count;
+  if (size_ < kLookahead) fill();
+  while (size_ && folded_[head_]) {  // as pop() leaves it
+    head_ = (head_ + 1) & kMask;
+    --size_;
+    if (size_ < kLookahead) fill();
+  }
+  if (moves_ && size_) fold_move();
 }
 
 EventMerge::EventMerge(const format::ProfileFile& file, BlockLedger* ledger) : ledger_(ledger) {
@@ -200,6 +234,20 @@ void EventMerge::settle_current() {
   if (heap_.empty()) return;
   current_ = heap_.top().stream;
   heap_.pop();
+}
+
+size_t EventMerge::next_run(const Event** run) {
+  settle_current();
+  if (current_ == kNoStream || parked_count_ || force_next_[current_] || !just_finished_.empty()) return 0;
+  uint64_t until = std::numeric_limits<uint64_t>::max();
+  bool at_until = true;
+  if (!heap_.empty()) {  // the current stream goes first up to the next stream's front
+    until = heap_.top().time;
+    at_until = threads_[current_] < heap_.top().thread;
+  }
+  LookaheadStream& s = *streams_[current_];
+  *run = &s.front();
+  return s.plain_run(until, at_until);
 }
 
 bool EventMerge::next(Event* out) {

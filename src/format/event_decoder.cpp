@@ -81,20 +81,13 @@ bool ThreadEvents::freed_right_after_allocation(uint32_t site) {
   return temporary;
 }
 
-// The site an ALLOC or FREE record names: its number (version 2) or its distance
-// from the newest site (version 3).
-bool ThreadEvents::site_of_record(uint64_t number, const char* record, uint32_t* site) {
-  int64_t n = static_cast<int64_t>(number);
-  if (distances_) n = sites_.empty() ? -1 : site_from_distance(static_cast<uint32_t>(sites_.size() - 1), number);
-  if (n < 0 || static_cast<uint64_t>(n) >= sites_.size())
-    return fail(std::string(record) + " at undefined site " + std::to_string(n));
-  *site = static_cast<uint32_t>(n);
-  return true;
+bool ThreadEvents::undefined_site(int64_t n, const char* record) {
+  return fail(std::string(record) + " at undefined site " + std::to_string(n));
 }
 
 bool ThreadEvents::next(Event* out) {
   for (;;) {
-    if (!load_chunk()) return false;
+    if (!chunk_ready()) return false;
     uint64_t v;
     if (!read(&v, "event")) return false;
     *out = Event{Event::kAlloc, false, thread_, thread_, 0, 0, time_, 0};

@@ -248,6 +248,8 @@ bool Analysis::resolve(uint32_t thread, uint32_t site, Placement* p) {
   }
   p->known = true;
   p->size = base->site.size;
+  size_t bucket = p->size <= 1 ? 0 : static_cast<size_t>(64 - __builtin_clzll(p->size - 1));
+  p->size_bucket = static_cast<uint32_t>(bucket < kSizeBuckets ? bucket : kSizeBuckets - 1);
   p->objects = def.site.count ? def.site.count : 1;
   p->context = context_of(base_thread, base->site.node, base->site.call_site);
   p->type_group = type_group(def.site.type_tag, p->context, p->size, &p->objects);
@@ -270,7 +272,7 @@ void Analysis::place_in_trees(Placement* p) {
   if (options_.bottom_up) bottom_leaf(p->context);
 }
 
-Placement* Analysis::placement(uint32_t thread, uint32_t site) {
+Placement* Analysis::find_placement(uint32_t thread, uint32_t site) {
   if (thread != cached_thread_ || !cached_placements_) {
     const format::ThreadEvents* stream = merge_.stream_of(thread);
     if (!stream) return nullptr;
@@ -345,10 +347,7 @@ void Analysis::change_groups(Placement& p, Change&& change) {
 
 void Analysis::allocate(Placement& p, uint64_t time) {
   uint64_t size = p.size, objects = p.objects;
-  if (counting_ && p.selected) {
-    size_t bucket = size <= 1 ? 0 : static_cast<size_t>(64 - __builtin_clzll(size - 1));
-    ++types_[p.type_group].sizes[bucket < kSizeBuckets ? bucket : kSizeBuckets - 1];
-  }
+  if (counting_ && p.selected) ++types_[p.type_group].sizes[p.size_bucket];
   if (counting_) {
     change_groups(p, [&](Figures& f) { f.allocate(size, objects, time); });
   } else {
@@ -597,6 +596,31 @@ uint64_t placement_key(uint32_t thread, uint32_t site) { return static_cast<uint
 // Whether the filters keep the block of the event applied now.
 bool Analysis::kept(const Placement& p) const { return p.selected && !dropping_event_; }
 
+inline void Analysis::apply_alloc(const Event& e) {
+  Placement* p = placement(e.stream, e.site);
+  if (!p) return;
+  temporaries_.allocated(e.stream, e.site);
+  allocate(*p, e.time);
+  totals_.allocate(p->size, p->objects, e.time);
+  if (totals_.live_blocks > 0)
+    totals_.peak_live_blocks = std::max(totals_.peak_live_blocks, static_cast<uint64_t>(totals_.live_blocks));
+  merge_.on_live_block(e.stream, e.site);
+  if (observer_) observer_->allocated(placement_key(e.stream, e.site), *p, kept(*p), e.time);
+}
+
+inline void Analysis::apply_free(const Event& e) {
+  Placement* p = placement(e.thread, e.site);
+  if (!p) {
+    ++totals_.unmatched_frees;
+    return;
+  }
+  bool temporary = temporaries_.freed(e.thread, e.site);
+  release(*p, temporary);
+  totals_.release(p->size, temporary);
+  ++totals_.frees;
+  if (observer_) observer_->freed(placement_key(e.thread, e.site), *p, kept(*p), e.time);
+}
+
 void Analysis::apply(const Event& e) {
   if (e.time > totals_.duration) totals_.duration = e.time;
   if (e.kind == Event::kStack) return apply_stack(e);
@@ -606,31 +630,10 @@ void Analysis::apply(const Event& e) {
     dropping_event_ = dropped_by_lifetime(e);
   if (options_.addresses) track_address(e);
   switch (e.kind) {
-    case Event::kAlloc: {
-      Placement* p = placement(e.stream, e.site);
-      if (!p) return;
-      temporaries_.allocated(e.stream, e.site);
-      allocate(*p, e.time);
-      totals_.allocate(p->size, p->objects, e.time);
-      if (totals_.live_blocks > 0)
-        totals_.peak_live_blocks = std::max(totals_.peak_live_blocks, static_cast<uint64_t>(totals_.live_blocks));
-      merge_.on_live_block(e.stream, e.site);
-      if (observer_) observer_->allocated(placement_key(e.stream, e.site), *p, kept(*p), e.time);
-      return;
-    }
-    case Event::kFree: {
-      Placement* p = placement(e.thread, e.site);
-      if (!p) {
-        ++totals_.unmatched_frees;
-        return;
-      }
-      bool temporary = temporaries_.freed(e.thread, e.site);
-      release(*p, temporary);
-      totals_.release(p->size, temporary);
-      ++totals_.frees;
-      if (observer_) observer_->freed(placement_key(e.thread, e.site), *p, kept(*p), e.time);
-      return;
-    }
+    case Event::kAlloc:
+      return apply_alloc(e);
+    case Event::kFree:
+      return apply_free(e);
     case Event::kMove: {
       temporaries_.moved(e.stream, e.thread, e.site, e.new_site);
       Placement* to = placement(e.stream, e.new_site);
@@ -674,6 +677,27 @@ inline bool Analysis::take(const Event& e) {
   return !options_.stop_after_events || totals_.events < options_.stop_after_events;
 }
 
+// No option of this pass looks at each event (time windows and spans, timelines, a
+// stop, the lifetime filter, addresses): a plain run goes through take_plain_run.
+bool Analysis::plain_pass() const {
+  return counting_ && options_.window_end == UINT64_MAX && options_.bucket_ends.empty() && timelines_.empty() &&
+         !options_.stop_after_events && !marking_lifetimes_ && !options_.filters_lifetime() && !options_.addresses;
+}
+
+// take() for each event of a plain run (allocations and frees only) in a plain pass.
+void Analysis::take_plain_run(const Event* run, size_t count) {
+  for (const Event* e = run; e != run + count; ++e) {
+    if (e->time > totals_.duration) totals_.duration = e->time;
+    uint64_t peak = selected_.peak_bytes;
+    if (e->kind == Event::kAlloc)
+      apply_alloc(*e);
+    else
+      apply_free(*e);
+    ++totals_.events;
+    if (selected_.peak_bytes != peak) totals_.peak_event = totals_.events;
+  }
+}
+
 void Analysis::run(const ProgressFn& progress) {
   if (options_.filters_lifetime() && !marking_lifetimes_) select_by_lifetime(progress);
   ProgressTask task(progress, "reading " + file_.path());
@@ -689,6 +713,13 @@ void Analysis::run(const ProgressFn& progress) {
       if (!merge_.next(&single)) break;
       run = &single;
       n = 1;
+    }
+    if (plain && plain_pass()) {
+      take_plain_run(run, n);
+      if (((count + n) ^ count) > 0xffff) task.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
+      count += n;
+      merge_.skip_run(n);
+      continue;
     }
     for (size_t i = 0; i < n && going; ++i) {
       going = take(run[i]);

@@ -157,6 +157,7 @@ struct Placement {
   uint32_t tree_leaf = kNone;   // the type node under the context's last frame
   uint64_t size = 0;
   uint64_t objects = 1;
+  uint32_t size_bucket = 0;     // of TypeGroup::sizes
   Figures figures;
 };
 
@@ -233,7 +234,16 @@ class Analysis : public BlockLedger {
   int64_t live_blocks_at(uint32_t thread, uint32_t site) override;
 
  private:
-  Placement* placement(uint32_t thread, uint32_t site);
+  // The placement of (thread, site), resolved when first met; nullptr when the profile
+  // does not define it. Inline for the thread of the last lookup: one per event.
+  Placement* placement(uint32_t thread, uint32_t site) {
+    if (thread == cached_thread_ && cached_placements_ && site < cached_placements_->size()) {
+      Placement& p = (*cached_placements_)[site];
+      if (p.known) return &p;
+    }
+    return find_placement(thread, site);
+  }
+  Placement* find_placement(uint32_t thread, uint32_t site);
   bool resolve(uint32_t thread, uint32_t site, Placement* p);
   const format::SiteDef* base_site(uint32_t thread, uint32_t site, uint32_t* base_thread);
   uint32_t context_of(uint32_t thread, uint64_t node, uint64_t call_site);
@@ -250,7 +260,11 @@ class Analysis : public BlockLedger {
   uint32_t bottom_leaf(uint32_t context);
 
   bool take(const format::Event& e);
+  bool plain_pass() const;
+  void take_plain_run(const format::Event* run, size_t count);
   void apply(const format::Event& e);
+  void apply_alloc(const format::Event& e);
+  void apply_free(const format::Event& e);
   void apply_stack(const format::Event& e);
   void allocate(Placement& p, uint64_t time);
   void release(Placement& p, bool temporary);

@@ -67,11 +67,15 @@ size_t LookaheadStream::plain_run(uint64_t until, bool at_until) const {
   limit = std::min(limit, kCapacity - head_);
   const Event* e = &ring_[head_];
   const uint8_t* folded = &folded_[head_];
+  auto plain = [&](size_t i) {
+    return !folded[i] && (e[i].kind == Event::kAlloc || (e[i].kind == Event::kFree && e[i].thread == e[i].stream));
+  };
   size_t n = 0;
-  for (; n < limit; ++n) {
-    if (folded[n] || e[n].time > until || (e[n].time == until && !at_until)) break;
-    if (e[n].kind != Event::kAlloc && (e[n].kind != Event::kFree || e[n].thread != e[n].stream)) break;
+  if (until == std::numeric_limits<uint64_t>::max() && at_until) {  // no other stream waits
+    while (n < limit && plain(n)) ++n;
+    return n;
   }
+  while (n < limit && plain(n) && (e[n].time < until || (e[n].time == until && at_until))) ++n;
   return n;
 }
 
@@ -143,8 +147,7 @@ bool EventMerge::must_wait(const Event& e, size_t stream) {
   return true;
 }
 
-void EventMerge::on_live_block(uint32_t thread, uint32_t site) {
-  if (!parked_count_) return;
+void EventMerge::wake_parked(uint32_t thread, uint32_t site) {
   auto it = parked_.find(key(thread, site));
   if (it == parked_.end()) return;
   std::vector<size_t> woken;

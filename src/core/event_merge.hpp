@@ -94,7 +94,9 @@ class EventMerge {
   size_t next_run(const format::Event** run);
   void skip_run(size_t count) { streams_[current_]->skip_plain(count); }
   // Tell the merge that (thread, site) just gained a live block.
-  void on_live_block(uint32_t thread, uint32_t site);
+  void on_live_block(uint32_t thread, uint32_t site) {
+    if (parked_count_) wake_parked(thread, site);
+  }
 
   const format::ThreadEvents* stream_of(uint32_t thread) const;
   std::vector<const format::ThreadEvents*> streams() const;
@@ -113,6 +115,7 @@ class EventMerge {
   static uint64_t key(uint32_t thread, uint32_t site) { return (static_cast<uint64_t>(thread) << 32) | site; }
 
   void push(size_t stream);
+  void wake_parked(uint32_t thread, uint32_t site);
   void settle_current();
   bool must_wait(const format::Event& e, size_t stream);
   void release_waiters_of(uint32_t thread);

@@ -67,7 +67,58 @@ bool ThreadEvents::read_address(uint64_t* address, const char* record) {
 
 size_t ThreadEvents::next_batch(Event* out, size_t count) {
   size_t n = 0;
-  while (n < count && next(out + n)) ++n;
+  bool plain = distances_ && !addresses_;
+  while (n < count) {
+    if (plain) {
+      n += one_byte_records(out + n, count - n);
+      if (n == count) break;
+    }
+    if (!next(out + n)) break;
+    ++n;
+  }
+  return n;
+}
+
+// Most records of a version-3 profile without addresses are one byte: an ALLOC or a
+// FREE at a site near the newest, or FREE_LAST. They are decoded here with the
+// stream's state in registers, as next() decodes them; at any other record (or an
+// undefined site: next() says what is wrong) this stops and next() goes on.
+size_t ThreadEvents::one_byte_records(Event* out, size_t count) {
+  if (sites_.empty()) return 0;
+  const uint8_t* p = pos_;
+  const uint8_t* end = end_;
+  const int64_t newest = static_cast<int64_t>(sites_.size() - 1);
+  const uint8_t free_last = static_cast<uint8_t>(control_record_head(ControlOp::kFreeLast));
+  uint32_t last_site = last_alloc_site_;
+  bool open = last_alloc_open_, just_allocated = alloc_just_before_;
+  size_t n = 0;
+  for (; n < count && p < end; ++n, ++p) {
+    uint8_t b = *p;
+    if (b & 0x80) break;
+    Event& e = out[n];
+    if (b & 1) {  // ALLOC
+      int64_t site = newest - unzigzag(b >> 1);
+      if (site < 0 || site > newest) break;
+      e = Event{Event::kAlloc, false, thread_, thread_, static_cast<uint32_t>(site), 0, time_, 0};
+      last_site = static_cast<uint32_t>(site);
+      open = just_allocated = true;
+    } else if ((b & 3) == 0) {  // FREE of one of this thread's sites
+      int64_t site = newest - unzigzag(b >> 2);
+      if (site < 0 || site > newest) break;
+      bool temporary = just_allocated && static_cast<uint32_t>(site) == last_site;
+      e = Event{Event::kFree, temporary, thread_, thread_, static_cast<uint32_t>(site), 0, time_, 0};
+      just_allocated = false;
+    } else if (b == free_last && open) {
+      e = Event{Event::kFree, just_allocated, thread_, thread_, last_site, 0, time_, 0};
+      open = just_allocated = false;
+    } else {
+      break;
+    }
+  }
+  pos_ = p;
+  last_alloc_site_ = last_site;
+  last_alloc_open_ = open;
+  alloc_just_before_ = just_allocated;
   return n;
 }
 

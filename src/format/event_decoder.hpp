@@ -94,6 +94,7 @@ class ThreadEvents {
     return read_slow(value, record);
   }
   bool read_slow(uint64_t* value, const char* record);
+  size_t one_byte_records(Event* out, size_t count);
   bool read_address(uint64_t* address, const char* record);
   bool freed_right_after_allocation(uint32_t site);
   // The site an ALLOC or FREE record names: its number (version 2) or its distance

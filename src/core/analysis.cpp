@@ -684,15 +684,35 @@ bool Analysis::plain_pass() const {
          !options_.stop_after_events && !marking_lifetimes_ && !options_.filters_lifetime() && !options_.addresses;
 }
 
-// take() for each event of a plain run (allocations and frees only) in a plain pass.
+// take() for each event of a plain run in a plain pass: allocations and frees of the
+// stream's own sites (thread == stream), applied as apply_alloc and apply_free do but
+// without a branch on which, as their mix is unpredictable. No stream is parked during
+// a run (EventMerge::next_run): an allocation wakes none.
 void Analysis::take_plain_run(const Event* run, size_t count) {
   for (const Event* e = run; e != run + count; ++e) {
     if (e->time > totals_.duration) totals_.duration = e->time;
     uint64_t peak = selected_.peak_bytes;
-    if (e->kind == Event::kAlloc)
-      apply_alloc(*e);
-    else
-      apply_free(*e);
+    bool alloc = e->kind == Event::kAlloc;
+    Placement* p = placement(e->thread, e->site);
+    if (p) {
+      bool temporary = temporaries_.allocated_or_freed(alloc, e->thread, e->site);
+      uint64_t size = p->size, objects = p->objects, time = e->time;
+      if (p->selected) types_[p->type_group].sizes[p->size_bucket] += alloc;
+      change_groups(*p, [&](Figures& f) { f.allocate_or_release(alloc, size, objects, temporary, time); });
+      totals_.allocate_or_release(alloc, size, objects, temporary, time);
+      totals_.frees += !alloc;
+      uint64_t live = totals_.live_blocks > 0 ? static_cast<uint64_t>(totals_.live_blocks) : 0;
+      totals_.peak_live_blocks = std::max(totals_.peak_live_blocks, live);
+      if (observer_) {
+        uint64_t key = placement_key(e->thread, e->site);
+        if (alloc)
+          observer_->allocated(key, *p, kept(*p), time);
+        else
+          observer_->freed(key, *p, kept(*p), time);
+      }
+    } else {
+      totals_.unmatched_frees += !alloc;
+    }
     ++totals_.events;
     if (selected_.peak_bytes != peak) totals_.peak_event = totals_.events;
   }

@@ -38,6 +38,24 @@ struct Figures {
     }
   }
 
+  // An allocation (`alloc`) or else a free (`temporary`: of a temporary allocation, as
+  // counted), as allocate() or release(), without branching on which: a pass that mixes
+  // them unpredictably would otherwise pay a mispredicted branch per event.
+  void allocate_or_release(bool alloc, uint64_t size, uint64_t objects_in_block, bool temporary, uint64_t time) {
+    uint64_t a = alloc;
+    allocations += a;
+    objects += a * objects_in_block;
+    bytes += a * size;
+    int64_t sign = static_cast<int64_t>(2 * a) - 1;
+    live_bytes += sign * static_cast<int64_t>(size);
+    live_blocks += sign;
+    temporary_allocations += temporary && !alloc;
+    if (alloc & (live_bytes > 0) & (static_cast<uint64_t>(live_bytes) > peak_bytes)) {
+      peak_bytes = static_cast<uint64_t>(live_bytes);
+      peak_time = time;
+    }
+  }
+
   // Live again without a new peak: a free that matched nothing is taken back.
   void restore_live(uint64_t size) {
     live_bytes += static_cast<int64_t>(size);

@@ -37,11 +37,21 @@ bool ThreadEvents::load_chunk() {
     if (chunk_index_ == chunks_->size()) return false;
     const ChunkRef& chunk = (*chunks_)[chunk_index_++];
     if (!file_.read_payload(chunk, &buffer_)) return fail("read error at offset " + std::to_string(chunk.offset));
-    bytes_done_ += chunk.size;
+    bytes_done_.store(bytes_done_.load(std::memory_order_relaxed) + chunk.size, std::memory_order_relaxed);
     pos_ = buffer_.data();
     end_ = pos_ + buffer_.size();
   }
   return true;
+}
+
+void ThreadEvents::add_site(const SiteDef& def) {
+  std::lock_guard<std::mutex> lock(definitions_mutex_);
+  sites_.push_back(def);
+}
+
+void ThreadEvents::add_node(const NodeDef& def) {
+  std::lock_guard<std::mutex> lock(definitions_mutex_);
+  nodes_.push_back(def);
 }
 
 bool ThreadEvents::fail(const std::string& what) {
@@ -186,7 +196,7 @@ bool ThreadEvents::next(Event* out) {
         if (sites_.size() >= kMaxIndex) return fail("too many sites");
         SiteDef def;
         def.site = {operands[0], operands[1], operands[2], operands[3], operands[4]};
-        sites_.push_back(def);
+        add_site(def);
         continue;
       }
       case ControlOp::kNode:
@@ -200,7 +210,7 @@ bool ThreadEvents::next(Event* out) {
         }
         if (operands[0] >= nodes_.size()) return fail("node refers to undefined parent " + std::to_string(operands[0]));
         if (nodes_.size() >= kMaxIndex) return fail("too many nodes");
-        nodes_.push_back({operands[0], operands[1], operands[2]});
+        add_node({operands[0], operands[1], operands[2]});
         continue;
       case ControlOp::kFreeRemote:
         for (int i = 0; i < 2; ++i)
@@ -225,7 +235,7 @@ bool ThreadEvents::next(Event* out) {
         def.derived = true;
         def.base_thread = static_cast<uint32_t>(operands[0]);
         def.base_site = static_cast<uint32_t>(operands[1]);
-        sites_.push_back(def);
+        add_site(def);
         continue;
       }
       case ControlOp::kMove:

@@ -94,10 +94,7 @@ uint32_t Analysis::group_for_name(uint32_t name, bool inferred, uint64_t tag) {
 // most 8192 at once), rather than doubling and copying ten times.
 void Analysis::reserve_type_groups() {
   size_t sites = 0;
-  for (const format::ThreadEvents* stream : merge_.streams()) {
-    auto lock = stream->lock_definitions();
-    sites += stream->sites().size();
-  }
+  for (const format::ThreadEvents* stream : merge_.streams()) sites += stream->sites().size();
   types_.reserve(std::max(types_.capacity() * 2, std::min<size_t>(sites + 2, 8192)));
 }
 
@@ -173,8 +170,6 @@ uint32_t Analysis::context_path(uint32_t context) {
   if (c.path == kNone) {
     const format::ThreadEvents* stream = merge_.stream_of(c.thread);
     static const std::vector<format::NodeDef> kRootOnly{format::NodeDef{0, 0, 0}};
-    std::unique_lock<std::mutex> lock;
-    if (stream) lock = stream->lock_definitions();
     const std::vector<format::NodeDef>& nodes = stream ? stream->nodes() : kRootOnly;
     uint64_t node = c.node < nodes.size() ? c.node : 0;
     uint32_t path = paths_.context_path(c.thread, nodes, node, c.call_site);
@@ -227,42 +222,36 @@ uint32_t Analysis::bottom_leaf(uint32_t context) {
 
 // --- placements ----------------------------------------------------------------------------
 
-bool Analysis::site_def(uint32_t thread, uint32_t site, format::SiteDef* out) const {
-  const format::ThreadEvents* stream = merge_.stream_of(thread);
-  if (!stream) return false;
-  auto lock = stream->lock_definitions();
-  if (site >= stream->sites().size()) return false;
-  *out = stream->sites()[site];
-  return true;
-}
-
-bool Analysis::base_site(uint32_t thread, uint32_t site, uint32_t* base_thread, format::SiteDef* base) const {
+const format::SiteDef* Analysis::base_site(uint32_t thread, uint32_t site, uint32_t* base_thread) {
   for (int hops = 0; hops < kMaxDerivedHops; ++hops) {
-    if (!site_def(thread, site, base)) return false;
-    if (!base->derived) {
+    const format::ThreadEvents* stream = merge_.stream_of(thread);
+    if (!stream || site >= stream->sites().size()) return nullptr;
+    const format::SiteDef& def = stream->sites()[site];
+    if (!def.derived) {
       *base_thread = thread;
-      return true;
+      return &def;
     }
-    thread = base->base_thread;
-    site = base->base_site;
+    thread = def.base_thread;
+    site = def.base_site;
   }
-  return false;
+  return nullptr;
 }
 
 bool Analysis::resolve(uint32_t thread, uint32_t site, Placement* p) {
-  format::SiteDef def, base;
+  const format::SiteDef& def = merge_.stream_of(thread)->sites()[site];
   uint32_t base_thread = 0;
-  if (!site_def(thread, site, &def) || !base_site(thread, site, &base_thread, &base)) {
+  const format::SiteDef* base = base_site(thread, site, &base_thread);
+  if (!base) {
     warnings_.push_back("thread " + std::to_string(thread) + " site " + std::to_string(site) +
                         " derives from a site the profile does not define; its blocks are not counted");
     return false;
   }
   p->known = true;
-  p->size = base.site.size;
+  p->size = base->site.size;
   size_t bucket = p->size <= 1 ? 0 : static_cast<size_t>(64 - __builtin_clzll(p->size - 1));
   p->size_bucket = static_cast<uint32_t>(bucket < kSizeBuckets ? bucket : kSizeBuckets - 1);
   p->objects = def.site.count ? def.site.count : 1;
-  p->context = context_of(base_thread, base.site.node, base.site.call_site);
+  p->context = context_of(base_thread, base->site.node, base->site.call_site);
   p->type_group = type_group(def.site.type_tag, p->context, p->size, &p->objects);
   p->thread_group = thread_group(base_thread);  // the thread that allocated, whoever named the type
   const TypeGroup& g = types_[p->type_group];
@@ -293,7 +282,6 @@ Placement* Analysis::find_placement(uint32_t thread, uint32_t site) {
   std::vector<Placement>& list = *cached_placements_;
   if (site >= list.size()) {
     const format::ThreadEvents* stream = merge_.stream_of(thread);
-    auto lock = stream->lock_definitions();
     if (site >= stream->sites().size()) return nullptr;
     list.resize(stream->sites().size());
   }
@@ -303,16 +291,13 @@ Placement* Analysis::find_placement(uint32_t thread, uint32_t site) {
 }
 
 bool Analysis::has_call_paths() const {
-  for (const format::ThreadEvents* stream : merge_.streams()) {
-    auto lock = stream->lock_definitions();
+  for (const format::ThreadEvents* stream : merge_.streams())
     if (stream->nodes().size() > 1) return true;
-  }
   return false;
 }
 
 void Analysis::code_addresses(std::vector<uint64_t>* functions, std::vector<uint64_t>* call_sites) const {
   for (const format::ThreadEvents* stream : merge_.streams()) {
-    auto lock = stream->lock_definitions();
     for (const format::NodeDef& node : stream->nodes()) {
       if (node.function) functions->push_back(node.function);
       if (node.call_site) call_sites->push_back(node.call_site);
@@ -762,7 +747,6 @@ void Analysis::run(const ProgressFn& progress) {
     }
     if (plain && going) merge_.skip_run(n);
   }
-  merge_.finish();
   task.finish();
   dropping_event_ = false;
   take_back_unmatched_frees();
@@ -791,10 +775,11 @@ void Analysis::collect_findings() {
       f.kind = def.kind;
       f.allocated = unknown_block;
       uint32_t base_thread = 0;
-      format::SiteDef own, base;
-      if (def.thread && base_site(def.thread, def.site, &base_thread, &base) && site_def(def.thread, def.site, &own)) {
-        f.allocated_bytes = base.site.size;
-        uint32_t context = context_of(base_thread, base.site.node, base.site.call_site);
+      const format::SiteDef* base = def.thread ? base_site(def.thread, def.site, &base_thread) : nullptr;
+      if (base) {
+        const format::SiteDef& own = merge_.stream_of(def.thread)->sites()[def.site];
+        f.allocated_bytes = base->site.size;
+        uint32_t context = context_of(base_thread, base->site.node, base->site.call_site);
         uint64_t objects = own.site.count ? own.site.count : 1;
         f.allocated = types_[type_group(own.site.type_tag, context, f.allocated_bytes, &objects)].label;
         f.allocation_path = context_path(context);

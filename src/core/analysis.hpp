@@ -245,9 +245,7 @@ class Analysis : public BlockLedger {
   }
   Placement* find_placement(uint32_t thread, uint32_t site);
   bool resolve(uint32_t thread, uint32_t site, Placement* p);
-  // Copies of site definitions (another thread may be decoding the stream).
-  bool site_def(uint32_t thread, uint32_t site, format::SiteDef* out) const;
-  bool base_site(uint32_t thread, uint32_t site, uint32_t* base_thread, format::SiteDef* base) const;
+  const format::SiteDef* base_site(uint32_t thread, uint32_t site, uint32_t* base_thread);
   uint32_t context_of(uint32_t thread, uint64_t node, uint64_t call_site);
   uint32_t context_path(uint32_t context);
   bool keeps_context(uint32_t context);

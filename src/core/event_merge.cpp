@@ -1,8 +1,6 @@
 #include "event_merge.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 
 namespace heaptype {
@@ -10,77 +8,28 @@ namespace core {
 
 using format::Event;
 
-LookaheadStream::LookaheadStream(const format::ProfileFile& file, uint32_t thread, DecodeAhead* ahead)
-    : events_(file, thread),
-      ahead_(ahead),
-      capacity_(ahead ? kAheadCapacity : kCapacity),
-      mask_(capacity_ - 1),
-      ring_(capacity_),
-      folded_(capacity_, 0) {}
-
-void LookaheadStream::start() {
+LookaheadStream::LookaheadStream(const format::ProfileFile& file, uint32_t thread)
+    : events_(file, thread), ring_(kCapacity), folded_(kCapacity, 0) {
   fill();
   if (moves_ && size_) fold_move();
 }
 
-// A slot just decoded: counted for folding moves.
-void LookaheadStream::note_decoded(size_t slot) {
-  folded_[slot] = 0;
-  const Event& e = ring_[slot];
-  if (e.kind == Event::kMove) {
-    ++moves_;
-    ++moves_from_[site_key(e.thread, e.site)];
-  }
-}
-
-// Decodes into the free slots, a contiguous stretch of the ring at a time; or, decoded
-// ahead, gives slots back and takes what the other thread decoded, waiting while fewer
-// than kLookahead events are at hand and more are to come.
+// Decodes into the free slots, a contiguous stretch of the ring at a time.
 void LookaheadStream::fill() {
-  if (ahead_) return take_decoded();
-  while (!exhausted_ && size_ < capacity_) {
-    size_t tail = (head_ + size_) & mask_;
-    size_t room = std::min(capacity_ - size_, capacity_ - tail);
+  while (!exhausted_ && size_ < kCapacity) {
+    size_t tail = (head_ + size_) & kMask;
+    size_t room = std::min(kCapacity - size_, kCapacity - tail);
     size_t got = events_.next_batch(&ring_[tail], room);
-    for (size_t i = tail; i < tail + got; ++i) note_decoded(i);
+    for (size_t i = tail; i < tail + got; ++i) {
+      folded_[i] = 0;
+      if (ring_[i].kind == Event::kMove) {
+        ++moves_;
+        ++moves_from_[site_key(ring_[i].thread, ring_[i].site)];
+      }
+    }
     size_ += got;
     if (got < room) exhausted_ = true;
   }
-}
-
-void LookaheadStream::take_decoded() {
-  released_.store(taken_ - size_);
-  ahead_->room_made();
-  for (;;) {
-    bool all = decoded_all_.load();
-    uint64_t produced = produced_.load();
-    for (uint64_t i = taken_; i < produced; ++i) note_decoded(static_cast<size_t>(i & mask_));
-    size_ += static_cast<size_t>(produced - taken_);
-    taken_ = produced;
-    if (all || ahead_->stopped()) {
-      exhausted_ = true;
-      return;
-    }
-    if (size_ >= kLookahead) return;
-    ahead_->wait_for(*this);
-  }
-}
-
-bool LookaheadStream::decoded_more() const { return decoded_all_.load() || produced_.load() > taken_; }
-
-bool LookaheadStream::room_to_decode() const {
-  return !decoded_all_.load() && capacity_ - (produced_.load() - released_.load()) >= kAheadBatch;
-}
-
-bool LookaheadStream::decode_ahead() {
-  if (!room_to_decode()) return false;
-  uint64_t produced = produced_.load();
-  size_t tail = static_cast<size_t>(produced & mask_);
-  size_t count = std::min(kAheadBatch, capacity_ - tail);  // room_to_decode: at least kAheadBatch free
-  size_t got = events_.next_batch(&ring_[tail], count);
-  produced_.store(produced + got);
-  if (got < count) decoded_all_.store(true);
-  return true;
 }
 
 void LookaheadStream::forget_move(const Event& move) {
@@ -97,7 +46,7 @@ void LookaheadStream::fold_move() {
   if (moves_from_.find(site_key(alloc.stream, alloc.site)) == moves_from_.end()) return;  // nothing to fold
   size_t limit = size_ < kLookahead ? size_ : kLookahead;
   for (size_t i = 1; i < limit; ++i) {
-    size_t slot = (head_ + i) & mask_;
+    size_t slot = (head_ + i) & kMask;
     const Event& e = ring_[slot];
     if (folded_[slot] || e.thread != alloc.stream || e.site != alloc.site) continue;
     if (e.kind != Event::kMove || alloc.address != e.address) return;  // address mode: another block
@@ -115,7 +64,7 @@ void LookaheadStream::fold_move() {
 size_t LookaheadStream::plain_run(uint64_t until, bool at_until) const {
   if (moves_ || size_ == 0) return 0;
   size_t limit = exhausted_ ? size_ : size_ >= kLookahead ? size_ - (kLookahead - 1) : 0;
-  limit = std::min(limit, capacity_ - head_);
+  limit = std::min(limit, kCapacity - head_);
   const Event* e = &ring_[head_];
   const uint8_t* folded = &folded_[head_];
   auto plain = [&](size_t i) {
@@ -131,129 +80,23 @@ size_t LookaheadStream::plain_run(uint64_t until, bool at_until) const {
 }
 
 void LookaheadStream::skip_plain(size_t count) {
-  head_ = (head_ + count) & mask_;
+  head_ = (head_ + count) & kMask;
   size_ -= count;
-  if (size_ < kLookahead || ahead_) fill();  // decoded ahead: take what came, give back slots
+  if (size_ < kLookahead) fill();
   while (size_ && folded_[head_]) {  // as pop() leaves it
-    head_ = (head_ + 1) & mask_;
+    head_ = (head_ + 1) & kMask;
     --size_;
     if (size_ < kLookahead) fill();
   }
   if (moves_ && size_) fold_move();
 }
 
-DecodeAhead::~DecodeAhead() {
-  try {
-    stop();
-  } catch (...) {  // the pass ended another way: its failure stands
-  }
-}
-
-void DecodeAhead::start() { thread_ = std::thread([this] { run(); }); }
-
-void DecodeAhead::stop() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_.store(true);
-  }
-  work_.notify_all();
-  decoded_.notify_all();
-  if (thread_.joinable()) thread_.join();
-  if (failure_) {
-    std::exception_ptr failure = failure_;
-    failure_ = nullptr;
-    std::rethrow_exception(failure);
-  }
-}
-
-void DecodeAhead::wait_for(const LookaheadStream& stream) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  waiting_.store(true);
-  decoded_.wait(lock, [&] { return stream.decoded_more() || stop_.load(); });
-  waiting_.store(false);
-}
-
-bool DecodeAhead::any_room() const {
-  for (const LookaheadStream* s : streams_)
-    if (s->room_to_decode()) return true;
-  return false;
-}
-
-void DecodeAhead::run() {
-  try {
-    for (;;) {
-      bool decoded = false;
-      for (LookaheadStream* s : streams_) decoded |= s->decode_ahead();
-      if (decoded) {
-        if (waiting_.load()) {
-          std::lock_guard<std::mutex> lock(mutex_);
-          decoded_.notify_all();
-        }
-        continue;
-      }
-      std::unique_lock<std::mutex> lock(mutex_);
-      idle_.store(true);
-      work_.wait(lock, [&] { return stop_.load() || any_room(); });
-      idle_.store(false);
-      if (stop_.load()) return;
-    }
-  } catch (...) {  // out of memory while decoding: the pass stops, and stop() throws it
-    std::lock_guard<std::mutex> lock(mutex_);
-    failure_ = std::current_exception();
-    stop_.store(true);
-    decoded_.notify_all();
-  }
-}
-
-namespace {
-
-// Streams worth a thread that decodes ahead: the largest few, each with enough events
-// that handing batches over pays (the rings' memory stays bounded).
-constexpr size_t kMaxAheadStreams = 4;
-constexpr uint64_t kMinAheadBytes = uint64_t{1} << 20;
-
-// HEAPTYPE_DECODE_AHEAD_BYTES: the least event bytes of a stream decoded ahead ("off":
-// none). Tests set 0 to decode small profiles ahead too.
-bool decode_ahead_threshold(uint64_t* bytes) {
-  const char* text = std::getenv("HEAPTYPE_DECODE_AHEAD_BYTES");
-  *bytes = kMinAheadBytes;
-  if (!text || !*text) return std::thread::hardware_concurrency() >= 2;
-  if (std::strcmp(text, "off") == 0) return false;
-  char* end = nullptr;
-  unsigned long long value = std::strtoull(text, &end, 10);
-  if (*end == '\0') *bytes = value;
-  return true;
-}
-
-std::vector<uint32_t> threads_to_decode_ahead(const format::ProfileFile& file) {
-  uint64_t least = 0;
-  if (!decode_ahead_threshold(&least)) return {};
-  std::vector<std::pair<uint64_t, uint32_t>> sizes;
-  for (const auto& entry : file.event_chunks()) {
-    uint64_t bytes = 0;
-    for (const format::ChunkRef& chunk : entry.second) bytes += chunk.size;
-    if (bytes >= least) sizes.emplace_back(bytes, entry.first);
-  }
-  std::sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<uint32_t> threads;
-  for (size_t i = 0; i < sizes.size() && i < kMaxAheadStreams; ++i) threads.push_back(sizes[i].second);
-  return threads;
-}
-
-}  // namespace
-
 EventMerge::EventMerge(const format::ProfileFile& file, BlockLedger* ledger) : ledger_(ledger) {
-  std::vector<uint32_t> ahead = threads_to_decode_ahead(file);
-  if (!ahead.empty()) decode_ahead_.reset(new DecodeAhead());
   for (const auto& entry : file.event_chunks()) {
-    bool decoded_ahead = std::find(ahead.begin(), ahead.end(), entry.first) != ahead.end();
     stream_of_thread_[entry.first] = streams_.size();
     threads_.push_back(entry.first);
-    streams_.emplace_back(new LookaheadStream(file, entry.first, decoded_ahead ? decode_ahead_.get() : nullptr));
-    if (decoded_ahead) decode_ahead_->add(streams_.back().get());
+    streams_.emplace_back(new LookaheadStream(file, entry.first));
   }
-  if (decode_ahead_) decode_ahead_->start();
-  for (auto& stream : streams_) stream->start();
   force_next_.assign(streams_.size(), false);
   for (size_t i = 0; i < streams_.size(); ++i) push(i);
   while (!just_finished_.empty()) just_finished_.pop_back();  // empty from the start: nothing waits

@@ -12,15 +12,10 @@
 #ifndef HEAPTYPE_CORE_EVENT_MERGE_HPP
 #define HEAPTYPE_CORE_EVENT_MERGE_HPP
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <exception>
 #include <memory>
-#include <mutex>
 #include <queue>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -29,30 +24,21 @@
 namespace heaptype {
 namespace core {
 
-class DecodeAhead;
-
 // One thread's events with a short lookahead, for folding moves. Events are
-// decoded in batches into a ring: here, or by another thread (DecodeAhead) into a
-// larger ring that this one takes events from as they come.
+// decoded in batches into a ring.
 class LookaheadStream {
  public:
   static constexpr size_t kLookahead = 256;
-  static constexpr size_t kCapacity = 4 * kLookahead;  // decoded here
-  static constexpr size_t kAheadCapacity = 1u << 14;   // decoded by another thread (640 KiB)
-  static constexpr size_t kAheadBatch = 2048;          // the other thread's batch
 
-  // With `ahead`, that thread decodes this stream's events. Nothing is read before start().
-  LookaheadStream(const format::ProfileFile& file, uint32_t thread, DecodeAhead* ahead = nullptr);
-  void start();
+  LookaheadStream(const format::ProfileFile& file, uint32_t thread);
   bool empty() const { return size_ == 0; }
   const format::Event& front() const { return ring_[head_]; }
   void pop() {
     do {
       if (ring_[head_].kind == format::Event::kMove && !folded_[head_]) forget_move(ring_[head_]);
-      head_ = (head_ + 1) & mask_;
+      head_ = (head_ + 1) & kMask;
       --size_;
-      // Decoded ahead: slots go back to the other thread now and then, not one by one.
-      if (size_ < kLookahead || (ahead_ && (head_ & (kAheadBatch - 1)) == 0)) fill();
+      if (size_ < kLookahead) fill();
     } while (size_ && folded_[head_]);
     if (moves_ && size_) fold_move();
   }
@@ -65,26 +51,16 @@ class LookaheadStream {
   void skip_plain(size_t count);
   const format::ThreadEvents& events() const { return events_; }
 
-  // For DecodeAhead, on its thread: decodes a batch into free slots (false: no room,
-  // or nothing more to decode).
-  bool decode_ahead();
-  bool room_to_decode() const;
-  // For DecodeAhead, on the pass's thread: events decoded and not taken yet, or the end.
-  bool decoded_more() const;
-
  private:
-  format::Event& at(size_t i) { return ring_[(head_ + i) & mask_]; }
+  static constexpr size_t kCapacity = 4 * kLookahead;
+  static constexpr size_t kMask = kCapacity - 1;
+  format::Event& at(size_t i) { return ring_[(head_ + i) & kMask]; }
   void fill();
-  void take_decoded();
-  void note_decoded(size_t slot);
   void fold_move();
   static uint64_t site_key(uint32_t thread, uint32_t site) { return static_cast<uint64_t>(thread) << 32 | site; }
   void forget_move(const format::Event& move);
 
   format::ThreadEvents events_;
-  DecodeAhead* ahead_;
-  size_t capacity_;
-  size_t mask_;
   std::vector<format::Event> ring_;
   std::vector<uint8_t> folded_;  // [slot]: a MOVE folded into its allocation: skipped
   size_t head_ = 0;
@@ -95,55 +71,6 @@ class LookaheadStream {
   // in a GoogleTest profile would otherwise make each allocation scan the window).
   std::unordered_map<uint64_t, uint32_t> moves_from_;
   bool exhausted_ = false;
-  // Decoded ahead: the other thread has put `produced_` events in all into the ring
-  // (`decoded_all_`: and there are no more); this one has taken `taken_` of them, the
-  // last `size_` of which it still holds, and has given back the slots of `released_`.
-  std::atomic<uint64_t> produced_{0};
-  std::atomic<bool> decoded_all_{false};
-  std::atomic<uint64_t> released_{0};
-  uint64_t taken_ = 0;
-};
-
-// One thread that decodes the largest streams ahead of the pass (the machine's second
-// core), each into its ring. The pass waits only when a ring runs short.
-class DecodeAhead {
- public:
-  DecodeAhead() = default;
-  ~DecodeAhead();
-  DecodeAhead(const DecodeAhead&) = delete;
-  DecodeAhead& operator=(const DecodeAhead&) = delete;
-  // The streams it decodes, then the thread.
-  void add(LookaheadStream* stream) { streams_.push_back(stream); }
-  void start();
-  // Ends the thread; streams left half-read end where they are.
-  void stop();
-  bool stopped() const { return stop_.load(); }
-  // The pass gave slots back: a thread with nothing to do looks again.
-  void room_made() {
-    if (idle_.load()) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      work_.notify_one();
-    }
-  }
-  // Blocks the pass until `stream` has decoded events it has not taken (or ended).
-  void wait_for(const LookaheadStream& stream);
-
- private:
-  void run();
-  bool any_room() const;
-  void end_all();
-
-  std::vector<LookaheadStream*> streams_;
-  std::mutex mutex_;
-  std::condition_variable work_;     // the thread waits for room
-  std::condition_variable decoded_;  // the pass waits for events
-  // Both sides check these with the other side's counters (sequentially consistent),
-  // so that neither sleeps through the other's notice.
-  std::atomic<bool> idle_{false};
-  std::atomic<bool> waiting_{false};
-  std::atomic<bool> stop_{false};
-  std::exception_ptr failure_;  // thrown on its thread: thrown again in the pass
-  std::thread thread_;
 };
 
 // Decides, for the merge, whether an event can be applied now.
@@ -166,8 +93,6 @@ class EventMerge {
   // They stay valid until skip_run(count), which must come before the next call.
   size_t next_run(const format::Event** run);
   void skip_run(size_t count) { streams_[current_]->skip_plain(count); }
-  // Stops decoding ahead: the pass is over (no next() after this).
-  void finish() { if (decode_ahead_) decode_ahead_->stop(); }
   // Tell the merge that (thread, site) just gained a live block.
   void on_live_block(uint32_t thread, uint32_t site) {
     if (parked_count_) wake_parked(thread, site);
@@ -198,7 +123,6 @@ class EventMerge {
 
   BlockLedger* ledger_;
   std::vector<std::unique_ptr<LookaheadStream>> streams_;
-  std::unique_ptr<DecodeAhead> decode_ahead_;  // stopped before the streams go
   std::vector<uint32_t> threads_;                          // [stream] -> thread number
   std::unordered_map<uint32_t, size_t> stream_of_thread_;
   std::priority_queue<Head> heap_;

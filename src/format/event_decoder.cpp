@@ -37,21 +37,11 @@ bool ThreadEvents::load_chunk() {
     if (chunk_index_ == chunks_->size()) return false;
     const ChunkRef& chunk = (*chunks_)[chunk_index_++];
     if (!file_.read_payload(chunk, &buffer_)) return fail("read error at offset " + std::to_string(chunk.offset));
-    bytes_done_.store(bytes_done_.load(std::memory_order_relaxed) + chunk.size, std::memory_order_relaxed);
+    bytes_done_ += chunk.size;
     pos_ = buffer_.data();
     end_ = pos_ + buffer_.size();
   }
   return true;
-}
-
-void ThreadEvents::add_site(const SiteDef& def) {
-  std::lock_guard<std::mutex> lock(definitions_mutex_);
-  sites_.push_back(def);
-}
-
-void ThreadEvents::add_node(const NodeDef& def) {
-  std::lock_guard<std::mutex> lock(definitions_mutex_);
-  nodes_.push_back(def);
 }
 
 bool ThreadEvents::fail(const std::string& what) {
@@ -196,7 +186,7 @@ bool ThreadEvents::next(Event* out) {
         if (sites_.size() >= kMaxIndex) return fail("too many sites");
         SiteDef def;
         def.site = {operands[0], operands[1], operands[2], operands[3], operands[4]};
-        add_site(def);
+        sites_.push_back(def);
         continue;
       }
       case ControlOp::kNode:
@@ -210,7 +200,7 @@ bool ThreadEvents::next(Event* out) {
         }
         if (operands[0] >= nodes_.size()) return fail("node refers to undefined parent " + std::to_string(operands[0]));
         if (nodes_.size() >= kMaxIndex) return fail("too many nodes");
-        add_node({operands[0], operands[1], operands[2]});
+        nodes_.push_back({operands[0], operands[1], operands[2]});
         continue;
       case ControlOp::kFreeRemote:
         for (int i = 0; i < 2; ++i)
@@ -235,7 +225,7 @@ bool ThreadEvents::next(Event* out) {
         def.derived = true;
         def.base_thread = static_cast<uint32_t>(operands[0]);
         def.base_site = static_cast<uint32_t>(operands[1]);
-        add_site(def);
+        sites_.push_back(def);
         continue;
       }
       case ControlOp::kMove:

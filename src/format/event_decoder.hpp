@@ -3,10 +3,8 @@
 #ifndef HEAPTYPE_FORMAT_EVENT_DECODER_HPP
 #define HEAPTYPE_FORMAT_EVENT_DECODER_HPP
 
-#include <atomic>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <tuple>
 #include <string>
 #include <vector>
@@ -74,17 +72,13 @@ class ThreadEvents {
 
   const std::string& error() const { return error_; }
   uint32_t thread() const { return thread_; }
-  // Another thread may be decoding this stream (core/event_merge.hpp decodes ahead):
-  // whoever reads sites() or nodes() from elsewhere holds this lock meanwhile. The
-  // decoding thread takes it only to add a definition.
-  std::unique_lock<std::mutex> lock_definitions() const { return std::unique_lock<std::mutex>(definitions_mutex_); }
   // Definitions so far. nodes()[0] is the root.
   const std::vector<NodeDef>& nodes() const { return nodes_; }
   const std::vector<SiteDef>& sites() const { return sites_; }
   // FINDING records read so far, each with how many times it occurred.
   const std::map<FindingDef, uint64_t>& findings() const { return findings_; }
   // Payload bytes consumed so far (whole chunks), for progress.
-  uint64_t bytes_done() const { return bytes_done_.load(std::memory_order_relaxed); }
+  uint64_t bytes_done() const { return bytes_done_; }
   uint64_t time() const { return time_; }
 
  private:
@@ -92,8 +86,6 @@ class ThreadEvents {
   bool chunk_ready() { return pos_ != end_ || load_chunk(); }
   bool load_chunk();
   bool fail(const std::string& what);
-  void add_site(const SiteDef& def);
-  void add_node(const NodeDef& def);
   bool read(uint64_t* value, const char* record) {
     if (pos_ < end_ && *pos_ < 0x80) {  // most varints are one byte
       *value = *pos_++;
@@ -126,7 +118,7 @@ class ThreadEvents {
   std::vector<uint8_t> buffer_;
   const uint8_t* pos_ = nullptr;
   const uint8_t* end_ = nullptr;
-  std::atomic<uint64_t> bytes_done_{0};  // read by the pass while another thread decodes
+  uint64_t bytes_done_ = 0;
   uint64_t time_ = 0;
   uint64_t last_address_ = 0;
   uint32_t last_alloc_site_ = 0;
@@ -136,7 +128,6 @@ class ThreadEvents {
   std::vector<NodeDef> nodes_{NodeDef{0, 0, 0}};
   std::map<FindingDef, uint64_t> findings_;
   std::string error_;
-  mutable std::mutex definitions_mutex_;
 };
 
 }  // namespace format

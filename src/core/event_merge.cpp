@@ -1,6 +1,7 @@
 #include "event_merge.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace heaptype {
@@ -9,7 +10,7 @@ namespace core {
 using format::Event;
 
 LookaheadStream::LookaheadStream(const format::ProfileFile& file, uint32_t thread)
-    : events_(file, thread), ring_(kCapacity), folded_(kCapacity, 0) {
+    : events_(file, thread), ring_(kCapacity), folded_(kCapacity, 0), plain_(kCapacity, 0) {
   fill();
   if (moves_ && size_) fold_move();
 }
@@ -19,9 +20,12 @@ void LookaheadStream::fill() {
   while (!exhausted_ && size_ < kCapacity) {
     size_t tail = (head_ + size_) & kMask;
     size_t room = std::min(kCapacity - size_, kCapacity - tail);
-    size_t got = events_.next_batch(&ring_[tail], room);
+    size_t got = events_.next_batch(&ring_[tail], room, &plain_[tail]);
+    // Moves are among the other events: only those are looked at.
     for (size_t i = tail; i < tail + got; ++i) {
-      folded_[i] = 0;
+      const void* other = std::memchr(&plain_[i], 0, tail + got - i);
+      if (!other) break;
+      i = static_cast<size_t>(static_cast<const uint8_t*>(other) - plain_.data());
       if (ring_[i].kind == Event::kMove) {
         ++moves_;
         ++moves_from_[site_key(ring_[i].thread, ring_[i].site)];
@@ -65,18 +69,16 @@ size_t LookaheadStream::plain_run(uint64_t until, bool at_until) const {
   if (moves_ || size_ == 0) return 0;
   size_t limit = exhausted_ ? size_ : size_ >= kLookahead ? size_ - (kLookahead - 1) : 0;
   limit = std::min(limit, kCapacity - head_);
+  // A folded slot holds a MOVE: never plain.
+  const void* other = std::memchr(&plain_[head_], 0, limit);
+  size_t n = other ? static_cast<size_t>(static_cast<const uint8_t*>(other) - &plain_[head_]) : limit;
+  if (until == std::numeric_limits<uint64_t>::max() && at_until) return n;  // no other stream waits
+  // A stream's times never decrease.
   const Event* e = &ring_[head_];
-  const uint8_t* folded = &folded_[head_];
-  auto plain = [&](size_t i) {
-    return !folded[i] && (e[i].kind == Event::kAlloc || (e[i].kind == Event::kFree && e[i].thread == e[i].stream));
-  };
-  size_t n = 0;
-  if (until == std::numeric_limits<uint64_t>::max() && at_until) {  // no other stream waits
-    while (n < limit && plain(n)) ++n;
-    return n;
-  }
-  while (n < limit && plain(n) && (e[n].time < until || (e[n].time == until && at_until))) ++n;
-  return n;
+  auto before = [](const Event& x, uint64_t t) { return x.time < t; };
+  auto after = [](uint64_t t, const Event& x) { return t < x.time; };
+  const Event* end = at_until ? std::upper_bound(e, e + n, until, after) : std::lower_bound(e, e + n, until, before);
+  return static_cast<size_t>(end - e);
 }
 
 void LookaheadStream::skip_plain(size_t count) {
@@ -84,6 +86,7 @@ void LookaheadStream::skip_plain(size_t count) {
   size_ -= count;
   if (size_ < kLookahead) fill();
   while (size_ && folded_[head_]) {  // as pop() leaves it
+    folded_[head_] = 0;
     head_ = (head_ + 1) & kMask;
     --size_;
     if (size_ < kLookahead) fill();

@@ -36,6 +36,7 @@ class LookaheadStream {
   void pop() {
     do {
       if (ring_[head_].kind == format::Event::kMove && !folded_[head_]) forget_move(ring_[head_]);
+      folded_[head_] = 0;  // a free slot is never folded
       head_ = (head_ + 1) & kMask;
       --size_;
       if (size_ < kLookahead) fill();
@@ -63,6 +64,7 @@ class LookaheadStream {
   format::ThreadEvents events_;
   std::vector<format::Event> ring_;
   std::vector<uint8_t> folded_;  // [slot]: a MOVE folded into its allocation: skipped
+  std::vector<uint8_t> plain_;   // [slot]: an allocation or a free of this thread's own site
   size_t head_ = 0;
   size_t size_ = 0;
   size_t moves_ = 0;  // MOVE events in the ring

@@ -1,6 +1,7 @@
 #include "event_decoder.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 namespace heaptype {
@@ -65,15 +66,18 @@ bool ThreadEvents::read_address(uint64_t* address, const char* record) {
   return true;
 }
 
-size_t ThreadEvents::next_batch(Event* out, size_t count) {
+size_t ThreadEvents::next_batch(Event* out, size_t count, uint8_t* own) {
   size_t n = 0;
-  bool plain = distances_ && !addresses_;
+  bool one_byte = distances_ && !addresses_;
   while (n < count) {
-    if (plain) {
-      n += one_byte_records(out + n, count - n);
+    if (one_byte) {
+      size_t got = one_byte_records(out + n, count - n);
+      if (own) std::memset(own + n, 1, got);
+      n += got;
       if (n == count) break;
     }
     if (!next(out + n)) break;
+    if (own) own[n] = out[n].kind == Event::kAlloc || (out[n].kind == Event::kFree && out[n].thread == thread_);
     ++n;
   }
   return n;

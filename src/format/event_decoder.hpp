@@ -67,8 +67,10 @@ class ThreadEvents {
   // The next event; false at the end of the stream. A malformed record ends the
   // stream with error() set; everything before it stands.
   bool next(Event* out);
-  // Up to `count` next events into `out`; how many (0 at the end of the stream).
-  size_t next_batch(Event* out, size_t count);
+  // Up to `count` next events into `out`; how many (0 at the end of the stream). With
+  // `own`, own[i] says whether out[i] is an allocation or a free of this thread's own
+  // site (most are: it costs nothing to say for them).
+  size_t next_batch(Event* out, size_t count, uint8_t* own = nullptr);
 
   const std::string& error() const { return error_; }
   uint32_t thread() const { return thread_; }

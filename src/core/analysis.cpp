@@ -689,8 +689,10 @@ bool Analysis::plain_pass() const {
 // without a branch on which, as their mix is unpredictable. No stream is parked during
 // a run (EventMerge::next_run): an allocation wakes none.
 void Analysis::take_plain_run(const Event* run, size_t count) {
+  if (count == 0) return;
+  uint64_t events = totals_.events;  // here, and the duration, once per run
+  totals_.duration = std::max(totals_.duration, run[count - 1].time);  // a stream's times never decrease
   for (const Event* e = run; e != run + count; ++e) {
-    if (e->time > totals_.duration) totals_.duration = e->time;
     uint64_t peak = selected_.peak_bytes;
     bool alloc = e->kind == Event::kAlloc;
     Placement* p = placement(e->thread, e->site);
@@ -713,9 +715,10 @@ void Analysis::take_plain_run(const Event* run, size_t count) {
     } else {
       totals_.unmatched_frees += !alloc;
     }
-    ++totals_.events;
-    if (selected_.peak_bytes != peak) totals_.peak_event = totals_.events;
+    ++events;
+    if (selected_.peak_bytes != peak) totals_.peak_event = events;
   }
+  totals_.events = events;
 }
 
 void Analysis::run(const ProgressFn& progress) {

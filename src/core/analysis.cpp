@@ -677,10 +677,10 @@ inline bool Analysis::take(const Event& e) {
   return !options_.stop_after_events || totals_.events < options_.stop_after_events;
 }
 
-// No option of this pass looks at each event (time windows and spans, timelines, a
-// stop, the lifetime filter, addresses): a plain run goes through take_plain_run.
+// No option of this pass looks at each event (time windows and spans, a stop, the
+// lifetime filter, addresses): a plain run goes through take_plain_run.
 bool Analysis::plain_pass() const {
-  return counting_ && options_.window_end == UINT64_MAX && options_.bucket_ends.empty() && timelines_.empty() &&
+  return counting_ && options_.window_end == UINT64_MAX && options_.bucket_ends.empty() &&
          !options_.stop_after_events && !marking_lifetimes_ && !options_.filters_lifetime() && !options_.addresses;
 }
 
@@ -693,6 +693,7 @@ void Analysis::take_plain_run(const Event* run, size_t count) {
   uint64_t events = totals_.events;  // here, and the duration, once per run
   totals_.duration = std::max(totals_.duration, run[count - 1].time);  // a stream's times never decrease
   for (const Event* e = run; e != run + count; ++e) {
+    for (FollowedTimeline& t : timelines_) t.timeline.before(e->time, selected_.live_bytes);
     uint64_t peak = selected_.peak_bytes;
     bool alloc = e->kind == Event::kAlloc;
     Placement* p = placement(e->thread, e->site);
@@ -717,6 +718,7 @@ void Analysis::take_plain_run(const Event* run, size_t count) {
     }
     ++events;
     if (selected_.peak_bytes != peak) totals_.peak_event = events;
+    for (FollowedTimeline& t : timelines_) t.timeline.after(e->time, selected_.live_bytes);
   }
   totals_.events = events;
 }

@@ -133,20 +133,18 @@ def test_one_byte_records_between_the_records_that_end_a_run(tmp_path):
     assert (t.live_blocks, t.live_bytes, t.peak_bytes) == (2, 64, 64)
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_long_one_byte_streams_count_exactly(seed, tmp_path):
-    """Random version-3 streams: ALLOC, FREE and FREE_LAST records at 40 sites (those
-    more than 31 away from the newest take two bytes), TIME and STACK records between
-    them, in chunks that end anywhere between records; the figures by a plain
-    simulation of the records."""
-    rng = random.Random(83_000 + seed)
+def one_byte_stream(rng: random.Random, tmp_path, operations: int) -> tuple[str, tuple]:
+    """A random version-3 file: ALLOC, FREE and FREE_LAST records at 40 sites (those more
+    than 31 away from the newest take two bytes), TIME and STACK records between them, in
+    chunks that end anywhere between records; and its figures by a plain simulation of
+    the records: allocations, frees, temporaries, live bytes, peak bytes, live blocks."""
     sizes = [rng.choice([8, 16, 24, 100, 4096]) for _ in range(40)]
     live = [0] * len(sizes)
     newest = len(sizes) - 1
     records: list[list[int]] = []  # each record's varints: chunks end between records
     allocations = frees = temporaries = live_bytes = peak = 0
     last_site, open_alloc, just_allocated = -1, False, False
-    for _ in range(20_000):
+    for _ in range(operations):
         roll = rng.random()
         if roll < 0.02:
             records.append([TIME, rng.randint(1, 3)] if rng.random() < 0.5 else [STACK, rng.randint(0, 1 << 20)])
@@ -178,12 +176,33 @@ def test_long_one_byte_streams_count_exactly(seed, tmp_path):
         for begin, end in zip([0] + cuts, cuts + [len(records)]):
             b.raw_chunk(4, 1, b"".join(events(*record) for record in records[begin:end]))
 
-    path = version_3(tmp_path, build)
+    return version_3(tmp_path, build), (allocations, frees, temporaries, live_bytes, peak, sum(live))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_long_one_byte_streams_count_exactly(seed, tmp_path):
+    path, expected = one_byte_stream(random.Random(83_000 + seed), tmp_path, 20_000)
     plain, looked_at = both_paths(path, _core.TableCodeNames())
     assert plain == looked_at
     t = _core.Analysis(_core.ProfileFile(path), _core.TableCodeNames()).totals
-    assert (t.allocations, t.frees, t.temporary_allocations, t.live_bytes, t.peak_bytes, t.live_blocks) == (
-        allocations, frees, temporaries, live_bytes, peak, sum(live))
+    assert (t.allocations, t.frees, t.temporary_allocations, t.live_bytes, t.peak_bytes, t.live_blocks) == expected
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_one_byte_stream_cut_anywhere_reads_the_same_on_both_paths(seed, tmp_path):
+    rng = random.Random(84_000 + seed)
+    path, expected = one_byte_stream(rng, tmp_path, 5_000)
+    data = open(path, "rb").read()
+    previous = 0
+    for cut in sorted(rng.sample(range(64, len(data)), 20)) + [len(data)]:
+        cut_path = tmp_path / f"cut{cut}.htp"
+        cut_path.write_bytes(data[:cut])
+        plain, looked_at = both_paths(cut_path, _core.TableCodeNames())
+        assert plain == looked_at, cut
+        allocations = plain["totals"][0][0]
+        assert allocations >= previous
+        previous = allocations
+    assert previous == expected[0]
 
 
 def test_records_split_over_chunks_and_threads_read_the_same_on_both_paths(tmp_path):

@@ -323,6 +323,13 @@ template <class Change>
 void Analysis::change_groups(Placement& p, Change&& change) {
   change(p.figures);
   if (!p.selected || dropping_event_) return;
+  change_kept_groups(p, change);
+  if (!timelines_.empty()) follow_in_timelines(p);
+}
+
+// The groups a kept placement's blocks count in, its own figures and timelines aside.
+template <class Change>
+void Analysis::change_kept_groups(const Placement& p, Change&& change) {
   change(selected_);
   change(types_[p.type_group].figures);
   change(threads_[p.thread_group].figures);
@@ -342,7 +349,6 @@ void Analysis::change_groups(Placement& p, Change&& change) {
     for (uint32_t n = leaf; n != kNone; n = bottom_up_.node(n).parent) change(bottom_up_.node(n).total);
     change(bottom_up_.node(leaf).self);
   }
-  if (!timelines_.empty()) follow_in_timelines(p);
 }
 
 void Analysis::allocate(Placement& p, uint64_t time) {
@@ -688,10 +694,15 @@ bool Analysis::plain_pass() const {
 // stream's own sites (thread == stream), applied as apply_alloc and apply_free do but
 // without a branch on which, as their mix is unpredictable. No stream is parked during
 // a run (EventMerge::next_run): an allocation wakes none.
+//
+// Only live bytes make peaks: the groups' live bytes follow each event, their other
+// counts (allocations, objects, bytes, live blocks, temporaries) go to them once per run
+// and placement, as the difference its own figures (followed at each event) made.
 void Analysis::take_plain_run(const Event* run, size_t count) {
   if (count == 0) return;
   uint64_t events = totals_.events;  // here, and the duration, once per run
   totals_.duration = std::max(totals_.duration, run[count - 1].time);  // a stream's times never decrease
+  ++run_number_;
   for (const Event* e = run; e != run + count; ++e) {
     for (FollowedTimeline& t : timelines_) t.timeline.before(e->time, selected_.live_bytes);
     uint64_t peak = selected_.peak_bytes;
@@ -700,8 +711,19 @@ void Analysis::take_plain_run(const Event* run, size_t count) {
     if (p) {
       bool temporary = temporaries_.allocated_or_freed(alloc, e->thread, e->site);
       uint64_t size = p->size, objects = p->objects, time = e->time;
-      if (p->selected) types_[p->type_group].sizes[p->size_bucket] += alloc;
-      change_groups(*p, [&](Figures& f) { f.allocate_or_release(alloc, size, objects, temporary, time); });
+      if (p->selected) {
+        if (p->run != run_number_) {
+          p->run = run_number_;
+          run_placements_.push_back(RunStart{e->thread, e->site, p->figures});
+        }
+        types_[p->type_group].sizes[p->size_bucket] += alloc;
+      }
+      p->figures.allocate_or_release(alloc, size, objects, temporary, time);
+      if (p->selected) {
+        int64_t change = alloc ? static_cast<int64_t>(size) : -static_cast<int64_t>(size);
+        change_kept_groups(*p, [&](Figures& f) { f.move_live(change, alloc, time); });
+        if (!timelines_.empty()) follow_in_timelines(*p);
+      }
       totals_.allocate_or_release(alloc, size, objects, temporary, time);
       totals_.frees += !alloc;
       uint64_t live = totals_.live_blocks > 0 ? static_cast<uint64_t>(totals_.live_blocks) : 0;
@@ -721,6 +743,13 @@ void Analysis::take_plain_run(const Event* run, size_t count) {
     for (FollowedTimeline& t : timelines_) t.timeline.after(e->time, selected_.live_bytes);
   }
   totals_.events = events;
+  // A placement met in the run (its vector may have grown since: found again by number).
+  for (const RunStart& start : run_placements_) {
+    Placement* p = placement(start.thread, start.site);
+    Figures added = p->figures.counts_since(start.figures);
+    change_kept_groups(*p, [&](Figures& f) { f.add_counts(added); });
+  }
+  run_placements_.clear();
 }
 
 void Analysis::run(const ProgressFn& progress) {

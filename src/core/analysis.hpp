@@ -158,6 +158,7 @@ struct Placement {
   uint64_t size = 0;
   uint64_t objects = 1;
   uint32_t size_bucket = 0;     // of TypeGroup::sizes
+  uint64_t run = 0;             // the last plain run that met it (Analysis::take_plain_run)
   Figures figures;
 };
 
@@ -283,6 +284,8 @@ class Analysis : public BlockLedger {
   bool kept(const Placement& p) const;
   template <class Change>
   void change_groups(Placement& p, Change&& change);
+  template <class Change>
+  void change_kept_groups(const Placement& p, Change&& change);
 
   const format::ProfileFile& file_;
   CodeNames* names_;
@@ -338,6 +341,14 @@ class Analysis : public BlockLedger {
   std::vector<BucketSnapshot> buckets_;
   EventObserver* observer_ = nullptr;
   // Hot path: the placements of the thread of the last event.
+  // The placements a plain run met, with their figures before it.
+  struct RunStart {
+    uint32_t thread;
+    uint32_t site;
+    Figures figures;
+  };
+  std::vector<RunStart> run_placements_;
+  uint64_t run_number_ = 0;
   uint32_t cached_thread_ = 0;
   std::vector<Placement>* cached_placements_ = nullptr;
 };

@@ -56,6 +56,33 @@ struct Figures {
     }
   }
 
+  // allocate_or_release() in two parts, for a group that follows many events at once:
+  // the live bytes (and the peak) at each event, then the counts the events added,
+  // as another group's counts_since() tells them.
+  void move_live(int64_t change, bool alloc, uint64_t time) {
+    live_bytes += change;
+    if (alloc & (live_bytes > 0) & (static_cast<uint64_t>(live_bytes) > peak_bytes)) {
+      peak_bytes = static_cast<uint64_t>(live_bytes);
+      peak_time = time;
+    }
+  }
+  Figures counts_since(const Figures& before) const {
+    Figures d;
+    d.allocations = allocations - before.allocations;
+    d.objects = objects - before.objects;
+    d.bytes = bytes - before.bytes;
+    d.live_blocks = live_blocks - before.live_blocks;
+    d.temporary_allocations = temporary_allocations - before.temporary_allocations;
+    return d;
+  }
+  void add_counts(const Figures& d) {
+    allocations += d.allocations;
+    objects += d.objects;
+    bytes += d.bytes;
+    live_blocks += d.live_blocks;
+    temporary_allocations += d.temporary_allocations;
+  }
+
   // Live again without a new peak: a free that matched nothing is taken back.
   void restore_live(uint64_t size) {
     live_bytes += static_cast<int64_t>(size);

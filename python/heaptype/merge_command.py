@@ -16,8 +16,6 @@ import json
 import os
 from pathlib import Path
 
-from . import budget as hb
-from . import budget_outputs as outputs
 from .console import CommandError, warn
 
 MERGE_EPILOG = """\
@@ -119,6 +117,7 @@ def _inputs_and_output(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def cmd_baseline_merge(args) -> int:
+    from . import budget as hb  # here, not at the top: every command's parser adds this one
     try:
         merged = hb.merge_baselines(args.inputs, args.output)
     except hb.BudgetError as e:
@@ -132,6 +131,8 @@ def cmd_baseline_merge(args) -> int:
 
 
 def cmd_results_merge(args) -> int:
+    from . import budget as hb
+    from . import budget_outputs as outputs
     try:
         text = outputs.merge_results([Path(path) for path in args.inputs])
     except hb.BudgetError as e:

@@ -248,6 +248,8 @@ bool Analysis::resolve(uint32_t thread, uint32_t site, Placement* p) {
   }
   p->known = true;
   p->size = base->site.size;
+  size_t bucket = p->size <= 1 ? 0 : static_cast<size_t>(64 - __builtin_clzll(p->size - 1));
+  p->size_bucket = static_cast<uint32_t>(bucket < kSizeBuckets ? bucket : kSizeBuckets - 1);
   p->objects = def.site.count ? def.site.count : 1;
   p->context = context_of(base_thread, base->site.node, base->site.call_site);
   p->type_group = type_group(def.site.type_tag, p->context, p->size, &p->objects);
@@ -270,7 +272,7 @@ void Analysis::place_in_trees(Placement* p) {
   if (options_.bottom_up) bottom_leaf(p->context);
 }
 
-Placement* Analysis::placement(uint32_t thread, uint32_t site) {
+Placement* Analysis::find_placement(uint32_t thread, uint32_t site) {
   if (thread != cached_thread_ || !cached_placements_) {
     const format::ThreadEvents* stream = merge_.stream_of(thread);
     if (!stream) return nullptr;
@@ -321,6 +323,13 @@ template <class Change>
 void Analysis::change_groups(Placement& p, Change&& change) {
   change(p.figures);
   if (!p.selected || dropping_event_) return;
+  change_kept_groups(p, change);
+  if (!timelines_.empty()) follow_in_timelines(p);
+}
+
+// The groups a kept placement's blocks count in, its own figures and timelines aside.
+template <class Change>
+void Analysis::change_kept_groups(const Placement& p, Change&& change) {
   change(selected_);
   change(types_[p.type_group].figures);
   change(threads_[p.thread_group].figures);
@@ -340,7 +349,6 @@ void Analysis::change_groups(Placement& p, Change&& change) {
     for (uint32_t n = leaf; n != kNone; n = bottom_up_.node(n).parent) change(bottom_up_.node(n).total);
     change(bottom_up_.node(leaf).self);
   }
-  if (!timelines_.empty()) follow_in_timelines(p);
 }
 
 void Analysis::add_counts(Placement& p, const Figures& counts) {
@@ -349,10 +357,7 @@ void Analysis::add_counts(Placement& p, const Figures& counts) {
 
 void Analysis::allocate(Placement& p, uint64_t time) {
   uint64_t size = p.size, objects = p.objects;
-  if (counting_ && p.selected) {
-    size_t bucket = size <= 1 ? 0 : static_cast<size_t>(64 - __builtin_clzll(size - 1));
-    ++types_[p.type_group].sizes[bucket < kSizeBuckets ? bucket : kSizeBuckets - 1];
-  }
+  if (counting_ && p.selected) ++types_[p.type_group].sizes[p.size_bucket];
   if (counting_) {
     change_groups(p, [&](Figures& f) { f.allocate(size, objects, time); });
   } else {
@@ -601,6 +606,31 @@ uint64_t placement_key(uint32_t thread, uint32_t site) { return static_cast<uint
 // Whether the filters keep the block of the event applied now.
 bool Analysis::kept(const Placement& p) const { return p.selected && !dropping_event_; }
 
+inline void Analysis::apply_alloc(const Event& e) {
+  Placement* p = placement(e.stream, e.site);
+  if (!p) return;
+  temporaries_.allocated(e.stream, e.site);
+  allocate(*p, e.time);
+  totals_.allocate(p->size, p->objects, e.time);
+  if (totals_.live_blocks > 0)
+    totals_.peak_live_blocks = std::max(totals_.peak_live_blocks, static_cast<uint64_t>(totals_.live_blocks));
+  merge_.on_live_block(e.stream, e.site);
+  if (observer_) observer_->allocated(placement_key(e.stream, e.site), *p, kept(*p), e.time);
+}
+
+inline void Analysis::apply_free(const Event& e) {
+  Placement* p = placement(e.thread, e.site);
+  if (!p) {
+    ++totals_.unmatched_frees;
+    return;
+  }
+  bool temporary = temporaries_.freed(e.thread, e.site);
+  release(*p, temporary);
+  totals_.release(p->size, temporary);
+  ++totals_.frees;
+  if (observer_) observer_->freed(placement_key(e.thread, e.site), *p, kept(*p), e.time);
+}
+
 void Analysis::apply(const Event& e) {
   if (e.time > totals_.duration) totals_.duration = e.time;
   if (e.kind == Event::kStack) return apply_stack(e);
@@ -610,31 +640,10 @@ void Analysis::apply(const Event& e) {
     dropping_event_ = dropped_by_lifetime(e);
   if (options_.addresses) track_address(e);
   switch (e.kind) {
-    case Event::kAlloc: {
-      Placement* p = placement(e.stream, e.site);
-      if (!p) return;
-      temporaries_.allocated(e.stream, e.site);
-      allocate(*p, e.time);
-      totals_.allocate(p->size, p->objects, e.time);
-      if (totals_.live_blocks > 0)
-        totals_.peak_live_blocks = std::max(totals_.peak_live_blocks, static_cast<uint64_t>(totals_.live_blocks));
-      merge_.on_live_block(e.stream, e.site);
-      if (observer_) observer_->allocated(placement_key(e.stream, e.site), *p, kept(*p), e.time);
-      return;
-    }
-    case Event::kFree: {
-      Placement* p = placement(e.thread, e.site);
-      if (!p) {
-        ++totals_.unmatched_frees;
-        return;
-      }
-      bool temporary = temporaries_.freed(e.thread, e.site);
-      release(*p, temporary);
-      totals_.release(p->size, temporary);
-      ++totals_.frees;
-      if (observer_) observer_->freed(placement_key(e.thread, e.site), *p, kept(*p), e.time);
-      return;
-    }
+    case Event::kAlloc:
+      return apply_alloc(e);
+    case Event::kFree:
+      return apply_free(e);
     case Event::kMove: {
       temporaries_.moved(e.stream, e.thread, e.site, e.new_site);
       Placement* to = placement(e.stream, e.new_site);
@@ -662,31 +671,126 @@ void Analysis::apply(const Event& e) {
   }
 }
 
+// One event in merged order; false when the pass stops before it (the window's end)
+// or after it (stop_after_events).
+inline bool Analysis::take(const Event& e) {
+  if (e.time > options_.window_end) return false;  // the state at the window's end
+  const std::vector<uint64_t>& ends = options_.bucket_ends;
+  while (buckets_.size() < ends.size() && e.time > ends[buckets_.size()]) close_bucket(ends[buckets_.size()] + 1);
+  if (!counting_ && e.time >= options_.window_begin) open_window(e.time);
+  for (FollowedTimeline& t : timelines_) t.timeline.before(e.time, selected_.live_bytes);
+  uint64_t peak = selected_.peak_bytes;
+  apply(e);
+  ++totals_.events;
+  if (selected_.peak_bytes != peak) totals_.peak_event = totals_.events;
+  for (FollowedTimeline& t : timelines_) t.timeline.after(e.time, selected_.live_bytes);
+  return !options_.stop_after_events || totals_.events < options_.stop_after_events;
+}
+
+// No option of this pass looks at each event (time windows and spans, a stop, the
+// lifetime filter, addresses): a plain run goes through take_plain_run.
+bool Analysis::plain_pass() const {
+  return counting_ && options_.window_end == UINT64_MAX && options_.bucket_ends.empty() &&
+         !options_.stop_after_events && !marking_lifetimes_ && !options_.filters_lifetime() && !options_.addresses;
+}
+
+// take() for each event of a plain run in a plain pass: allocations and frees of the
+// stream's own sites (thread == stream), applied as apply_alloc and apply_free do but
+// without a branch on which, as their mix is unpredictable. No stream is parked during
+// a run (EventMerge::next_run): an allocation wakes none.
+//
+// Only live bytes make peaks: the groups' live bytes follow each event, their other
+// counts (allocations, objects, bytes, live blocks, temporaries) go to them once per run
+// and placement, as the difference its own figures (followed at each event) made.
+void Analysis::take_plain_run(const Event* run, size_t count) {
+  if (count == 0) return;
+  uint64_t events = totals_.events;  // here, and the duration, once per run
+  totals_.duration = std::max(totals_.duration, run[count - 1].time);  // a stream's times never decrease
+  ++run_number_;
+  for (const Event* e = run; e != run + count; ++e) {
+    for (FollowedTimeline& t : timelines_) t.timeline.before(e->time, selected_.live_bytes);
+    uint64_t peak = selected_.peak_bytes;
+    bool alloc = e->kind == Event::kAlloc;
+    Placement* p = placement(e->thread, e->site);
+    if (p) {
+      bool temporary = temporaries_.allocated_or_freed(alloc, e->thread, e->site);
+      uint64_t size = p->size, objects = p->objects, time = e->time;
+      if (p->selected) {
+        if (p->run != run_number_) {
+          p->run = run_number_;
+          run_placements_.push_back(RunStart{e->thread, e->site, p->figures});
+        }
+        types_[p->type_group].sizes[p->size_bucket] += alloc;
+      }
+      p->figures.allocate_or_release(alloc, size, objects, temporary, time);
+      if (p->selected) {
+        int64_t change = alloc ? static_cast<int64_t>(size) : -static_cast<int64_t>(size);
+        change_kept_groups(*p, [&](Figures& f) { f.move_live(change, alloc, time); });
+        if (!timelines_.empty()) follow_in_timelines(*p);
+      }
+      totals_.allocate_or_release(alloc, size, objects, temporary, time);
+      totals_.frees += !alloc;
+      uint64_t live = totals_.live_blocks > 0 ? static_cast<uint64_t>(totals_.live_blocks) : 0;
+      totals_.peak_live_blocks = std::max(totals_.peak_live_blocks, live);
+      if (observer_) {
+        uint64_t key = placement_key(e->thread, e->site);
+        if (alloc)
+          observer_->allocated(key, *p, kept(*p), time);
+        else
+          observer_->freed(key, *p, kept(*p), time);
+      }
+    } else {
+      totals_.unmatched_frees += !alloc;
+    }
+    ++events;
+    if (selected_.peak_bytes != peak) totals_.peak_event = events;
+    for (FollowedTimeline& t : timelines_) t.timeline.after(e->time, selected_.live_bytes);
+  }
+  totals_.events = events;
+  // A placement met in the run (its vector may have grown since: found again by number).
+  for (const RunStart& start : run_placements_) {
+    Placement* p = placement(start.thread, start.site);
+    Figures added = p->figures.counts_since(start.figures);
+    change_kept_groups(*p, [&](Figures& f) { f.add_counts(added); });
+  }
+  run_placements_.clear();
+}
+
 void Analysis::run(const ProgressFn& progress) {
   if (options_.filters_lifetime() && !marking_lifetimes_) select_by_lifetime(progress);
   ProgressTask task(progress, "reading " + file_.path());
   uint64_t total_bytes = file_.event_bytes() ? file_.event_bytes() : 1;
-  Event e;
   uint64_t count = 0;
-  const std::vector<uint64_t>& ends = options_.bucket_ends;
+  Event single;
   if (file_.aggregated()) apply_aggregate();  // then its events: those after its END chunk
   bool replay = !(file_.aggregated() && options_.stop_after_events);  // the peak's counts are all there is
-  while (replay && merge_.next(&e)) {
-    if (e.time > options_.window_end) break;  // the state at the window's end
-    while (buckets_.size() < ends.size() && e.time > ends[buckets_.size()]) close_bucket(ends[buckets_.size()] + 1);
-    if (!counting_ && e.time >= options_.window_begin) open_window(e.time);
-    for (FollowedTimeline& t : timelines_) t.timeline.before(e.time, selected_.live_bytes);
-    uint64_t peak = selected_.peak_bytes;
-    apply(e);
-    ++totals_.events;
-    if (selected_.peak_bytes != peak) totals_.peak_event = totals_.events;
-    for (FollowedTimeline& t : timelines_) t.timeline.after(e.time, selected_.live_bytes);
-    if ((++count & 0xffff) == 0) task.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
-    if (options_.stop_after_events && totals_.events >= options_.stop_after_events) break;
+  for (bool going = replay; going;) {
+    // Most events come in plain runs that the merge hands over without a look at each.
+    const Event* run = nullptr;
+    size_t n = merge_.next_run(&run);
+    bool plain = n > 0;
+    if (!plain) {
+      if (!merge_.next(&single)) break;
+      run = &single;
+      n = 1;
+    }
+    if (plain && plain_pass()) {
+      take_plain_run(run, n);
+      if (((count + n) ^ count) > 0xffff) task.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
+      count += n;
+      merge_.skip_run(n);
+      continue;
+    }
+    for (size_t i = 0; i < n && going; ++i) {
+      going = take(run[i]);
+      if ((++count & 0xffff) == 0) task.update(static_cast<double>(merge_.bytes_done()) / total_bytes);
+    }
+    if (plain && going) merge_.skip_run(n);
   }
   task.finish();
   dropping_event_ = false;
   take_back_unmatched_frees();
+  const std::vector<uint64_t>& ends = options_.bucket_ends;
   while (buckets_.size() < ends.size()) close_bucket(ends[buckets_.size()] + 1);
   for (const auto& entry : live_addresses_) {
     dropping_event_ = dropped_addresses_.count(entry.first) > 0;

@@ -160,6 +160,8 @@ struct Placement {
   uint32_t tree_leaf = kNone;   // the type node under the context's last frame
   uint64_t size = 0;
   uint64_t objects = 1;
+  uint32_t size_bucket = 0;     // of TypeGroup::sizes
+  uint64_t run = 0;             // the last plain run that met it (Analysis::take_plain_run)
   Figures figures;
 };
 
@@ -236,7 +238,16 @@ class Analysis : public BlockLedger {
   int64_t live_blocks_at(uint32_t thread, uint32_t site) override;
 
  private:
-  Placement* placement(uint32_t thread, uint32_t site);
+  // The placement of (thread, site), resolved when first met; nullptr when the profile
+  // does not define it. Inline for the thread of the last lookup: one per event.
+  Placement* placement(uint32_t thread, uint32_t site) {
+    if (thread == cached_thread_ && cached_placements_ && site < cached_placements_->size()) {
+      Placement& p = (*cached_placements_)[site];
+      if (p.known) return &p;
+    }
+    return find_placement(thread, site);
+  }
+  Placement* find_placement(uint32_t thread, uint32_t site);
   bool resolve(uint32_t thread, uint32_t site, Placement* p);
   const format::SiteDef* base_site(uint32_t thread, uint32_t site, uint32_t* base_thread);
   uint32_t context_of(uint32_t thread, uint64_t node, uint64_t call_site);
@@ -252,7 +263,12 @@ class Analysis : public BlockLedger {
   uint32_t tree_frame(uint32_t context);
   uint32_t bottom_leaf(uint32_t context);
 
+  bool take(const format::Event& e);
+  bool plain_pass() const;
+  void take_plain_run(const format::Event* run, size_t count);
   void apply(const format::Event& e);
+  void apply_alloc(const format::Event& e);
+  void apply_free(const format::Event& e);
   // Aggregated profiles: the counts in place of events (aggregate_analysis.cpp).
   void apply_aggregate();
   void apply_site_counts(Placement& p, const format::SiteCounts& counts, uint64_t peak_time);
@@ -277,6 +293,8 @@ class Analysis : public BlockLedger {
   bool kept(const Placement& p) const;
   template <class Change>
   void change_groups(Placement& p, Change&& change);
+  template <class Change>
+  void change_kept_groups(const Placement& p, Change&& change);
 
   const format::ProfileFile& file_;
   CodeNames* names_;
@@ -332,6 +350,14 @@ class Analysis : public BlockLedger {
   std::vector<BucketSnapshot> buckets_;
   EventObserver* observer_ = nullptr;
   // Hot path: the placements of the thread of the last event.
+  // The placements a plain run met, with their figures before it.
+  struct RunStart {
+    uint32_t thread;
+    uint32_t site;
+    Figures figures;
+  };
+  std::vector<RunStart> run_placements_;
+  uint64_t run_number_ = 0;
   uint32_t cached_thread_ = 0;
   std::vector<Placement>* cached_placements_ = nullptr;
 };

@@ -1,30 +1,38 @@
 #include "event_merge.hpp"
 
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
 namespace heaptype {
 namespace core {
 
 using format::Event;
 
 LookaheadStream::LookaheadStream(const format::ProfileFile& file, uint32_t thread)
-    : events_(file, thread), ring_(kCapacity) {
+    : events_(file, thread), ring_(kCapacity), folded_(kCapacity, 0), plain_(kCapacity, 0) {
   fill();
   if (moves_ && size_) fold_move();
 }
 
-
+// Decodes into the free slots, a contiguous stretch of the ring at a time.
 void LookaheadStream::fill() {
   while (!exhausted_ && size_ < kCapacity) {
-    Slot& slot = at(size_);
-    if (!events_.next(&slot.event)) {
-      exhausted_ = true;
-      break;
+    size_t tail = (head_ + size_) & kMask;
+    size_t room = std::min(kCapacity - size_, kCapacity - tail);
+    size_t got = events_.next_batch(&ring_[tail], room, &plain_[tail]);
+    // Moves are among the other events: only those are looked at.
+    for (size_t i = tail; i < tail + got; ++i) {
+      const void* other = std::memchr(&plain_[i], 0, tail + got - i);
+      if (!other) break;
+      i = static_cast<size_t>(static_cast<const uint8_t*>(other) - plain_.data());
+      if (ring_[i].kind == Event::kMove) {
+        ++moves_;
+        ++moves_from_[site_key(ring_[i].thread, ring_[i].site)];
+      }
     }
-    slot.folded = false;
-    if (slot.event.kind == Event::kMove) {
-      ++moves_;
-      ++moves_from_[site_key(slot.event.thread, slot.event.site)];
-    }
-    ++size_;
+    size_ += got;
+    if (got < room) exhausted_ = true;
   }
 }
 
@@ -37,20 +45,53 @@ void LookaheadStream::forget_move(const Event& move) {
 // ALLOC(site A) ... MOVE(this thread's A -> B) with no other event at A between
 // them, within the lookahead: the moved block is the one just allocated.
 void LookaheadStream::fold_move() {
-  Event& alloc = at(0).event;
+  Event& alloc = at(0);
   if (alloc.kind != Event::kAlloc) return;
   if (moves_from_.find(site_key(alloc.stream, alloc.site)) == moves_from_.end()) return;  // nothing to fold
   size_t limit = size_ < kLookahead ? size_ : kLookahead;
   for (size_t i = 1; i < limit; ++i) {
-    Slot& slot = at(i);
-    const Event& e = slot.event;
-    if (slot.folded || e.thread != alloc.stream || e.site != alloc.site) continue;
+    size_t slot = (head_ + i) & kMask;
+    const Event& e = ring_[slot];
+    if (folded_[slot] || e.thread != alloc.stream || e.site != alloc.site) continue;
     if (e.kind != Event::kMove || alloc.address != e.address) return;  // address mode: another block
     alloc.site = e.new_site;
-    slot.folded = true;
+    folded_[slot] = 1;
     forget_move(e);
     return;
   }
+}
+
+// With no move in the ring, fold_move would fold nothing into these allocations. An
+// allocation looks `kLookahead` events ahead when it comes to the front, and a move
+// decoded later could be within its reach: a run ends where its events' lookahead
+// is not decoded yet (unless the stream has nothing more).
+size_t LookaheadStream::plain_run(uint64_t until, bool at_until) const {
+  if (moves_ || size_ == 0) return 0;
+  size_t limit = exhausted_ ? size_ : size_ >= kLookahead ? size_ - (kLookahead - 1) : 0;
+  limit = std::min(limit, kCapacity - head_);
+  // A folded slot holds a MOVE: never plain.
+  const void* other = std::memchr(&plain_[head_], 0, limit);
+  size_t n = other ? static_cast<size_t>(static_cast<const uint8_t*>(other) - &plain_[head_]) : limit;
+  if (until == std::numeric_limits<uint64_t>::max() && at_until) return n;  // no other stream waits
+  // A stream's times never decrease.
+  const Event* e = &ring_[head_];
+  auto before = [](const Event& x, uint64_t t) { return x.time < t; };
+  auto after = [](uint64_t t, const Event& x) { return t < x.time; };
+  const Event* end = at_until ? std::upper_bound(e, e + n, until, after) : std::lower_bound(e, e + n, until, before);
+  return static_cast<size_t>(end - e);
+}
+
+void LookaheadStream::skip_plain(size_t count) {
+  head_ = (head_ + count) & kMask;
+  size_ -= count;
+  if (size_ < kLookahead) fill();
+  while (size_ && folded_[head_]) {  // as pop() leaves it
+    folded_[head_] = 0;
+    head_ = (head_ + 1) & kMask;
+    --size_;
+    if (size_ < kLookahead) fill();
+  }
+  if (moves_ && size_) fold_move();
 }
 
 EventMerge::EventMerge(const format::ProfileFile& file, BlockLedger* ledger) : ledger_(ledger) {
@@ -109,8 +150,7 @@ bool EventMerge::must_wait(const Event& e, size_t stream) {
   return true;
 }
 
-void EventMerge::on_live_block(uint32_t thread, uint32_t site) {
-  if (!parked_count_) return;
+void EventMerge::wake_parked(uint32_t thread, uint32_t site) {
   auto it = parked_.find(key(thread, site));
   if (it == parked_.end()) return;
   std::vector<size_t> woken;
@@ -200,6 +240,20 @@ void EventMerge::settle_current() {
   if (heap_.empty()) return;
   current_ = heap_.top().stream;
   heap_.pop();
+}
+
+size_t EventMerge::next_run(const Event** run) {
+  settle_current();
+  if (current_ == kNoStream || parked_count_ || force_next_[current_] || !just_finished_.empty()) return 0;
+  uint64_t until = std::numeric_limits<uint64_t>::max();
+  bool at_until = true;
+  if (!heap_.empty()) {  // the current stream goes first up to the next stream's front
+    until = heap_.top().time;
+    at_until = threads_[current_] < heap_.top().thread;
+  }
+  LookaheadStream& s = *streams_[current_];
+  *run = &s.front();
+  return s.plain_run(until, at_until);
 }
 
 bool EventMerge::next(Event* out) {

@@ -32,33 +32,39 @@ class LookaheadStream {
 
   LookaheadStream(const format::ProfileFile& file, uint32_t thread);
   bool empty() const { return size_ == 0; }
-  const format::Event& front() const { return ring_[head_].event; }
+  const format::Event& front() const { return ring_[head_]; }
   void pop() {
     do {
-      if (ring_[head_].event.kind == format::Event::kMove && !ring_[head_].folded) forget_move(ring_[head_].event);
+      if (ring_[head_].kind == format::Event::kMove && !folded_[head_]) forget_move(ring_[head_]);
+      folded_[head_] = 0;  // a free slot is never folded
       head_ = (head_ + 1) & kMask;
       --size_;
       if (size_ < kLookahead) fill();
-    } while (size_ && ring_[head_].folded);
+    } while (size_ && folded_[head_]);
     if (moves_ && size_) fold_move();
   }
+  // How many events from the front, contiguous in the ring, are plain: allocations
+  // and frees of this thread's own sites, none after `until` (nor at it unless
+  // `at_until`), where no move waits in the lookahead that one of them could fold.
+  // They can be applied one after the other without a look at each (skip_plain).
+  size_t plain_run(uint64_t until, bool at_until) const;
+  // Drops `count` events of a plain run from the front (no move or folded event among them).
+  void skip_plain(size_t count);
   const format::ThreadEvents& events() const { return events_; }
 
  private:
   static constexpr size_t kCapacity = 4 * kLookahead;
   static constexpr size_t kMask = kCapacity - 1;
-  struct Slot {
-    format::Event event;
-    bool folded;  // a MOVE folded into its allocation: skipped
-  };
-  Slot& at(size_t i) { return ring_[(head_ + i) & kMask]; }
+  format::Event& at(size_t i) { return ring_[(head_ + i) & kMask]; }
   void fill();
   void fold_move();
   static uint64_t site_key(uint32_t thread, uint32_t site) { return static_cast<uint64_t>(thread) << 32 | site; }
   void forget_move(const format::Event& move);
 
   format::ThreadEvents events_;
-  std::vector<Slot> ring_;
+  std::vector<format::Event> ring_;
+  std::vector<uint8_t> folded_;  // [slot]: a MOVE folded into its allocation: skipped
+  std::vector<uint8_t> plain_;   // [slot]: an allocation or a free of this thread's own site
   size_t head_ = 0;
   size_t size_ = 0;
   size_t moves_ = 0;  // MOVE events in the ring
@@ -84,8 +90,15 @@ class EventMerge {
 
   // The next event in merged order; false at the end.
   bool next(format::Event* out);
+  // Plain events (LookaheadStream::plain_run) that come next in merged order, in
+  // order, when no stream waits: `*run` points at them; how many (0: use next()).
+  // They stay valid until skip_run(count), which must come before the next call.
+  size_t next_run(const format::Event** run);
+  void skip_run(size_t count) { streams_[current_]->skip_plain(count); }
   // Tell the merge that (thread, site) just gained a live block.
-  void on_live_block(uint32_t thread, uint32_t site);
+  void on_live_block(uint32_t thread, uint32_t site) {
+    if (parked_count_) wake_parked(thread, site);
+  }
 
   const format::ThreadEvents* stream_of(uint32_t thread) const;
   std::vector<const format::ThreadEvents*> streams() const;
@@ -104,6 +117,7 @@ class EventMerge {
   static uint64_t key(uint32_t thread, uint32_t site) { return (static_cast<uint64_t>(thread) << 32) | site; }
 
   void push(size_t stream);
+  void wake_parked(uint32_t thread, uint32_t site);
   void settle_current();
   bool must_wait(const format::Event& e, size_t stream);
   void release_waiters_of(uint32_t thread);

@@ -38,6 +38,51 @@ struct Figures {
     }
   }
 
+  // An allocation (`alloc`) or else a free (`temporary`: of a temporary allocation, as
+  // counted), as allocate() or release(), without branching on which: a pass that mixes
+  // them unpredictably would otherwise pay a mispredicted branch per event.
+  void allocate_or_release(bool alloc, uint64_t size, uint64_t objects_in_block, bool temporary, uint64_t time) {
+    uint64_t a = alloc;
+    allocations += a;
+    objects += a * objects_in_block;
+    bytes += a * size;
+    int64_t sign = static_cast<int64_t>(2 * a) - 1;
+    live_bytes += sign * static_cast<int64_t>(size);
+    live_blocks += sign;
+    temporary_allocations += temporary && !alloc;
+    if (alloc & (live_bytes > 0) & (static_cast<uint64_t>(live_bytes) > peak_bytes)) {
+      peak_bytes = static_cast<uint64_t>(live_bytes);
+      peak_time = time;
+    }
+  }
+
+  // allocate_or_release() in two parts, for a group that follows many events at once:
+  // the live bytes (and the peak) at each event, then the counts the events added,
+  // as another group's counts_since() tells them.
+  void move_live(int64_t change, bool alloc, uint64_t time) {
+    live_bytes += change;
+    if (alloc & (live_bytes > 0) & (static_cast<uint64_t>(live_bytes) > peak_bytes)) {
+      peak_bytes = static_cast<uint64_t>(live_bytes);
+      peak_time = time;
+    }
+  }
+  Figures counts_since(const Figures& before) const {
+    Figures d;
+    d.allocations = allocations - before.allocations;
+    d.objects = objects - before.objects;
+    d.bytes = bytes - before.bytes;
+    d.live_blocks = live_blocks - before.live_blocks;
+    d.temporary_allocations = temporary_allocations - before.temporary_allocations;
+    return d;
+  }
+  void add_counts(const Figures& d) {
+    allocations += d.allocations;
+    objects += d.objects;
+    bytes += d.bytes;
+    live_blocks += d.live_blocks;
+    temporary_allocations += d.temporary_allocations;
+  }
+
   // Live again without a new peak: a free that matched nothing is taken back.
   void restore_live(uint64_t size) {
     live_bytes += static_cast<int64_t>(size);

@@ -41,29 +41,39 @@ namespace core {
 class TemporaryRule {
  public:
   // An allocation at (thread, site): the next free of that site is temporary.
-  void allocated(uint32_t thread, uint32_t site) { last_ = {true, thread, site}; }
+  void allocated(uint32_t thread, uint32_t site) {
+    open_ = true;
+    last_ = key(thread, site);
+  }
 
   // The allocating thread gave a block of the last allocation's site a type (MOVE):
   // the free names the new site.
   void moved(uint32_t stream, uint32_t thread, uint32_t site, uint32_t new_site) {
-    if (last_.open && stream == last_.thread && thread == last_.thread && site == last_.site) last_.site = new_site;
+    if (open_ && stream == thread && last_ == key(thread, site)) last_ = key(thread, new_site);
   }
 
   // A free of a block at (thread, site): temporary when the event before it was an
   // allocation at that site. Every free ends the open allocation.
   bool freed(uint32_t thread, uint32_t site) {
-    bool temporary = last_.open && thread == last_.thread && site == last_.site;
-    last_.open = false;
+    bool temporary = open_ && last_ == key(thread, site);
+    open_ = false;
+    return temporary;
+  }
+
+  // allocated() or else freed(), without branching on which (the analysis' plain runs
+  // mix them unpredictably).
+  bool allocated_or_freed(bool alloc, uint32_t thread, uint32_t site) {
+    uint64_t k = key(thread, site);
+    bool temporary = static_cast<unsigned>(open_) & static_cast<unsigned>(last_ == k) & static_cast<unsigned>(!alloc);
+    last_ = alloc ? k : last_;
+    open_ = alloc;
     return temporary;
   }
 
  private:
-  struct Last {
-    bool open = false;
-    uint32_t thread = 0;
-    uint32_t site = 0;
-  };
-  Last last_;
+  static uint64_t key(uint32_t thread, uint32_t site) { return static_cast<uint64_t>(thread) << 32 | site; }
+  bool open_ = false;
+  uint64_t last_ = 0;  // (thread, site) of the open allocation
 };
 
 }  // namespace core

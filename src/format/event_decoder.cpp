@@ -1,6 +1,7 @@
 #include "event_decoder.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 namespace heaptype {
@@ -65,9 +66,63 @@ bool ThreadEvents::read_address(uint64_t* address, const char* record) {
   return true;
 }
 
-size_t ThreadEvents::next_batch(Event* out, size_t count) {
+size_t ThreadEvents::next_batch(Event* out, size_t count, uint8_t* own) {
   size_t n = 0;
-  while (n < count && next(out + n)) ++n;
+  bool one_byte = distances_ && !addresses_;
+  while (n < count) {
+    if (one_byte) {
+      size_t got = one_byte_records(out + n, count - n);
+      if (own) std::memset(own + n, 1, got);
+      n += got;
+      if (n == count) break;
+    }
+    if (!next(out + n)) break;
+    if (own) own[n] = out[n].kind == Event::kAlloc || (out[n].kind == Event::kFree && out[n].thread == thread_);
+    ++n;
+  }
+  return n;
+}
+
+// Most records of a version-3 profile without addresses are one byte: an ALLOC or a
+// FREE at a site near the newest, or FREE_LAST. They are decoded here with the
+// stream's state in registers, as next() decodes them; at any other record (or an
+// undefined site: next() says what is wrong) this stops and next() goes on.
+size_t ThreadEvents::one_byte_records(Event* out, size_t count) {
+  if (sites_.empty()) return 0;
+  const uint8_t* p = pos_;
+  const uint8_t* end = end_;
+  const int64_t newest = static_cast<int64_t>(sites_.size() - 1);
+  const uint8_t free_last = static_cast<uint8_t>(control_record_head(ControlOp::kFreeLast));
+  uint32_t last_site = last_alloc_site_;
+  bool open = last_alloc_open_, just_allocated = alloc_just_before_;
+  size_t n = 0;
+  for (; n < count && p < end; ++n, ++p) {
+    uint8_t b = *p;
+    if (b & 0x80) break;
+    Event& e = out[n];
+    if (b & 1) {  // ALLOC
+      int64_t site = newest - unzigzag(b >> 1);
+      if (site < 0 || site > newest) break;
+      e = Event{Event::kAlloc, false, thread_, thread_, static_cast<uint32_t>(site), 0, time_, 0};
+      last_site = static_cast<uint32_t>(site);
+      open = just_allocated = true;
+    } else if ((b & 3) == 0) {  // FREE of one of this thread's sites
+      int64_t site = newest - unzigzag(b >> 2);
+      if (site < 0 || site > newest) break;
+      bool temporary = just_allocated && static_cast<uint32_t>(site) == last_site;
+      e = Event{Event::kFree, temporary, thread_, thread_, static_cast<uint32_t>(site), 0, time_, 0};
+      just_allocated = false;
+    } else if (b == free_last && open) {
+      e = Event{Event::kFree, just_allocated, thread_, thread_, last_site, 0, time_, 0};
+      open = just_allocated = false;
+    } else {
+      break;
+    }
+  }
+  pos_ = p;
+  last_alloc_site_ = last_site;
+  last_alloc_open_ = open;
+  alloc_just_before_ = just_allocated;
   return n;
 }
 
@@ -81,20 +136,13 @@ bool ThreadEvents::freed_right_after_allocation(uint32_t site) {
   return temporary;
 }
 
-// The site an ALLOC or FREE record names: its number (version 2) or its distance
-// from the newest site (version 3).
-bool ThreadEvents::site_of_record(uint64_t number, const char* record, uint32_t* site) {
-  int64_t n = static_cast<int64_t>(number);
-  if (distances_) n = sites_.empty() ? -1 : site_from_distance(static_cast<uint32_t>(sites_.size() - 1), number);
-  if (n < 0 || static_cast<uint64_t>(n) >= sites_.size())
-    return fail(std::string(record) + " at undefined site " + std::to_string(n));
-  *site = static_cast<uint32_t>(n);
-  return true;
+bool ThreadEvents::undefined_site(int64_t n, const char* record) {
+  return fail(std::string(record) + " at undefined site " + std::to_string(n));
 }
 
 bool ThreadEvents::next(Event* out) {
   for (;;) {
-    if (!load_chunk()) return false;
+    if (!chunk_ready()) return false;
     uint64_t v;
     if (!read(&v, "event")) return false;
     *out = Event{Event::kAlloc, false, thread_, thread_, 0, 0, time_, 0};

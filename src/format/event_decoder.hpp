@@ -67,8 +67,10 @@ class ThreadEvents {
   // The next event; false at the end of the stream. A malformed record ends the
   // stream with error() set; everything before it stands.
   bool next(Event* out);
-  // Up to `count` next events into `out`; how many (0 at the end of the stream).
-  size_t next_batch(Event* out, size_t count);
+  // Up to `count` next events into `out`; how many (0 at the end of the stream). With
+  // `own`, own[i] says whether out[i] is an allocation or a free of this thread's own
+  // site (most are: it costs nothing to say for them).
+  size_t next_batch(Event* out, size_t count, uint8_t* own = nullptr);
 
   const std::string& error() const { return error_; }
   uint32_t thread() const { return thread_; }
@@ -82,6 +84,8 @@ class ThreadEvents {
   uint64_t time() const { return time_; }
 
  private:
+  // The next chunk when this one is used up; false at the end of the stream.
+  bool chunk_ready() { return pos_ != end_ || load_chunk(); }
   bool load_chunk();
   bool fail(const std::string& what);
   bool read(uint64_t* value, const char* record) {
@@ -92,9 +96,19 @@ class ThreadEvents {
     return read_slow(value, record);
   }
   bool read_slow(uint64_t* value, const char* record);
+  size_t one_byte_records(Event* out, size_t count);
   bool read_address(uint64_t* address, const char* record);
   bool freed_right_after_allocation(uint32_t site);
-  bool site_of_record(uint64_t number, const char* record, uint32_t* site);
+  // The site an ALLOC or FREE record names: its number (version 2) or its distance
+  // from the newest site (version 3). Inline: one per event.
+  bool site_of_record(uint64_t number, const char* record, uint32_t* site) {
+    int64_t n = static_cast<int64_t>(number);
+    if (distances_) n = sites_.empty() ? -1 : site_from_distance(static_cast<uint32_t>(sites_.size() - 1), number);
+    if (n < 0 || static_cast<uint64_t>(n) >= sites_.size()) return undefined_site(n, record);
+    *site = static_cast<uint32_t>(n);
+    return true;
+  }
+  bool undefined_site(int64_t n, const char* record);
 
   const ProfileFile& file_;
   uint32_t thread_;

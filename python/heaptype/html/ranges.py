@@ -11,7 +11,10 @@ snaps a brushed range to bucket edges and says so.
 
 from __future__ import annotations
 
-from .flame import KeptTree, match_nodes
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the flame module is imported when a page is made, not with every command's parser
+    from .flame import KeptTree
 
 DEFAULT_RANGES = 24
 TYPE_FIGURES = ("allocations", "objects", "bytes", "peak_bytes", "live_bytes", "live_blocks",
@@ -62,6 +65,8 @@ def range_figures(profile, count: int, type_labels: list[str], function_names: l
                  for _ in function_names]
     nodes = [{name: [] for name in NODE_FIGURES} for _ in range(len(kept))]
     selected = {name: [] for name in TYPE_FIGURES}
+    from .flame import match_nodes
+
     matched = match_nodes(kept, profile.analysis(call_tree=True, functions=True).tree)
     ids = [node.id if node is not None else 2**32 - 1 for node in matched]
     spans = profile.spans([int((last + 1) * tick_us) - 1 for _, last in windows], nodes=ids)

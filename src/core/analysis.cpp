@@ -351,8 +351,8 @@ void Analysis::change_kept_groups(const Placement& p, Change&& change) {
   }
 }
 
-void Analysis::add_counts(Placement& p, const Figures& counts) {
-  change_groups(p, [&](Figures& f) { f.add_counts(counts); });
+void Analysis::add_aggregated(Placement& p, const Figures& counts) {
+  change_groups(p, [&](Figures& f) { f.add_aggregated(counts); });
 }
 
 void Analysis::allocate(Placement& p, uint64_t time) {

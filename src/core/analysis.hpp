@@ -274,7 +274,7 @@ class Analysis : public BlockLedger {
   void apply_site_counts(Placement& p, const format::SiteCounts& counts, uint64_t peak_time);
   void apply_live_counts(Placement& p, const format::SiteCounts& counts, uint64_t peak_time);
   void apply_type_peaks();
-  void add_counts(Placement& p, const Figures& counts);
+  void add_aggregated(Placement& p, const Figures& counts);
   void apply_stack(const format::Event& e);
   void allocate(Placement& p, uint64_t time);
   void release(Placement& p, bool temporary);

@@ -97,7 +97,7 @@ struct Figures {
 
   // An aggregated profile's counts of one site (aggregate_analysis.cpp): everything adds
   // up, the peak being what was live at the heap's peak.
-  void add_counts(const Figures& site) {
+  void add_aggregated(const Figures& site) {
     allocations += site.allocations;
     objects += site.objects;
     bytes += site.bytes;

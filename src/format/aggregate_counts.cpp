@@ -7,7 +7,7 @@ namespace format {
 
 namespace {
 
-// Sites in one chunk: the runtime writes at most 16,384 (aggregate.cpp); a count that
+// Sites in one chunk: the runtime writes at most 2,048 (aggregate.cpp); a count that
 // cannot fit the payload is damage.
 constexpr uint64_t kFieldsPerSite = 4;
 

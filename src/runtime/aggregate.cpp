@@ -81,12 +81,8 @@ bool grow(T** array, size_t* capacity, size_t needed, size_t first) {
   if (needed <= *capacity) return true;
   size_t bigger = *capacity ? *capacity : first;
   while (bigger < needed) bigger *= 2;
-  T* fresh = static_cast<T*>(map_pages(bigger * sizeof(T), MemoryUse::kSites));
+  T* fresh = static_cast<T*>(grow_pages(*array, *capacity * sizeof(T), bigger * sizeof(T), MemoryUse::kSites));
   if (!fresh) return false;
-  if (*capacity) {
-    std::memcpy(fresh, *array, *capacity * sizeof(T));
-    unmap_pages(*array, *capacity * sizeof(T), MemoryUse::kSites);
-  }
   *array = fresh;
   *capacity = bigger;
   return true;
@@ -228,6 +224,8 @@ __attribute__((always_inline)) inline void remove_block(SiteTally* tally) {
 void end_ownership() {
   if (g_shared.load(std::memory_order_acquire)) return;
   g_shared.store(true, std::memory_order_seq_cst);
+  // The owner itself (the program's exit, its dump()) is not inside a count: no fence.
+  if (tls_thread_state && tls_thread_state == g_owner_state.load(std::memory_order_acquire)) return;
   syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   ThreadState* owner = g_owner_state.load(std::memory_order_acquire);
   while (owner && owner->counting.load(std::memory_order_acquire)) cpu_relax();
@@ -337,7 +335,7 @@ void write_tallies(uint32_t thread, uint32_t first, const SiteTally* sites, size
   writer_chunk(format::ChunkKind::kTallies, thread, buffer, static_cast<size_t>(p - buffer));
 }
 
-constexpr size_t kTalliesPerChunk = 16384;
+constexpr size_t kTalliesPerChunk = 2048;  // a chunk's buffer: 80 KiB at most
 constexpr size_t kTallyBytes = 4 * format::kMaxVarint;
 
 // The AGGREGATE chunk: the heap's figures and every type's own peak.

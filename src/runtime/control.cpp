@@ -188,7 +188,8 @@ size_t describe_end(uint8_t (&end)[format::kEndFields * format::kMaxVarint]) {
   p = put_varint(p, totals.untracked_frees);
   // The runtime's buffers and tables at their peak; the table of block starts only
   // grows, so what it holds now is its peak.
-  p = put_varint(p, bookkeeping_peak_bytes() + block_starts_resident_bytes());
+  uint64_t block_starts = block_starts_resident_bytes();
+  p = put_varint(p, bookkeeping_peak_bytes() + block_starts);
   // The registry: the headers of the blocks live now (16 bytes for each tracked
   // block, plus untracked blocks' and over-aligned blocks' padding), and the table
   // of tagged memory the runtime did not allocate.
@@ -198,7 +199,7 @@ size_t describe_end(uint8_t (&end)[format::kEndFields * format::kMaxVarint]) {
   uint64_t uses[static_cast<unsigned>(MemoryUse::kCount)];
   bookkeeping_peak_uses(uses);
   for (uint64_t bytes : uses) p = put_varint(p, bytes);
-  p = put_varint(p, block_starts_resident_bytes());
+  p = put_varint(p, block_starts);
   return static_cast<size_t>(p - end);
 }
 

@@ -75,6 +75,20 @@ void unmap_pages(void* p, size_t bytes, MemoryUse use) {
   count_mapped(use, bytes, false);
 }
 
+void* grow_pages(void* p, size_t old_bytes, size_t bytes, MemoryUse use) {
+  if (!p) return map_pages(bytes, use);
+  old_bytes = round_to_pages(old_bytes);
+  bytes = round_to_pages(bytes);
+  void* moved = mremap(p, old_bytes, bytes, MREMAP_MAYMOVE);
+  if (moved == MAP_FAILED) return nullptr;
+#ifdef HEAPTYPE_LSAN
+  __lsan_unregister_root_region(p, old_bytes);
+  __lsan_register_root_region(moved, bytes);
+#endif
+  count_mapped(use, bytes - old_bytes, true);
+  return moved;
+}
+
 uint64_t bookkeeping_peak_bytes() {
   BlockedSignals blocked;
   LockGuard guard(g_count_lock);

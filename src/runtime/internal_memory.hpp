@@ -30,6 +30,9 @@ void* map_pages(size_t bytes, MemoryUse use = MemoryUse::kOther);
 // them, where each first probe (a read, then a write) would fault twice per page.
 void* map_pages_present(size_t bytes, MemoryUse use = MemoryUse::kOther);
 void unmap_pages(void* p, size_t bytes, MemoryUse use = MemoryUse::kOther);
+// The pages at `p` grown to `bytes` (zero-filled beyond the old end), moved if need be:
+// no copy, no new fault for the pages already touched. nullptr (and `p` kept) on failure.
+void* grow_pages(void* p, size_t old_bytes, size_t bytes, MemoryUse use = MemoryUse::kOther);
 
 // The most bytes the runtime ever had mapped at once.
 uint64_t bookkeeping_peak_bytes();

@@ -221,7 +221,10 @@ def test_a_killed_run_keeps_the_counts_of_its_last_snapshot(cpp_programs, tmp_pa
     profile = heaptype.load(output)
     assert profile.aggregated and not profile.complete and profile.raw.aggregate_complete
     rows = {g.label: g for g in profile.by_type()}
-    assert rows["Buffer"].allocations > 1000 and rows["Buffer"].temporary_allocations == rows["Buffer"].allocations
+    # Every Buffer is freed right after it is made: the snapshot may fall between the two.
+    buffers = rows["Buffer"]
+    assert buffers.allocations > 1000 and buffers.allocations - buffers.live_blocks == buffers.temporary_allocations
+    assert buffers.live_blocks in (0, 1)
     assert rows["Request"].allocations >= int(ROUNDS) // 2
 
 

@@ -1,6 +1,7 @@
 #include "aggregate.hpp"
 
 #include <linux/membarrier.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -228,7 +229,12 @@ void end_ownership() {
   if (tls_thread_state && tls_thread_state == g_owner_state.load(std::memory_order_acquire)) return;
   syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   ThreadState* owner = g_owner_state.load(std::memory_order_acquire);
-  while (owner && owner->counting.load(std::memory_order_acquire)) cpu_relax();
+  for (int spins = 0; owner && owner->counting.load(std::memory_order_acquire); ++spins) {
+    if (spins < 64)
+      cpu_relax();
+    else
+      sched_yield();  // the owner may have been preempted inside its count
+  }
 }
 
 // One count of thread `t`: without the lock when it owns the counts (claiming them if

@@ -96,18 +96,20 @@ ThreadTallies* thread_tallies(uint32_t thread) {
 
 inline uint64_t hash_tag(uint64_t tag) { return (tag * 0x9E3779B97F4A7C15ull) >> 20; }
 
+// The slot of `tag` in a table of `capacity` (a power of two): its own, or the empty
+// one where it goes.
+size_t type_probe(const TypeTally* table, size_t capacity, uint64_t tag) {
+  size_t i = hash_tag(tag) & (capacity - 1);
+  while (table[i].tag && table[i].tag != tag) i = (i + 1) & (capacity - 1);
+  return i;
+}
+
 bool grow_types() {
   size_t capacity = g_types_capacity ? g_types_capacity * 2 : 256;
   TypeTally* fresh = static_cast<TypeTally*>(map_pages(capacity * sizeof(TypeTally), MemoryUse::kTypes));
   if (!fresh) return false;
-  for (size_t i = 0; i < g_types_capacity; ++i) {
-    if (!g_types[i].tag) continue;
-    for (size_t j = hash_tag(g_types[i].tag) & (capacity - 1);; j = (j + 1) & (capacity - 1)) {
-      if (fresh[j].tag) continue;
-      fresh[j] = g_types[i];
-      break;
-    }
-  }
+  for (size_t i = 0; i < g_types_capacity; ++i)
+    if (g_types[i].tag) fresh[type_probe(fresh, capacity, g_types[i].tag)] = g_types[i];
   if (g_types) unmap_pages(g_types, g_types_capacity * sizeof(TypeTally), MemoryUse::kTypes);
   g_types = fresh;
   g_types_capacity = capacity;
@@ -118,14 +120,18 @@ bool grow_types() {
 uint32_t type_slot(uint64_t tag) {
   if (!tag) return 0;
   if ((g_types_used + 1) * 2 > g_types_capacity && !grow_types()) return 0;
-  size_t mask = g_types_capacity - 1;
-  for (size_t i = hash_tag(tag) & mask;; i = (i + 1) & mask) {
-    if (g_types[i].tag == tag) return static_cast<uint32_t>(i + 1);
-    if (g_types[i].tag) continue;
+  size_t i = type_probe(g_types, g_types_capacity, tag);
+  if (!g_types[i].tag) {
     g_types[i] = {tag, 0, 0, 0};
     ++g_types_used;
-    return static_cast<uint32_t>(i + 1);
   }
+  return static_cast<uint32_t>(i + 1);
+}
+
+// The tally of an existing (thread, site); nullptr when it was never counted.
+SiteTally* find_tally(uint32_t thread, uint32_t site) {
+  if (thread >= g_threads_capacity || site >= g_threads[thread].used) return nullptr;
+  return &g_threads[thread].sites[site];
 }
 
 // The size and type a site's blocks have: from its definition (a derived site's size
@@ -135,18 +141,11 @@ void learn_site(ThreadState* t, uint32_t site, SiteTally* tally) {
   if (!def) return;  // out of memory when it was defined: counted without size or type
   tally->size = def->site.size;
   if (def->base) {
-    uint32_t base_thread = owner_thread(def->base - 1), base_site = owner_site(def->base - 1);
-    if (base_thread < g_threads_capacity && base_site < g_threads[base_thread].used)
-      tally->size = g_threads[base_thread].sites[base_site].size;
+    if (const SiteTally* base = find_tally(owner_thread(def->base - 1), owner_site(def->base - 1)))
+      tally->size = base->size;
   }
   tally->type = type_slot(def->site.type_tag);
   tally->known = true;
-}
-
-// The tally of an existing (thread, site); nullptr when it was never counted.
-SiteTally* find_tally(uint32_t thread, uint32_t site) {
-  if (thread >= g_threads_capacity || site >= g_threads[thread].used) return nullptr;
-  return &g_threads[thread].sites[site];
 }
 
 SiteTally* new_own_tally(ThreadState* t, uint32_t site);
@@ -349,9 +348,7 @@ void write_summary(uint64_t time, uint8_t* buffer, size_t capacity) {
   uint8_t* p = buffer;
   for (uint64_t v : {time, g_heap.bytes, g_heap.blocks, g_heap.peak_bytes, g_heap.peak_time, g_heap.peak_blocks})
     p = put_varint(p, v);
-  size_t types = 0;
-  for (size_t i = 0; i < g_types_capacity; ++i) types += g_types[i].tag != 0;
-  p = put_varint(p, types);
+  p = put_varint(p, g_types_used);
   for (size_t i = 0; i < g_types_capacity; ++i) {
     const TypeTally& type = g_types[i];
     if (!type.tag) continue;

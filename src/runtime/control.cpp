@@ -122,12 +122,18 @@ constexpr uint64_t kAggregateEveryNs = 10'000'000'000ull;
 
 void flush_all_threads() { for_each_thread_state(flush_one, nullptr); }
 
+// Everything up to now goes to the file: the threads' records, the aggregated counts
+// (after the definitions they name) and the module map.
+void write_all_now(uint64_t time) {
+  flush_all_threads();
+  if (aggregating()) write_aggregate(time);
+  writer_modules();
+}
+
 // A snapshot mark promises that every event before its time is in the file.
 void write_snapshot_mark() {
   uint64_t time = now_tick();
-  flush_all_threads();
-  if (aggregating()) write_aggregate(time);  // after the definitions its counts name
-  writer_modules();
+  write_all_now(time);
   uint8_t payload[format::kMaxVarint];
   writer_chunk(format::ChunkKind::kSnapshot, 0, payload, static_cast<size_t>(put_varint(payload, time) - payload));
 }
@@ -363,9 +369,7 @@ void finish(bool process_ends) {
   // is not the program's leak. A detach leaves a program that goes on: it keeps it.
   if (process_ends && __gnu_cxx::__freeres) __gnu_cxx::__freeres();
   if (ThreadState* t = tls_thread_state) report_last_stack_depth(t);  // its last tick
-  flush_all_threads();
-  if (aggregating()) write_aggregate(now_tick());
-  writer_modules();
+  write_all_now(now_tick());
   uint8_t end[format::kEndFields * format::kMaxVarint];
   writer_chunk(format::ChunkKind::kEnd, 0, end, describe_end(end));
   g_aggregating = false;  // what comes after the END chunk is written as events
@@ -374,9 +378,7 @@ void finish(bool process_ends) {
 
 bool dump(const char* path) {
   if (!path || g_state.load(std::memory_order_acquire) != kActive) return false;
-  flush_all_threads();
-  if (aggregating()) write_aggregate(now_tick());
-  writer_modules();
+  write_all_now(now_tick());
   uint8_t end[format::kEndFields * format::kMaxVarint];
   return writer_copy(path, format::ChunkKind::kEnd, end, describe_end(end));
 }

@@ -104,7 +104,7 @@ def _evaluate(args):
     budget = choose_budget(budgets, args.test, profile)
     figures = hb.measure(profile)
     evaluation = hb.evaluate(budget, figures, profile_path=args.profile, complete=profile.complete)
-    unjudged = sorted(label for label in figures.snapshot_peaks if "peak" in evaluation.limits.get(label, {}))
+    unjudged = hb.unjudged_peaks(figures, evaluation)
     if unjudged:
         raise NeedsEvents(f"{args.profile} is an aggregated profile: it keeps no own peak for {', '.join(unjudged)}, "
                           "whose peak the budget limits")

@@ -98,12 +98,8 @@ struct Figures {
   // An aggregated profile's counts of one site (aggregate_analysis.cpp): everything adds
   // up, the peak being what was live at the heap's peak.
   void add_aggregated(const Figures& site) {
-    allocations += site.allocations;
-    objects += site.objects;
-    bytes += site.bytes;
+    add_counts(site);
     live_bytes += site.live_bytes;
-    live_blocks += site.live_blocks;
-    temporary_allocations += site.temporary_allocations;
     if (site.peak_bytes) {
       peak_bytes += site.peak_bytes;
       peak_time = site.peak_time;

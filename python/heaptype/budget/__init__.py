@@ -35,7 +35,8 @@ from ..tables import render_markdown, render_table, shorten
 from .baseline import (BASELINE_FORMAT, BASELINE_TOP, BASELINE_VERSION, Baseline, Change, Comparison, compare, kept_labels,
                        merge_baselines)
 from .evaluate import (CheckFigures, Evaluation, Figures, UnmatchedPattern, Violation, evaluate, measure,
-                       measure_for_check, pattern_matches, sort_labels, type_label, unmatched_warnings)
+                       measure_for_check, pattern_matches, sort_labels, type_label, unjudged_peaks,
+                       unmatched_warnings)
 from .matching import close_names, did_you_mean, name_matches, pattern_specificity, type_matches
 from .model import (THRESHOLD_HELP, Budget, BudgetFile, CTestSettings, Limit, Rule, TestEntry, Threshold,
                     command_line_rule, parse_threshold_option, parse_threshold_value)

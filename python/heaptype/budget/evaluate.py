@@ -121,6 +121,14 @@ def measure_for_check(profile, budget: Budget, *, wanted: Iterable[str] = (), to
     return CheckFigures(figures, rows)
 
 
+def unjudged_peaks(figures: Mapping[str, Figures], evaluation: "Evaluation") -> list[str]:
+    """The rows whose peak a limit checks but whose figures hold only their share of the
+    heap's peak (``MeasuredFigures.snapshot_peaks``, aggregated profiles): a verdict on
+    them needs a run that records events."""
+    snapshot = getattr(figures, "snapshot_peaks", ())
+    return sorted(label for label in snapshot if "peak" in evaluation.limits.get(label, {}))
+
+
 def sort_labels(labels: Iterable[str]) -> list[str]:
     """A stable order for tables: the total first, the untyped row last."""
     return sorted(labels, key=lambda label: (label != TOTAL, label == UNTYPED, label))

@@ -63,10 +63,7 @@ def needs_events(profile, figures, evaluation) -> bool:
     own peak in it (the untyped row, a name several type tags share: only their share of
     the heap's peak). The caller runs the program again, recording events; so too when
     the aggregated run wrote no counts (it crashed, or was killed)."""
-    snapshot = getattr(figures, "snapshot_peaks", ())
-    if not getattr(profile, "aggregated", False) or not snapshot:
-        return False
-    return any("peak" in evaluation.limits.get(label, {}) for label in snapshot)
+    return getattr(profile, "aggregated", False) and bool(hb.unjudged_peaks(figures, evaluation))
 
 
 def process_problem(run: HeapRun, test: str) -> tuple[str, str] | None:

@@ -24,11 +24,15 @@ std::string AggregateReader::read_tallies(uint32_t thread, const uint8_t* begin,
   uint64_t first = 0, count = 0;
   if (!get_varint(&p, end, &first) || !get_varint(&p, end, &count))
     return "a TALLIES chunk of thread " + std::to_string(thread) + " is damaged";
-  if (first > UINT32_MAX || count > static_cast<uint64_t>(end - p) / kFieldsPerSite ||
-      first + count > UINT32_MAX)
+  if (count > static_cast<uint64_t>(end - p) / kFieldsPerSite || first + count > UINT32_MAX)
     return "a TALLIES chunk of thread " + std::to_string(thread) + " counts more sites than it holds";
+  // A thread's chunks in a set follow each other from site 0 (aggregate.cpp): the counts
+  // held never outgrow the payloads read, whatever number a damaged chunk starts from.
   std::vector<SiteCounts>& sites = open_.sites[thread];
-  if (sites.size() < first + count) sites.resize(first + count);
+  if (first != sites.size())
+    return "a TALLIES chunk of thread " + std::to_string(thread) + " starts at site " + std::to_string(first) +
+           ", not where the thread's counts reached (" + std::to_string(sites.size()) + ")";
+  sites.resize(first + count);
   for (uint64_t i = 0; i < count; ++i) {
     SiteCounts& s = sites[first + i];
     if (!get_varint(&p, end, &s.allocations) || !get_varint(&p, end, &s.temporaries) ||

@@ -106,8 +106,9 @@ enum class ChunkKind : uint8_t {
   kTallies = 7,   // aggregated profiles (kFlagAggregated): the counts of sites of thread
                   //          ChunkHeader::thread: varint first site, varint count, then per
                   //          site varints allocations, temporary allocations, blocks live
-                  //          now, blocks live at the peak. One set of them (every thread's
-                  //          sites) is closed by an AGGREGATE chunk; the last whole set is
+                  //          now, blocks live at the peak. A thread's chunks in a set cover
+                  //          its sites in order from 0, each starting where the last ended.
+                  //          One set of them (every thread's sites) is closed by an AGGREGATE chunk; the last whole set is
                   //          the profile's.
   kAggregate = 8, // closes a set of TALLIES: varints time (clock ticks), live bytes, live
                   //          blocks, peak bytes (the whole heap's, exact), peak time, the

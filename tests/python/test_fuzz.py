@@ -74,6 +74,9 @@ def hostile_seeds() -> list[bytes]:
                                       MOVE, thread, 0, 0))
         b.raw_chunk(3, thread, b"\x05name-\xe9\xff")
         b.raw_chunk(2, 0, b"400000-401000 r-xp 00000000 fe:00 12 /tmp/\xffmod\x00ule.so\n")
+        # Counts of one site numbered 20 million: held densely, 640 MB from 14 bytes.
+        b.raw_chunk(7, thread, events(20_000_000, 1, 1, 0, 1, 0))
+        b.raw_chunk(8, 0, events(5, 16, 1, 16, 5, 1, 0))
         out.append(b.finish())
     return out
 

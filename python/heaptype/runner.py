@@ -15,6 +15,7 @@ file (HEAPTYPE_LOG) that the runner reads after the run, for the caller to show.
 from __future__ import annotations
 
 import atexit
+import fnmatch
 import itertools
 import os
 import shutil
@@ -23,6 +24,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Callable
 
@@ -142,14 +144,29 @@ def _expand(pattern: str, pid: int, program: str) -> str:
     return pattern.replace("%p", str(pid)).replace("%e", program).replace("%%", "%")
 
 
+def _files_like(directory: Path, name_glob: str) -> set[Path]:
+    """The entries of ``directory`` whose names match ``name_glob`` (one listing: a budget
+    run looks twice per test, and pathlib's glob costs ten times as much)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:  # not there (yet), or not a directory
+        return set()
+    return {directory / name for name in fnmatch.filter(names, name_glob)}
+
+
+def profiles_like(pattern: str) -> set[Path]:
+    """The files a profile name pattern (``%p``, ``%e``) matches now."""
+    glob = Path(pattern.replace("%p", "*").replace("%e", "*").replace("%%", "%"))
+    return _files_like(glob.parent, glob.name)
+
+
 def find_profile(pattern: str, pid: int, program: str, before: set[Path]) -> tuple[Path | None, list[Path]]:
     """The profile of process ``pid``, and the others the run wrote (forked or exec'ed
     processes). Without ``%p`` a forked child writes ``<path>.<pid>``."""
     exact = Path(_expand(pattern, pid, program))
-    glob = Path(pattern.replace("%p", "*").replace("%e", "*").replace("%%", "%"))
-    written = {p for p in glob.parent.glob(glob.name) if p not in before} if glob.parent.is_dir() else set()
+    written = profiles_like(pattern) - before
     if "%p" not in pattern:
-        written |= {p for p in exact.parent.glob(exact.name + ".*") if p not in before}
+        written |= _files_like(exact.parent, glob_escape(exact.name) + ".*") - before
     mine = exact if exact.exists() else None
     if mine is None:
         by_pid = [p for p in written if p.name.endswith(f".{pid}.htp") or p.name.endswith(f".{pid}")]
@@ -235,8 +252,7 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
     base = Path(cwd) if cwd else Path.cwd()
     pattern = str(base / (os.fspath(output) if output else DEFAULT_PATTERN))
     _prepare_output_dir(Path(pattern).parent)
-    glob = Path(pattern.replace("%p", "*").replace("%e", "*"))
-    before = set(glob.parent.glob(glob.name))
+    before = profiles_like(pattern)
     if "%p" not in pattern and Path(pattern).exists():
         Path(pattern).unlink()  # a stale file of the same name is not this run's
     environment = profiled_environment(pattern, extra=env, keep_settings=keep_settings)

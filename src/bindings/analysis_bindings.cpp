@@ -412,8 +412,9 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
       .def_property_readonly("size_histogram",
                              [](const TypeGroupOut& o) {
                                std::vector<std::pair<uint64_t, uint64_t>> out;
-                               for (size_t k = 0; k < core::kSizeBuckets; ++k)
-                                 if (o.g().sizes[k]) out.push_back({k ? uint64_t{1} << k : 1, o.g().sizes[k]});
+                               if (const core::TypeHistograms* h = o.s->analysis->histograms(o.index))
+                                 for (size_t k = 0; k < core::kSizeBuckets; ++k)
+                                   if (h->sizes[k]) out.push_back({k ? uint64_t{1} << k : 1, h->sizes[k]});
                                return out;
                              },
                              "[(largest size of the bucket, allocations)]: block sizes in powers of two.")
@@ -422,7 +423,8 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
                                static const char* const kLabels[] = {"<1us", "<10us", "<100us", "<1ms", "<10ms",
                                                                      "<100ms", "<1s", ">=1s", "never freed"};
                                py::dict d;
-                               for (size_t k = 0; k < core::kLifetimeBuckets; ++k) d[kLabels[k]] = o.g().lifetimes[k];
+                               const core::TypeHistograms* h = o.s->analysis->histograms(o.index);
+                               for (size_t k = 0; k < core::kLifetimeBuckets; ++k) d[kLabels[k]] = h ? h->lifetimes[k] : 0;
                                return d;
                              },
                              "Blocks by lifetime (profiles recorded with addresses, and addresses=True).")

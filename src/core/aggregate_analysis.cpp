@@ -40,7 +40,7 @@ void Analysis::apply_live_counts(Placement& p, const format::SiteCounts& c, uint
   counts.temporary_allocations = c.temporaries;
   counts.peak_bytes = c.live_at_peak * p.size;
   counts.peak_time = peak_time;
-  if (p.selected) types_[p.type_group].sizes[size_bucket(p.size)] += c.allocations;
+  if (p.selected && options_.histograms) histograms_[p.type_group].sizes[size_bucket(p.size)] += c.allocations;
   add_aggregated(p, counts);
   totals_.add_aggregated(counts);
   totals_.frees += c.allocations - c.live;

@@ -85,17 +85,19 @@ uint32_t Analysis::group_for_name(uint32_t name, bool inferred, uint64_t tag) {
   uint32_t id = static_cast<uint32_t>(types_.size());
   if (types_.size() == types_.capacity()) reserve_type_groups();
   types_.push_back(g);
+  if (options_.histograms) histograms_.emplace_back();
   group_of_name_.emplace(key, id);
   return id;
 }
 
-// A group is ~700 bytes (its histograms) and a test binary's profile names a thousand
+// A group with its histograms is ~700 bytes and a test binary's profile names a thousand
 // types: the vector grows to as many groups as the sites decoded so far could make (at
 // most 8192 at once), rather than doubling and copying ten times.
 void Analysis::reserve_type_groups() {
   size_t sites = 0;
   for (const format::ThreadEvents* stream : merge_.streams()) sites += stream->sites().size();
   types_.reserve(std::max(types_.capacity() * 2, std::min<size_t>(sites + 2, 8192)));
+  if (options_.histograms) histograms_.reserve(types_.capacity());
 }
 
 // The interned name of the type a tag stands for: "(unknown type 0x...)" when the
@@ -357,7 +359,7 @@ void Analysis::add_aggregated(Placement& p, const Figures& counts) {
 
 void Analysis::allocate(Placement& p, uint64_t time) {
   uint64_t size = p.size, objects = p.objects;
-  if (counting_ && p.selected) ++types_[p.type_group].sizes[p.size_bucket];
+  if (counting_ && p.selected && options_.histograms) ++histograms_[p.type_group].sizes[p.size_bucket];
   if (counting_) {
     change_groups(p, [&](Figures& f) { f.allocate(size, objects, time); });
   } else {
@@ -518,7 +520,7 @@ void Analysis::count_lifetime(uint64_t key, uint64_t ticks) {
     bucket = 0;
     for (double limit = 1000; bucket < kLifetimeBuckets - 2 && ns >= limit; limit *= 10) ++bucket;
   }
-  ++types_[p.type_group].lifetimes[bucket];
+  if (options_.histograms) ++histograms_[p.type_group].lifetimes[bucket];
 }
 
 std::vector<LiveBlock> Analysis::live_blocks() const {
@@ -707,6 +709,7 @@ void Analysis::take_plain_run(const Event* run, size_t count) {
   uint64_t events = totals_.events;  // here, and the duration, once per run
   totals_.duration = std::max(totals_.duration, run[count - 1].time);  // a stream's times never decrease
   ++run_number_;
+  const bool histograms = options_.histograms;
   for (const Event* e = run; e != run + count; ++e) {
     for (FollowedTimeline& t : timelines_) t.timeline.before(e->time, selected_.live_bytes);
     uint64_t peak = selected_.peak_bytes;
@@ -720,7 +723,7 @@ void Analysis::take_plain_run(const Event* run, size_t count) {
           p->run = run_number_;
           run_placements_.push_back(RunStart{e->thread, e->site, p->figures});
         }
-        types_[p->type_group].sizes[p->size_bucket] += alloc;
+        if (histograms) histograms_[p->type_group].sizes[p->size_bucket] += alloc;
       }
       p->figures.allocate_or_release(alloc, size, objects, temporary, time);
       if (p->selected) {

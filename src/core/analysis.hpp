@@ -40,6 +40,7 @@ struct AnalysisOptions {
   bool functions = false;   // self and total figures per function
   bool inlined = false;     // functions inlined at call sites (DWARF) are frames of their own
   bool infer = true;        // untyped allocations at allocator frames get an inferred type
+  bool histograms = true;   // each type's block sizes and lifetimes (TypeHistograms)
   // Filters; an allocation is kept when it passes all of them. Globs (patterns.hpp).
   std::vector<std::string> types;      // its type's name or label matches one
   std::vector<std::string> functions_on_path;  // a frame of its path matches one
@@ -120,6 +121,11 @@ struct TypeGroup {
   // Aggregated profiles (see aggregate_analysis.cpp): the peak is what this group had
   // live at the heap's peak, not its own most (which only typed groups keep).
   bool peak_at_heap_peak = false;
+};
+
+// A type's histograms, apart from its group: 600 bytes a type that a check of figures
+// (BudgetRows: a thousand types per test binary) neither fills nor reads.
+struct TypeHistograms {
   uint64_t sizes[kSizeBuckets] = {};          // allocations by block size
   uint64_t lifetimes[kLifetimeBuckets] = {};  // blocks by lifetime (profiles with addresses)
 };
@@ -205,6 +211,10 @@ class Analysis : public BlockLedger {
   const Totals& totals() const { return totals_; }       // the whole profile
   const Figures& selected() const { return selected_; }  // what the filters keep
   const std::vector<TypeGroup>& types() const { return types_; }
+  // The histograms of type group `group`; nullptr when options().histograms is off.
+  const TypeHistograms* histograms(uint32_t group) const {
+    return group < histograms_.size() ? &histograms_[group] : nullptr;
+  }
   const std::vector<FunctionGroup>& functions() const { return functions_; }
   const std::vector<ThreadGroup>& threads() const { return threads_; }
   const MergedTree& tree() const { return tree_; }
@@ -309,6 +319,7 @@ class Analysis : public BlockLedger {
   Totals totals_;
   Figures selected_;
   std::vector<TypeGroup> types_;
+  std::vector<TypeHistograms> histograms_;  // by type group, when options_.histograms
   std::vector<FunctionGroup> functions_;
   std::vector<ThreadGroup> threads_;
   std::vector<Context> contexts_;

@@ -25,6 +25,7 @@ bool BudgetRow::over(int field, uint64_t limit) const {
 AnalysisOptions BudgetRows::options() {
   AnalysisOptions options;
   options.infer = false;  // budgets judge the types the program named, as heaptype.budget.measure does
+  options.histograms = false;
   return options;
 }
 

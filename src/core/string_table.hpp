@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace heaptype {
@@ -14,12 +15,17 @@ namespace core {
 class StringTable {
  public:
   StringTable() { intern(""); }  // id 0 is the empty string
+  // Moving keeps the deque's strings where they are; a copy's keys would view the original's.
+  StringTable(StringTable&&) = default;
+  StringTable& operator=(StringTable&&) = default;
+  StringTable(const StringTable&) = delete;
+  StringTable& operator=(const StringTable&) = delete;
 
-  uint32_t intern(const std::string& text) {
+  uint32_t intern(std::string_view text) {
     auto it = ids_.find(text);
     if (it != ids_.end()) return it->second;
     uint32_t id = static_cast<uint32_t>(strings_.size());
-    strings_.push_back(text);
+    strings_.emplace_back(text);
     ids_.emplace(strings_.back(), id);
     return id;
   }
@@ -27,8 +33,8 @@ class StringTable {
   size_t size() const { return strings_.size(); }
 
  private:
-  std::deque<std::string> strings_;  // a deque: references stay valid
-  std::unordered_map<std::string, uint32_t> ids_;
+  std::deque<std::string> strings_;  // a deque: references stay valid, and the keys below view them
+  std::unordered_map<std::string_view, uint32_t> ids_;
 };
 
 }  // namespace core

@@ -247,13 +247,21 @@ def test_thrown_objects_are_typed_by_the_thrown_type(workdir, tmp_path, cxx_name
     assert rows["C++ runtime: exception object"].allocations == 2
 
 
-def test_thrown_objects_are_typed_in_a_preloaded_program(tmp_path):
+@pytest.mark.parametrize("build_flags, stripped", [([], False), ([], True), (["-no-pie"], True)],
+                         ids=["symbols", "stripped", "stripped-no-pie"])
+def test_thrown_objects_are_typed_in_a_preloaded_program(tmp_path, build_flags, stripped):
     """`heaptype run` on thrown_types.cpp built without HeapType: the preloaded runtime's
-    __cxa_throw comes before libstdc++.so's and types the thrown objects the same way."""
+    __cxa_throw comes before libstdc++.so's and types the thrown objects the same way.
+    Stripped (as distributions ship programs), the program's own typeinfos have no symbol:
+    the symbolizer finds them by their dynamic relocations, in a position-independent
+    executable and in a fixed-address one alike, and names Thrown as before."""
     cxx = require_tool("g++")
     exe = tmp_path / "thrown_types_plain"
-    subprocess.run([cxx, "-std=c++17", "-O2", "-g", str(CPP_DIR / "thrown_types.cpp"), "-o", str(exe)], check=True,
-                   capture_output=True)
+    subprocess.run([cxx, "-std=c++17", "-O2", "-g", *build_flags, str(CPP_DIR / "thrown_types.cpp"), "-o", str(exe)],
+                   check=True, capture_output=True)
+    if stripped:
+        subprocess.run([require_tool("strip"), "--strip-all", str(exe)], check=True)
+        assert b"_ZTI6Thrown" not in exe.read_bytes(), "strip left the typeinfo's symbol"
     output = tmp_path / "thrown_types_plain.htp"
     environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
     done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe), str(THROWN)],

@@ -112,6 +112,52 @@ Elf_Scn* ElfFile::find_section(Elf64_Word type, const char* name) const {
 
 bool ElfFile::has_section(Elf64_Word type, const char* name) const { return find_section(type, name) != nullptr; }
 
+void ElfFile::for_each_relocation(const RelocationVisitor& visit) const {
+  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn != nullptr; scn = elf_nextscn(elf_, scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_RELA || shdr.sh_entsize == 0) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    Elf_Scn* symbols = elf_getscn(elf_, shdr.sh_link);
+    GElf_Shdr symbols_header;
+    Elf_Data* symbol_data = symbols ? elf_getdata(symbols, nullptr) : nullptr;
+    bool named = symbol_data != nullptr && gelf_getshdr(symbols, &symbols_header) != nullptr;
+    size_t count = data ? data->d_size / shdr.sh_entsize : 0;
+    for (size_t i = 0; i < count; ++i) {
+      GElf_Rela rela;
+      if (gelf_getrela(data, static_cast<int>(i), &rela) == nullptr) continue;
+      const char* name = nullptr;
+      GElf_Sym sym;
+      size_t index = GELF_R_SYM(rela.r_info);
+      if (named && index != 0 && gelf_getsym(symbol_data, static_cast<int>(index), &sym) != nullptr)
+        name = elf_strptr(elf_, symbols_header.sh_link, sym.st_name);
+      visit(rela, name != nullptr ? name : "");
+    }
+  }
+}
+
+std::string ElfFile::bytes_at(uint64_t vaddr, size_t size) const {
+  size_t file_size = 0;
+  const char* image = elf_rawfile(elf_, &file_size);
+  size_t count = 0;
+  if (image == nullptr || elf_getphdrnum(elf_, &count) != 0) return "";
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Phdr phdr;
+    if (gelf_getphdr(elf_, static_cast<int>(i), &phdr) == nullptr || phdr.p_type != PT_LOAD) continue;
+    if (vaddr < phdr.p_vaddr || vaddr - phdr.p_vaddr >= phdr.p_filesz) continue;
+    uint64_t offset = phdr.p_offset + (vaddr - phdr.p_vaddr);
+    if (offset >= file_size) return "";
+    uint64_t in_segment = phdr.p_filesz - (vaddr - phdr.p_vaddr);
+    size_t n = static_cast<size_t>(std::min<uint64_t>({size, in_segment, file_size - offset}));
+    return std::string(image + offset, n);
+  }
+  return "";
+}
+
+Elf64_Half ElfFile::machine() const {
+  GElf_Ehdr header;
+  return gelf_getehdr(elf_, &header) != nullptr ? header.e_machine : EM_NONE;
+}
+
 bool ElfFile::for_each_symbol(Elf64_Word type, const SymbolVisitor& visit) const {
   Elf_Scn* scn = find_section(type, nullptr);
   if (scn == nullptr) return false;

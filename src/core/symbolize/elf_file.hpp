@@ -40,6 +40,15 @@ class ElfFile {
   using SymbolVisitor = std::function<void(const GElf_Sym&, const char* name)>;
   bool for_each_symbol(Elf64_Word type, const SymbolVisitor& visit) const;
 
+  // Calls visit(relocation, name of its symbol or "") for each entry of every SHT_RELA
+  // section (a module's dynamic relocations survive `strip`).
+  using RelocationVisitor = std::function<void(const GElf_Rela&, const char* symbol)>;
+  void for_each_relocation(const RelocationVisitor& visit) const;
+  // The file's bytes at link-time address `vaddr` (within a PT_LOAD segment's file part),
+  // at most `size` of them; empty when the address is not backed by the file.
+  std::string bytes_at(uint64_t vaddr, size_t size) const;
+  Elf64_Half machine() const;  // EM_X86_64, EM_AARCH64...
+
  private:
   Elf_Scn* find_section(Elf64_Word type, const char* name) const;
 

@@ -2,9 +2,13 @@
 
 #include "../cxx_names.hpp"
 
+#include <elf.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "../demangle.hpp"
@@ -127,6 +131,82 @@ bool parse_map_symbol_line(const std::string& line, uint64_t* address, std::stri
   return true;
 }
 
+// The relocation types that write a symbol's address plus addend, and the load address
+// plus addend, on this module's machine; false for a machine not known here.
+bool absolute_and_relative(const ElfFile& file, uint32_t* absolute, uint32_t* relative) {
+  switch (file.machine()) {
+    case EM_X86_64:
+      *absolute = R_X86_64_64;
+      *relative = R_X86_64_RELATIVE;
+      return true;
+    case EM_AARCH64:
+      *absolute = R_AARCH64_ABS64;
+      *relative = R_AARCH64_RELATIVE;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A vtable of one of the C++ ABI's type_info classes (__cxxabiv1::__class_type_info,
+// __si_class_type_info, __fundamental_type_info...), maybe with a symbol version.
+bool is_type_info_vtable(const char* symbol) {
+  static const char kPrefix[] = "_ZTVN10__cxxabiv1";
+  static const std::string kSuffix = "_type_infoE";
+  if (std::strncmp(symbol, kPrefix, sizeof kPrefix - 1) != 0) return false;
+  std::string name(symbol, std::strcspn(symbol, "@"));
+  return ends_with(name, kSuffix);
+}
+
+// The mangled type name a type_info's name pointer at `address` points to ("13PDNSException",
+// "*N12_GLOBAL__N_13FooE" for a type the linker must not merge), without the '*'.
+std::string type_info_name_at(const ElfFile& file, uint64_t address) {
+  std::string bytes = file.bytes_at(address, 4096);
+  size_t end = bytes.find('\0');
+  if (end == std::string::npos) return "";
+  bytes.resize(end);
+  if (!bytes.empty() && bytes[0] == '*') bytes.erase(0, 1);
+  return bytes;
+}
+
+}  // namespace
+
+std::map<uint64_t, std::string> relocated_typeinfos(const ElfFile& file) {
+  std::map<uint64_t, std::string> out;
+  uint32_t absolute = 0, relative = 0;
+  if (!absolute_and_relative(file, &absolute, &relative)) return out;
+  // A std::type_info object starts with its class's vtable pointer (vtable + 16, a
+  // relocation naming the vtable, which lives in libstdc++ or libc++abi) and holds
+  // the address of its mangled name next.
+  std::unordered_set<uint64_t> objects;
+  file.for_each_relocation([&](const GElf_Rela& rela, const char* symbol) {
+    if (GELF_R_TYPE(rela.r_info) == absolute && rela.r_addend == 16 && is_type_info_vtable(symbol))
+      objects.insert(rela.r_offset);
+  });
+  if (objects.empty()) return out;
+  std::unordered_map<uint64_t, uint64_t> name_address;  // by object: a position-independent module's
+  file.for_each_relocation([&](const GElf_Rela& rela, const char*) {
+    if (GELF_R_TYPE(rela.r_info) == relative && objects.count(rela.r_offset - 8))
+      name_address[rela.r_offset - 8] = static_cast<uint64_t>(rela.r_addend);
+  });
+  for (uint64_t object : objects) {
+    uint64_t name = 0;
+    auto found = name_address.find(object);
+    if (found != name_address.end()) {
+      name = found->second;
+    } else {  // a fixed-address executable: the address is in the file
+      std::string word = file.bytes_at(object + 8, 8);
+      if (word.size() != 8) continue;
+      for (int i = 7; i >= 0; --i) name = name << 8 | static_cast<unsigned char>(word[static_cast<size_t>(i)]);
+    }
+    std::string mangled = type_info_name_at(file, name);
+    if (!mangled.empty()) out[object] = std::string(kMangledTypeinfoPrefix) + mangled;
+  }
+  return out;
+}
+
+namespace {
+
 bool is_memory_map_header(const std::string& stripped) {
   return stripped == "Memory Configuration" || stripped == "Linker script and memory map" ||
          stripped == "Memory map";
@@ -168,6 +248,7 @@ ElfTags read_elf_type_tags(const ElfFile& file) {
   ElfTags out;
   out.has_symtab = file.for_each_symbol(SHT_SYMTAB, collect);  // second: .symtab wins
   out.tags = names_by_address(raw);
+  if (!out.has_symtab) typeinfos.merge(relocated_typeinfos(file));  // the symbols' names win
   for (const auto& entry : typeinfos)
     if (auto name = type_name_from_typeinfo(core::demangle(entry.second))) out.typeinfos[entry.first] = *name;
   return out;

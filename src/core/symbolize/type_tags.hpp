@@ -45,8 +45,15 @@ struct ElfTags {
 
 // Tags and typeinfos from .symtab and .dynsym (.symtab wins at one address).
 // GCC's tags are STB_GNU_UNIQUE and so often exported: a stripped binary may still
-// name them; a shared library's typeinfos are usually exported too.
+// name them; a shared library's typeinfos are usually exported too. A stripped
+// module's other typeinfos are read from its dynamic relocations (relocated_typeinfos).
 ElfTags read_elf_type_tags(const ElfFile& file);
+
+// A module's std::type_info objects found from its dynamic relocations, which `strip`
+// keeps: each one whose first word is relocated to a C++ ABI type_info vtable, by
+// address, as "_ZTI" + the mangled name it points to. (A static executable has no
+// dynamic relocations: its thrown types need its symbols.)
+std::map<uint64_t, std::string> relocated_typeinfos(const ElfFile& file);
 
 // Tags from a GNU ld.bfd, gold or lld map file; only its memory map counts
 // (bfd and gold also list discarded COMDAT copies, at address 0). Throws

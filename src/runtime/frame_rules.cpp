@@ -10,7 +10,6 @@ namespace heaptype {
 namespace runtime {
 namespace {
 
-constexpr uint32_t kSlots = 1u << kFrameRuleBits;
 constexpr int kMaxFrames = 64;
 constexpr int kRbpRegister = 6;  // DWARF register number of rbp on x86-64
 
@@ -38,20 +37,37 @@ _Unwind_Reason_Code record_frame(_Unwind_Context* context, void* arg) {
   return f.ip ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 
-inline size_t slot_of(uintptr_t pc) { return frame_rule_slot(pc); }
+inline size_t capacity_of(uint32_t shift) { return size_t{1} << (64 - shift); }
 
-FrameRule* find(FrameRules& rules, uintptr_t pc) {
-  for (size_t i = slot_of(pc), n = 0; n < kSlots; i = (i + 1) & (kSlots - 1), ++n) {
-    FrameRule& r = rules.slots[i];
+// The slot of `pc` in `slots`: its own, or the empty one where it goes (the table is
+// never full: it grows, or stops taking rules, at three quarters).
+FrameRule* find(FrameRule* slots, uint32_t shift, uintptr_t pc) {
+  size_t mask = capacity_of(shift) - 1;
+  for (size_t i = frame_rule_slot(pc, shift);; i = (i + 1) & mask) {
+    FrameRule& r = slots[i];
     if (r.pc == pc || r.kind == FrameKind::kEmpty) return &r;
   }
-  return nullptr;
+}
+
+// Twice the slots, the rules moved over; false when there is no memory (the table stays).
+bool grow(FrameRules& rules) {
+  uint32_t shift = rules.shift - 1;
+  auto* bigger = static_cast<FrameRule*>(map_pages(sizeof(FrameRule) * capacity_of(shift), MemoryUse::kCallPaths));
+  if (!bigger) return false;
+  size_t old_capacity = capacity_of(rules.shift);
+  for (size_t i = 0; i < old_capacity; ++i)
+    if (rules.slots[i].kind != FrameKind::kEmpty) *find(bigger, shift, rules.slots[i].pc) = rules.slots[i];
+  unmap_pages(rules.slots, sizeof(FrameRule) * old_capacity, MemoryUse::kCallPaths);
+  rules.slots = bigger;
+  rules.shift = shift;
+  return true;
 }
 
 void store(FrameRules& rules, const FrameRule& rule) {
-  if ((rules.used + 1) * 4 > kSlots * 3) return;  // full: the rule is learned again next time
-  FrameRule* slot = find(rules, rule.pc);
-  if (!slot) return;
+  bool full = (rules.used + 1) * 4 > capacity_of(rules.shift) * 3;
+  // At the largest size (or without memory) the rule is learned again next time.
+  if (full && (rules.shift == 64 - kMostFrameRuleBits || !grow(rules))) return;
+  FrameRule* slot = find(rules.slots, rules.shift, rule.pc);
   if (slot->kind == FrameKind::kEmpty) ++rules.used;
   *slot = rule;
 }
@@ -105,16 +121,17 @@ FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
 
 FrameRule find_frame_rule(FrameRules& rules, uintptr_t pc) {
   if (__builtin_expect(!rules.slots, 0)) {
-    rules.slots = static_cast<FrameRule*>(map_pages(sizeof(FrameRule) * kSlots, MemoryUse::kCallPaths));
+    rules.shift = 64 - kFrameRuleBits;
+    rules.slots = static_cast<FrameRule*>(map_pages(sizeof(FrameRule) * capacity_of(rules.shift), MemoryUse::kCallPaths));
     if (!rules.slots) return {pc, 0, kRbpKept, FrameKind::kFramePointer};
   }
-  if (FrameRule* found = find(rules, pc))
-    if (found->pc == pc) return *found;
+  FrameRule* found = find(rules.slots, rules.shift, pc);
+  if (found->pc == pc) return *found;
   return calibrate(rules, pc);
 }
 
 void reset_frame_rules(FrameRules& rules) {
-  if (rules.slots) std::memset(rules.slots, 0, sizeof(FrameRule) * kSlots);
+  if (rules.slots) std::memset(rules.slots, 0, sizeof(FrameRule) * capacity_of(rules.shift));
   rules.used = 0;
 }
 

@@ -36,17 +36,23 @@ struct FrameRule {
   FrameKind kind;
 };
 
+// A thread's table starts with 1 << kFrameRuleBits slots (96 KiB) and doubles when three
+// quarters are used, up to 1 << kMostFrameRuleBits: a large program built without frame
+// pointers (a distribution's or a wheel's cmake) meets tens of thousands of return
+// addresses, and a rule that finds no room is learned again, with a whole backtrace, at
+// every walk that meets it.
 constexpr unsigned kFrameRuleBits = 12;
+constexpr unsigned kMostFrameRuleBits = 20;
 
 struct FrameRules {
-  FrameRule* slots;     // 1 << kFrameRuleBits, open addressing
+  FrameRule* slots;     // open addressing, 1 << (64 - shift) of them
   uint32_t used;
+  uint32_t shift;       // 64 - log2(slots): a pc's slot is its hash's top bits
 };
 
-// The rule of the function executing at `pc`, which must be a frame of the calling
-// thread's current stack (the unwinder learns it from there on first sight).
-inline size_t frame_rule_slot(uintptr_t pc) {
-  return static_cast<size_t>((pc * 0x9E3779B97F4A7C15ull) >> (64 - kFrameRuleBits));
+// The slot a pc hashes to in a table of 1 << (64 - shift) slots.
+inline size_t frame_rule_slot(uintptr_t pc, uint32_t shift) {
+  return static_cast<size_t>((pc * 0x9E3779B97F4A7C15ull) >> shift);
 }
 
 // The rule of a pc not in its own slot: probed for, else learned from the unwinder.
@@ -56,7 +62,7 @@ FrameRule find_frame_rule(FrameRules& rules, uintptr_t pc);
 // frame: a pc met before, in its slot.
 inline FrameRule frame_rule(FrameRules& rules, uintptr_t pc) {
   if (__builtin_expect(rules.slots != nullptr, 1)) {
-    const FrameRule& slot = rules.slots[frame_rule_slot(pc)];
+    const FrameRule& slot = rules.slots[frame_rule_slot(pc, rules.shift)];
     if (__builtin_expect(slot.pc == pc, 1)) return slot;
   }
   return find_frame_rule(rules, pc);

@@ -1,0 +1,51 @@
+"""Call paths through code built without frame pointers, at the scale of a large program.
+
+A distribution's or a wheel's programs (cmake, compilers, servers) are built without frame
+pointers: the walk steps over each of their frames by a rule the runtime learns once per
+return address from the unwinder (src/runtime/frame_rules.hpp). tests/cpp/many_return_sites.cpp
+meets 4,000 return addresses, more than the table's first size holds; the program counts the
+runtime's calls to _Unwind_Backtrace. (A table that stopped taking rules made every walk past
+its capacity a whole backtrace: cmake configuring a project ran 50x slower.)
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import heaptype
+from conftest import CPP_DIR
+from tooling import require_tool
+
+SITES, ROUNDS = 4000, 4
+
+
+def build_without_frame_pointers(tmp_path):
+    exe = tmp_path / "many_return_sites"
+    subprocess.run([require_tool("g++"), "-std=c++17", "-O2", "-fomit-frame-pointer", "-rdynamic",
+                    str(CPP_DIR / "many_return_sites.cpp"), "-o", str(exe), "-ldl"],
+                   check=True, capture_output=True, timeout=600)
+    return exe
+
+
+def test_each_return_address_is_learned_once_and_every_path_is_whole(tmp_path):
+    exe = build_without_frame_pointers(tmp_path)
+    output = tmp_path / "sites.htp"
+    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe), str(ROUNDS)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    counts = dict(re.findall(r"(\w+)=(\d+)", done.stdout))
+    assert (int(counts["sites"]), int(counts["rounds"])) == (SITES, ROUNDS)
+    backtraces = int(counts["backtraces"])
+    # One backtrace per site's return address (its callers' rules come with the first),
+    # and a few for what the C++ runtime allocates before main.
+    assert SITES <= backtraces <= SITES + 20, backtraces
+    profile = heaptype.load(output)
+    paths = {}
+    for row in profile.call_paths(infer=False):
+        leaf = row.path[-1]
+        if re.fullmatch(r"Block\* site<\d+>\(\)", leaf):
+            assert row.path[:-1] == ("main",), row.path
+            paths[leaf] = row.figures.allocations
+    assert len(paths) == SITES and set(paths.values()) == {ROUNDS}

@@ -18,6 +18,7 @@ import atexit
 import fnmatch
 import itertools
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -72,8 +73,26 @@ class ProfiledRun:
             return (f"{self.command[0]} wrote no profile{status} although the runtime was preloaded: it ended "
                     "before its first allocation, or it is linked statically (LD_PRELOAD reaches only "
                     "dynamically linked programs). Fix: " + NOT_INSTRUMENTED_FIX)
+        if script := _script_path(self.command[0]):
+            return (f"{self.command[0]} wrote no profile{status}: it is a script ({script}), and `heaptype run` "
+                    "preloads the runtime into programs only (what a script runs is its own business). Fix: "
+                    f"`heaptype run --preload --follow-children -- {shlex.join(self.command)}` profiles its "
+                    "interpreter and each program it starts, one profile each; or run the program it starts")
         return (f"{self.command[0]} wrote no profile{status}: it is not built with HeapType, or it did not start. "
                 f"Fix: {NOT_INSTRUMENTED_FIX}")
+
+
+def _script_path(program: str) -> Path | None:
+    """The file ``program`` names when it is a script (``#!``), as a wrapper such as a
+    pyenv or asdf shim is."""
+    from .linkage import program_path
+
+    path = program_path(program)
+    try:
+        with open(path, "rb") as f:
+            return path if f.read(2) == b"#!" else None
+    except (OSError, TypeError):
+        return None
 
 
 def exit_text(returncode: int) -> str:

@@ -145,6 +145,29 @@ def test_no_preload_keeps_the_old_refusal(held, tmp_path):
     assert "wrote no profile" in done.stderr and "build it with HeapType" in done.stderr
 
 
+def test_a_script_is_named_with_the_command_that_profiles_what_it_runs(held, tmp_path):
+    """A wrapper script (a pyenv or asdf shim, a launcher) gets no runtime by default: the
+    refusal says it is a script and gives the command that profiles the program it runs."""
+    wrapper = tmp_path / "launch-held"
+    wrapper.write_text(f"#!/bin/sh\nexec {held} \"$@\"\n")
+    wrapper.chmod(0o755)
+    out = tmp_path / "held.%p.htp"
+    done = subprocess.run([*CLI, "run", "-o", str(out), "--", str(wrapper)], input="\n\n\n",
+                          capture_output=True, text=True, env=clean_env())
+    assert done.returncode == 2 and not list(tmp_path.glob("held.*.htp"))
+    assert f"{wrapper} wrote no profile: it is a script ({wrapper})" in done.stderr
+    fix = f"heaptype run --preload --follow-children -- {wrapper}"
+    assert fix in done.stderr
+    done = subprocess.run([*CLI, "run", "--preload", "--follow-children", "-o", str(out), "--", str(wrapper)],
+                          input="\n\n\n", capture_output=True, text=True, env=clean_env())
+    assert done.returncode == 0, done.stderr
+    profiles = [heaptype.load(path) for path in tmp_path.glob("held.*.htp")]
+    # The shell execs the program: one process, its profile named after the program.
+    assert [Path(p.executable).name for p in profiles] == ["held_blocks"]
+    made = function_row(profiles[0], "make_held(int)")
+    assert (made.self.allocations, made.self.bytes) == (32, 32 * HELD)
+
+
 # --- a running program's file ----------------------------------------------------------
 
 

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Real programs, as installed, under `heaptype run` beside heaptrack.
+
+The shared benchmark is a program written for the purpose; this one runs programs that
+users profile and that nobody built for HeapType: a distribution's or a wheel's binaries,
+built without frame pointers and without HeapType, so `heaptype run` preloads its shared
+runtime (call paths by frame rules learned from the unwinder, types inferred or read from
+thrown objects). Each case runs plain, under `heaptype run` and under heaptrack, interleaved
+round by round; medians of the wall time, the peak RSS of the run's largest process (the
+program's, or the profiler's own when that is larger: heaptrack's interpreter is), the
+profile's size, and the allocation calls each profiler counted (heaptrack_print's "calls to
+allocation functions"; HeapType's allocations), with the load average before and after:
+figures taken on a busy machine are not figures.
+
+Cases (each skipped, and named, when its program is missing):
+
+  cmake-configure   cmake configuring a generated project of 20 C++ files (compiler checks:
+                    the children run unprofiled, as they do by default)
+  clang-compile     clang++ -O2 -c of the analysis core's largest source (src/core/analysis.cpp)
+
+Usage:  python bench/real_programs.py [--rounds 5] [--cases cmake-configure,clang-compile] [--json OUT]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cmake_project(work: str) -> str:
+    """A CMake project of 20 small C++ files, configured from scratch each round."""
+    source = os.path.join(work, "project")
+    os.makedirs(source, exist_ok=True)
+    files = []
+    for i in range(20):
+        name = f"part{i}.cpp"
+        with open(os.path.join(source, name), "w") as out:
+            out.write(f"#include <string>\nstd::string part{i}() {{ return \"{i}\"; }}\n")
+        files.append(name)
+    with open(os.path.join(source, "CMakeLists.txt"), "w") as out:
+        out.write("cmake_minimum_required(VERSION 3.16)\nproject(real_programs CXX)\n"
+                  "find_package(Threads)\ninclude(CheckIncludeFileCXX)\n"
+                  "check_include_file_cxx(vector HAVE_VECTOR)\n"
+                  f"add_library(parts STATIC {' '.join(files)})\n")
+    return source
+
+
+def cases(work: str) -> dict:
+    """Each case: (command builder taking a fresh directory, what is missing or None)."""
+    found = {}
+    cmake = shutil.which("cmake")
+    if cmake:
+        # A wheel's cmake is a wrapper script: the binary it runs is what gets profiled.
+        real = os.path.realpath(cmake)
+        with open(real, "rb") as f:
+            if f.read(2) == b"#!":
+                try:
+                    import cmake as cmake_wheel  # noqa: F401
+
+                    real = os.path.join(cmake_wheel.CMAKE_BIN_DIR, "cmake")
+                except ImportError:
+                    real = None
+        source = cmake_project(work)
+        if real:
+            found["cmake-configure"] = lambda d, real=real, source=source: [real, "-S", source, "-B", d, "-G",
+                                                                            "Unix Makefiles"]
+    clang = shutil.which("clang++")
+    if clang:
+        found["clang-compile"] = lambda d, clang=clang: [clang, "-std=c++17", "-O2", f"-I{REPO}/src", "-c",
+                                                        os.path.join(REPO, "src/core/analysis.cpp"),
+                                                        "-o", os.path.join(d, "analysis.o")]
+    return found
+
+
+def clean_env() -> dict:
+    return {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_") and k != "LD_PRELOAD"}
+
+
+def run_one(tool: str, command: list, work: str, directory: str) -> dict:
+    """One run of `command` plain, under `heaptype run` or under heaptrack: wall seconds,
+    the peak RSS of its largest process (KiB), the profile written (into `directory`)."""
+    out = os.path.join(directory, "profile")
+    os.makedirs(out)
+    profile = os.path.join(out, "profile.htp" if tool == "heaptype" else "trace")
+    wrapped = {"plain": command,
+               "heaptype": [sys.executable, "-m", "heaptype", "run", "-o", profile, "--", *command],
+               "heaptrack": [shutil.which("heaptrack") or "heaptrack", "-o", profile, *command]}[tool]
+    start = time.monotonic()
+    process = subprocess.Popen(wrapped, cwd=work, env=clean_env(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    # wait4's usage covers the process and the descendants it waited for: the peak is the
+    # largest of them (the program, or the profiler's own process if that is larger).
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.monotonic() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        sys.exit(f"{tool} failed ({process.returncode}): {' '.join(wrapped)}")
+    peak = usage.ru_maxrss
+    written = [os.path.join(out, f) for f in os.listdir(out)]
+    return {"wall": wall, "rss_kib": peak, "files": written}
+
+
+def allocations(tool: str, files: list) -> int | None:
+    if tool == "heaptype":
+        import heaptype
+
+        return heaptype.load(files[0]).totals.allocations if files else None
+    if tool == "heaptrack" and files:
+        text = subprocess.run(["heaptrack_print", files[0]], capture_output=True, text=True).stdout
+        found = re.search(r"^calls to allocation functions: (\d+)", text, re.M)
+        return int(found.group(1)) if found else None
+    return None
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cases", help="comma-separated case names (default: all found)")
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args()
+    tools = ["plain", "heaptype"] + (["heaptrack"] if shutil.which("heaptrack") else [])
+    if "heaptrack" not in tools:
+        print("heaptrack is not installed (apt-get install heaptrack): HeapType and plain only", file=sys.stderr)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="real-programs-") as work:
+        found = cases(work)
+        wanted = args.cases.split(",") if args.cases else list(found)
+        for name in wanted:
+            if name not in found:
+                print(f"{name}: its program is not installed; skipped", file=sys.stderr)
+        before = load_average()
+        for name in (n for n in wanted if n in found):
+            runs = {tool: [] for tool in tools}
+            for _ in range(args.rounds):
+                for tool in tools:
+                    directory = tempfile.mkdtemp(dir=work)
+                    runs[tool].append(run_one(tool, found[name](directory), work, directory))
+                    print(f"  {name} {tool}: {runs[tool][-1]['wall']:.2f} s", file=sys.stderr)
+            plain = statistics.median(r["wall"] for r in runs["plain"])
+            for tool in tools:
+                last = runs[tool][-1]
+                wall = statistics.median(r["wall"] for r in runs[tool])
+                rss = [r["rss_kib"] for r in runs[tool]]
+                results.append({"case": name, "tool": tool, "wall_s": wall, "ratio": wall / plain,
+                                "peak_rss_kib": statistics.median(rss),
+                                "profile_bytes": sum(os.path.getsize(f) for f in last["files"]) or None,
+                                "allocations": allocations(tool, last["files"])})
+        after = load_average()
+    print(f"load average before: {before}; after: {after}; {args.rounds} rounds interleaved, medians")
+    print(f"{'case':<16} {'tool':<10} {'wall':>8} {'x plain':>8} {'peak RSS':>10} {'profile':>10} {'allocations':>12}")
+    for r in results:
+        rss = f"{r['peak_rss_kib'] / 1024:.1f} MiB" if r["peak_rss_kib"] else "-"
+        size = f"{r['profile_bytes'] / 1e6:.2f} MB" if r["profile_bytes"] else "-"
+        print(f"{r['case']:<16} {r['tool']:<10} {r['wall_s']:>7.2f}s {r['ratio']:>7.2f}x {rss:>10} {size:>10} "
+              f"{r['allocations'] or '-':>12}")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"load_before": before, "load_after": after, "rounds": args.rounds, "rows": results}, out,
+                      indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,6 +8,7 @@ time. This package reads those profiles and reports them::
     profile = heaptype.load("heaptype.app.1234.htp")
     for group in profile.by_type():
         print(group.label, group.allocations, group.peak_bytes)
+
 """
 
 __version__ = "0.1.0"
@@ -18,7 +19,7 @@ def __getattr__(name):
     # The analysis API loads the compiled core: only when used, so that
     # `heaptype --cflags` and the pytest plugin's registration start fast.
     if name in __all__:
-        from . import profile
+        from .analyze import profile
 
         return getattr(profile, name)
     raise AttributeError(f"module 'heaptype' has no attribute {name!r}")

@@ -9,6 +9,11 @@ time. This package reads those profiles and reports them::
     for group in profile.by_type():
         print(group.label, group.allocations, group.peak_bytes)
 
+The modules gather by stage, in the order data flows: ``capture/`` (flags, attaching),
+``run/`` (programs run with profiling on), ``analyze/`` (profiles read and named),
+``present/`` (reports, pages, exports) and ``judge/`` (budget verdicts). The front doors
+stay here: ``load`` (this module), ``cli`` (the ``heaptype`` command), ``budget/`` (the
+budget engine, ``heaptype.budget``), ``pytest_plugin/`` (``pytest --heap-budget``), ``demo``.
 """
 
 __version__ = "0.1.0"

@@ -13,7 +13,7 @@
 * `heaptype_aspect`: `bazel build //... --aspects=@heaptype//:defs.bzl%heaptype_aspect
   --output_groups=heaptype_types` writes, for every cc_binary and cc_test reached, the
   type table of the linked binary (`<name>.heaptype_types.json`: tag address -> C++ type)
-  read from its ELF symbols by the package's own symbolizer (heaptype.symbols).
+  read from its ELF symbols by the package's own symbolizer (heaptype.analyze.symbols).
 * `heaptype_budget_test`: `bazel test` runs a binary under profiling and checks the
   profile against a TOML budget file with the package's budget engine (`heaptype
   check`); the profile and the reports go to the test's undeclared outputs.

@@ -65,7 +65,7 @@ def heaptype_command() -> list[str]:
 
 
 def build(source: Path, work: Path, cxx: str) -> tuple[Path, Path]:
-    from heaptype import flags
+    from heaptype.capture import flags
 
     plain, profiled = work / "alloc_bench_plain", work / "alloc_bench_heaptype"
     log(f"building {source.name} plain and with HeapType ({cxx} -O2 -g)")

@@ -74,7 +74,7 @@ def run_timed(command: list[str], cwd: Path | None = None, env: dict | None = No
 
 
 def build(source: Path, build_dir: Path, heaptype: bool, jobs: int) -> None:
-    from heaptype import flags
+    from heaptype.capture import flags
 
     generator_args = ["-G", "Ninja"] if shutil.which("ninja") else []
     run(["cmake", "-S", str(source), "-B", str(build_dir), *generator_args, "-DCMAKE_BUILD_TYPE=RelWithDebInfo",

@@ -38,7 +38,7 @@ def heaptype(*args: str) -> list[str]:
 
 
 def heavy_profile(workdir: Path) -> Path:
-    from heaptype import flags
+    from heaptype.capture import flags
 
     binary, profile = workdir / "alloc_bench", workdir / "alloc_bench.htp"
     subprocess.run(["g++", "-std=c++17", "-O2", "-g", *flags.compile_flags(), str(SOURCE), *flags.link_flags(),

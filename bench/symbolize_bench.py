@@ -22,7 +22,7 @@ all call sites), and times, in fresh processes, interleaved round by round:
   core cold    heaptype._core.Symbolizer with an empty cache directory: construct,
                prefetch_functions + prefetch_call_sites, save the cache, destroy
   core warm    the same with the cache the cold run left
-  Python warm  heaptype.functions.Symbolizer (the Python API: the same, plus the
+  Python warm  heaptype.analyze.functions.Symbolizer (the Python API: the same, plus the
                conversion to CodeLocation objects), warm
   addr2line    `addr2line -i -f -C -e BINARY` on the same addresses of the binary
                (link-time; call sites one byte back), one process
@@ -72,7 +72,7 @@ def child(mode: str, work_file: str, cache: str) -> None:
                   "dwarf_opened": stats.dwarf_opened}
         del symbolizer
     elif mode == "python":
-        from heaptype.functions import Symbolizer
+        from heaptype.analyze.functions import Symbolizer
 
         symbolizer = Symbolizer(work["modules"], cache=cache or None)
         symbolizer.functions(functions)
@@ -136,7 +136,7 @@ def old_symbolizer(scratch: str) -> str | None:
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True, check=True).stdout
 
-    try:
+    try:  # the paths of those days (python/heaptype/ was flat then)
         removed = git("log", "--format=%H", f"-S{OLD_MARKER}", "--", "python/heaptype/functions.py").split()
     except (OSError, subprocess.CalledProcessError):
         return None

@@ -4,7 +4,7 @@
 
 PATH arguments are relative to the runfiles directory. The program runs in the current
 directory (the test's workspace runfiles, as for a cc_test) through the runner that
-`pytest --heap-budget` and the CTest helper use (heaptype.runner.run_for_budget: the
+`pytest --heap-budget` and the CTest helper use (heaptype.run.runner.run_for_budget: the
 caller's HEAPTYPE_* settings are dropped). Then `heaptype report` and `heaptype check`
 (the package's one budget engine) read the profile. The profile, the report and the verdict are written to
 $TEST_UNDECLARED_OUTPUTS_DIR; the verdict is printed, so it is in the test log.
@@ -35,9 +35,9 @@ import tempfile
 from pathlib import Path
 from xml.etree import ElementTree
 
-from heaptype.check_command import judged_by_counts  # PYTHONPATH: the package's files
-from heaptype.gtest import GTEST_SHARDING_VARIABLES, ListError, is_gtest_program, list_gtest_cases, shard_cases
-from heaptype.runner import RunError, run_for_budget
+from heaptype.judge.check_command import judged_by_counts  # PYTHONPATH: the package's files
+from heaptype.run.gtest import GTEST_SHARDING_VARIABLES, ListError, is_gtest_program, list_gtest_cases, shard_cases
+from heaptype.run.runner import RunError, run_for_budget
 
 
 def heaptype_command(*args: str) -> list[str]:

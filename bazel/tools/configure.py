@@ -13,7 +13,7 @@ prints one JSON object on stdout:
                 paths relative to the execution root (--repo-root), the {exclude} list
                 for the compiler Bazel uses (--cc), the callstack table for its family
 
-The flag table itself is read from the package (flags.json, through heaptype.flags):
+The flag table itself is read from the package (flags.json, through heaptype.capture.flags):
 Bazel, CMake and `heaptype --cflags` share that one list.
 """
 
@@ -87,7 +87,8 @@ def main() -> int:
                         help="the generated repository's path from the execution root (external/<name>)")
     args = parser.parse_args()
 
-    from heaptype import __version__, flags
+    from heaptype import __version__
+    from heaptype.capture import flags
 
     flags.check_installed()
     root = args.repo_root.rstrip("/")

@@ -2,7 +2,7 @@
 
     type_table.py BINARY OUTPUT.json [LABEL]
 
-Reads the binary's ELF symbol table with heaptype.symbols.elf_type_tags (the compiled
+Reads the binary's ELF symbol table with heaptype.analyze.symbols.elf_type_tags (the compiled
 core, heaptype._core), the code that names the types of every profile, and writes
 
     {"binary": LABEL, "path": BINARY, "count": N,
@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
     binary, output = argv[0], argv[1]
     label = argv[2] if len(argv) == 3 else binary
 
-    from heaptype.symbols import SymbolError, elf_type_tags
+    from heaptype.analyze.symbols import SymbolError, elf_type_tags
 
     try:
         tags = elf_type_tags(binary)

@@ -1,5 +1,6 @@
 """The ``heaptype`` command: argument parsing and dispatch. Each command's work
-lives in its own module (report/, exports, runner, check_command, merge_command, demo)."""
+lives in its stage's package (present/report, present/exports, run/runner, judge/check_command,
+judge/merge_command) or in demo."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from . import __version__, flags
-from .console import CommandError, load_profile, warn_found_later
+from . import __version__
+from .capture import flags
+from .present.console import CommandError, load_profile, warn_found_later
 
 EPILOG = """\
 typical use:
@@ -316,9 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--cxx", help="C++ compiler (default: $CXX, then g++, clang++, c++)")
     demo.set_defaults(handler=cmd_demo)
 
-    from .check_command import add_check_parser
-    from .html.command import add_html_parser
-    from .merge_command import add_fleet_parser, add_merge_parsers
+    from .judge.check_command import add_check_parser
+    from .judge.merge_command import add_fleet_parser, add_merge_parsers
+    from .present.html.command import add_html_parser
 
     add_check_parser(sub)
     add_merge_parsers(sub)
@@ -351,7 +353,7 @@ def print_build_info(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .runner import RunError, run_for_budget, run_profiled
+    from .run.runner import RunError, run_for_budget, run_profiled
 
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not command:
@@ -363,7 +365,7 @@ def cmd_run(args) -> int:
     if args.watch:
         from functools import partial
 
-        from .live_view import watch
+        from .run.live_view import watch
 
         watching = partial(watch, interval=args.interval, by=args.by, top=args.top)
     try:
@@ -387,7 +389,7 @@ def cmd_run(args) -> int:
                                               "--top", str(args.top)]))
     if not args.budget:
         return run.exit_status
-    from .check_command import NeedsEvents, check_profile
+    from .judge.check_command import NeedsEvents, check_profile
 
     check = argparse.Namespace(profile=str(run.profile_path), budget=args.budget, test=args.budget_test, quiet=False,
                                full_names=False)
@@ -433,7 +435,7 @@ def print_other_profiles(paths: list[Path]) -> None:
 
 
 def cmd_attach(args) -> int:
-    from .attach import AttachError, attach, process_name
+    from .capture.attach import AttachError, attach, process_name
 
     output = Path(args.output or f"heaptype.{process_name(args.pid)}.{args.pid}.htp")
     try:
@@ -446,7 +448,7 @@ def cmd_attach(args) -> int:
 
 
 def cmd_detach(args) -> int:
-    from .attach import AttachError, detach
+    from .capture.attach import AttachError, detach
 
     try:
         detach(args.pid)
@@ -470,7 +472,7 @@ def parse_map_options(options: list[str]) -> dict[str, str]:
 
 def filtered_profile(args, path: str | None = None):
     """The profile named on the command line with the one filter model applied."""
-    from .profile import ProfileError
+    from .analyze.profile import ProfileError
 
     profile = load_profile(path or args.profile, parse_map_options(args.map) or None)
     try:
@@ -484,8 +486,8 @@ def filtered_profile(args, path: str | None = None):
 
 
 def cmd_report(args) -> int:
-    from . import report
-    from .profile import ProfileError
+    from .analyze.profile import ProfileError
+    from .present import report
 
     if args.bottom_up and args.by != "callpath":
         raise CommandError("report: --bottom-up goes with --by callpath")
@@ -525,7 +527,7 @@ def print_view(args, as_json, as_text, *views) -> None:
     named is a command error."""
     import json
 
-    from .profile import ProfileError
+    from .analyze.profile import ProfileError
 
     try:
         print(json.dumps(as_json(*views), indent=2) if args.format == "json" else as_text(*views))
@@ -536,7 +538,7 @@ def print_view(args, as_json, as_text, *views) -> None:
 def cmd_timeline(args) -> int:
     from functools import partial
 
-    from .report import render_timeline_text, timeline_json
+    from .present.report import render_timeline_text, timeline_json
 
     options = dict(by=args.by, top=args.top, infer=args.infer)
     print_view(args, partial(timeline_json, **options), partial(render_timeline_text, **options),
@@ -547,7 +549,7 @@ def cmd_timeline(args) -> int:
 def cmd_leaks(args) -> int:
     from functools import partial
 
-    from .report import leaks_json, render_leaks_text
+    from .present.report import leaks_json, render_leaks_text
 
     options = dict(top=args.top, infer=args.infer)
     print_view(args, partial(leaks_json, **options), partial(render_leaks_text, **options), filtered_profile(args))
@@ -557,7 +559,7 @@ def cmd_leaks(args) -> int:
 def cmd_memory(args) -> int:
     from functools import partial
 
-    from .report import memory_json, render_memory_text
+    from .present.report import memory_json, render_memory_text
 
     print_view(args, partial(memory_json, infer=args.infer), partial(render_memory_text, infer=args.infer),
                filtered_profile(args))
@@ -567,8 +569,8 @@ def cmd_memory(args) -> int:
 def cmd_diff(args) -> int:
     from functools import partial
 
-    from .profile import ProfileError
-    from .report import diff_json, diff_rows, over_threshold, render_diff_text
+    from .analyze.profile import ProfileError
+    from .present.report import diff_json, diff_rows, over_threshold, render_diff_text
 
     a, b = filtered_profile(args, args.a), filtered_profile(args, args.b)
     options = dict(by=args.by, threshold=args.threshold, infer=args.infer, top=args.top)
@@ -585,8 +587,8 @@ def _inlined(args) -> bool:
 
 
 def cmd_export(args) -> int:
-    from .exports import export
-    from .profile import ProfileError
+    from .analyze.profile import ProfileError
+    from .present.exports import export
 
     if args.format == "pprof" and not args.output and sys.stdout.isatty():
         raise CommandError("export: --format pprof is binary: give -o FILE (or redirect standard output)")
@@ -610,8 +612,8 @@ def cmd_export(args) -> int:
 
 def _export_fleet(args) -> int:
     """pprof of several processes of one program, each symbolized with its own module map."""
-    from . import fleet
-    from .profile import ProfileError
+    from .analyze import fleet
+    from .analyze.profile import ProfileError
 
     if args.format != "pprof":
         raise CommandError(f"export: several profiles are merged for --format pprof only, not {args.format}")
@@ -630,8 +632,8 @@ def _export_fleet(args) -> int:
 
 
 def _export_heaptrack(profile, args) -> int:
-    from .exports import write_heaptrack
-    from .profile import ProfileError
+    from .analyze.profile import ProfileError
+    from .present.exports import write_heaptrack
 
     try:
         write_heaptrack(profile, args.output, inlined=args.inlined is not False)

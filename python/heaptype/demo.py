@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import flags
+from .capture import flags
 
 EXAMPLE = "cmake-basic"
 
@@ -59,9 +59,9 @@ def build_directly(cxx: str, source: Path, build_dir: Path) -> Path:
 
 
 def run_demo(workdir: str | None = None, cxx: str | None = None) -> int:
-    from .console import CommandError, load_profile
-    from .report import render_types_text
-    from .runner import RunError, run_profiled
+    from .present.console import CommandError, load_profile
+    from .present.report import render_types_text
+    from .run.runner import RunError, run_profiled
 
     try:
         flags.check_installed()

@@ -131,7 +131,7 @@ def heaptype_run(rundir: Path, command: list[str], profile: Path, timeout: float
 # --- the TinyXML-2 driver ----------------------------------------------------------------------
 
 def _compile_command(mode: str, source: Path, include: Path, obj: Path) -> list[str]:
-    from heaptype import flags
+    from heaptype.capture import flags
 
     if mode in ("plain", "preload"):
         return ["g++", "-std=c++17", "-O2", "-g", f"-I{include}", "-c", str(source), "-o", str(obj)]
@@ -144,7 +144,7 @@ def _compile_command(mode: str, source: Path, include: Path, obj: Path) -> list[
 
 
 def _link_command(mode: str, objects: list[Path], exe: Path) -> list[str]:
-    from heaptype import flags
+    from heaptype.capture import flags
 
     if mode in ("plain", "preload"):
         return ["g++", "-O2", *map(str, objects), "-o", str(exe)]

@@ -28,8 +28,8 @@ from xml.etree import ElementTree
 import pytest
 
 import heaptype
-from heaptype import flags
-from heaptype.symbols import elf_type_tags
+from heaptype.capture import flags
+from heaptype.analyze.symbols import elf_type_tags
 from tooling import require_tool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -387,8 +387,8 @@ def test_budget_test_names_no_machine_path_and_declares_its_inputs(bazel):
         assert machine_path not in launcher
     runfiles = bin_dir / "indexer_heap.runfiles"
     for name in ("bazel_basic/indexer", "bazel_basic/heap-budget.toml", "heaptype/tools/budget_test.py",
-                 "heaptype_install/python/heaptype/budget/evaluate.py", "heaptype_install/python/heaptype/runner.py",
-                 "heaptype_install/python/heaptype/check_command.py", "heaptype_install/python/heaptype/symbols.py"):
+                 "heaptype_install/python/heaptype/budget/evaluate.py", "heaptype_install/python/heaptype/run/runner.py",
+                 "heaptype_install/python/heaptype/judge/check_command.py", "heaptype_install/python/heaptype/analyze/symbols.py"):
         assert (runfiles / name).exists(), name
     assert list((runfiles / "heaptype_install" / "python" / "heaptype").glob("_core*.so"))
 

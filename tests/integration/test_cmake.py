@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import heaptype
-from heaptype import flags
+from heaptype.capture import flags
 from tooling import require_tool
 
 REPO = Path(__file__).resolve().parents[2]

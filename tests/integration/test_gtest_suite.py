@@ -43,7 +43,7 @@ def _run(command: list, cwd: Path | None = None, timeout: float = 1800) -> subpr
 
 
 def _build(source: Path, build: Path) -> None:
-    from heaptype import flags
+    from heaptype.capture import flags
 
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     # The default build type (no optimisation, no debug info) compiles fastest; the

@@ -49,7 +49,7 @@ class Build:
 @pytest.fixture(scope="module")
 def tinyxml2_builds(tinyxml2_tree, tmp_path_factory):
     """The plain and the typed build's profiles, and heaptrack's run of the plain one."""
-    from heaptype import flags
+    from heaptype.capture import flags
 
     work = tmp_path_factory.mktemp("heaptrack_export")
     plain = build_tinyxml2_walk(tinyxml2_tree, work / "walk_plain", PLAIN_FLAGS)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from heaptype import flags
+from heaptype.capture import flags
 from tooling import require_tool
 
 SOURCE = Path(__file__).resolve().parents[1] / "cpp" / "strict_warnings.cpp"

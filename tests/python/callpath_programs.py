@@ -39,7 +39,7 @@ DEFAULT = None  # the calling-context mode of compile_flags()' defaults
 
 
 def _compile_flags(*, stl_types: bool, callstack: str | None) -> list[str]:
-    from heaptype import flags
+    from heaptype.capture import flags
 
     if callstack is None:
         return flags.compile_flags(stl_types=stl_types)
@@ -84,7 +84,7 @@ class CallpathPrograms:
         exe = self.workdir / name
 
         def make() -> None:
-            from heaptype import flags
+            from heaptype.capture import flags
 
             command = [self.cxx, "-std=c++17", "-O2", "-g", *_compile_flags(stl_types=stl_types, callstack=callstack), *extra,
                        str(source), *flags.link_flags(), "-o", str(exe)]

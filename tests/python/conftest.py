@@ -34,7 +34,7 @@ class CppPrograms:
     """Compiles tests/cpp/<name>.cpp on demand; ``start`` begins builds early."""
 
     def __init__(self, workdir: Path, cxx: str):
-        from heaptype import flags
+        from heaptype.capture import flags
 
         self.workdir = workdir
         self.cxx = cxx

@@ -119,7 +119,7 @@ def synthetic_profile(path: Path, *, functions: list[str], types: list[str], pro
     one of ``types`` (10 blocks of 64 B times its position, ticks 10 apart, freed at
     the end); opened with its names from a table."""
     from heaptype import _core
-    from heaptype.profile import Profile
+    from heaptype.analyze.profile import Profile
 
     b = _core.ProfileBuilder(clock_tick_ns=1000, addresses=addresses)
 
@@ -158,7 +158,7 @@ def deep_profile(path: Path, levels: int, type_name: str):
     """One 32 B block of ``type_name`` allocated at the bottom of a path ``levels``
     frames deep through two alternating (unnamed) functions."""
     from heaptype import _core
-    from heaptype.profile import Profile
+    from heaptype.analyze.profile import Profile
 
     b = _core.ProfileBuilder()
     b.thread(1, 1, "main")

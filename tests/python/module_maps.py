@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from heaptype.symbols import Mapping
+from heaptype.analyze.symbols import Mapping
 
 
 def load_segments(binary: Path) -> list[tuple[int, int, int, int]]:

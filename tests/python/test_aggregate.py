@@ -19,7 +19,7 @@ import pytest
 
 import heaptype
 from conftest import run_profiled
-from heaptype.profile import ProfileError
+from heaptype.analyze.profile import ProfileError
 
 ROUNDS = "200000"  # steady_loop: ~0.4 M allocations, peak in the middle
 

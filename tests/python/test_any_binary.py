@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 import heaptype
-from heaptype.linkage import Linkage, runtime_linkage
-from heaptype.live_view import read_live_state
+from heaptype.run.linkage import Linkage, runtime_linkage
+from heaptype.run.live_view import read_live_state
 from tooling import require_tool
 
 SOURCE = Path(__file__).resolve().parents[1] / "cpp" / "held_blocks.cpp"
@@ -221,7 +221,7 @@ def test_snapshot_signal_is_configurable(held, tmp_path, setting, kills):
 
 
 def preloaded_runtime() -> str:
-    from heaptype import flags
+    from heaptype.capture import flags
 
     return str(Path(flags.lib_dir()) / "libheaptype.so")
 
@@ -349,7 +349,7 @@ def test_mixed_program_gets_types_and_walked_stacks(tmp_path):
     runtime, but loads it after libc, so `heaptype run` preloads it (the library's need
     is met by the same file); its new-expressions are typed, and the plain code's
     allocations get their call paths from stack walks."""
-    from heaptype import flags
+    from heaptype.capture import flags
 
     cxx = require_tool("g++")
     cpp = SOURCE.parent

@@ -685,7 +685,7 @@ def test_gtest_listing_is_parsed_like_googletest_prints_it():
 def test_shards_deal_out_the_cases_as_googletest_does():
     """The n-th case goes to shard n % total (GoogleTest's ShouldRunTestOnShard): the
     shards are disjoint and together hold every case once, in listing order."""
-    from heaptype.gtest import shard_cases
+    from heaptype.run.gtest import shard_cases
 
     cases = [f"S.C{n}" for n in range(7)]
     shards = [shard_cases(cases, index, 3) for index in range(3)]

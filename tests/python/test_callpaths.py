@@ -32,7 +32,7 @@ import pytest
 
 from callpath_programs import ALLOC_BENCH_ARGS, callpath_programs  # noqa: F401 (fixture)
 from heaptype import _core
-from heaptype.patterns import matches_any
+from heaptype.analyze.patterns import matches_any
 
 MAKE = "void make_and_free<{}>()"
 

@@ -152,7 +152,7 @@ GROUPINGS = ("type", "thread", "function", "callpath")
 def timeline_by_name(a, by: str) -> dict:
     """A pass's timeline of one grouping with every group asked for, the series by
     group name (ids may differ between passes, names may not)."""
-    from heaptype.profile import _timeline_groups
+    from heaptype.analyze.profile import _timeline_groups
 
     groups = _timeline_groups(a, by)
     raw = a.timeline([g[0] for g in groups], by)
@@ -501,7 +501,7 @@ def test_counts_and_indexes_past_what_the_file_defines_end_the_stream(record, me
 
 def test_module_paths_with_invalid_utf8_and_nul_load_and_name(tmp_path):
     # The module map goes from the file to Python and back into the symbolizer.
-    from heaptype import profile as hp
+    from heaptype.analyze import profile as hp
 
     def build(b):
         b.raw_chunk(2, 0, b"400000-401000 r-xp 00000000 fe:00 12 /tmp/\xffmod\x00ule.so\n"

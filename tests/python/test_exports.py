@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from callpath_programs import ALLOC_BENCH_ARGS, callpath_programs  # noqa: F401 (fixture)
-from heaptype import exports
+from heaptype.present import exports
 from tooling import require_tool
 
 PROTO = Path(__file__).resolve().parents[1] / "data" / "profile.proto"

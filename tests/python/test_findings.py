@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 
 import heaptype
-from heaptype import _core, flags
+from heaptype import _core
+from heaptype.capture import flags
 from heaptype.budget import budget_from_mapping, evaluate, measure
-from heaptype.report import render_types_text, types_json
+from heaptype.present.report import render_types_text, types_json
 from conftest import CPP_DIR, run_profiled
 from test_runtime_truth import OBJECTS, OBJECTS_FREES, THREADS, figures
 from tooling import require_module, run_once, shared_workdir

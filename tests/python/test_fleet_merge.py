@@ -193,7 +193,7 @@ def test_a_module_only_one_process_has_is_moved_off_taken_addresses(fleet, tmp_p
     import gzip
 
     from heaptype import _core
-    from heaptype.exports import pprof_mappings
+    from heaptype.present.exports import pprof_mappings
 
     profile = heaptype.load(fleet[0])
     analysis = profile.analysis(call_tree=True, inlined=True)

@@ -1,4 +1,4 @@
-"""Symbolisation of code addresses (heaptype.functions): names, lines, inlined
+"""Symbolisation of code addresses (heaptype.analyze.functions): names, lines, inlined
 frames, and the on-disk cache per build id.
 
 Names are checked against ``nm -C``, source lines and inline chains against
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from callpath_programs import callpath_programs  # noqa: F401 (fixture)
-from heaptype import functions
-from heaptype.functions import Symbolizer
-from heaptype.symbols import Mapping, load_bias, parse_proc_maps
+from heaptype.analyze import functions
+from heaptype.analyze.functions import Symbolizer
+from heaptype.analyze.symbols import Mapping, load_bias, parse_proc_maps
 from module_maps import module_map
 from tooling import require_tool
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import pytest
 
 import heaptype
-from heaptype import _core, exports
+from heaptype import _core
+from heaptype.present import exports
 from synthetic import folded_ops, generate, merged_order, named_sites, write
 
 

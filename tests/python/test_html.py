@@ -26,7 +26,7 @@ from html_pages import (browser, deep_profile, hover_timeline, open_page, svg_x,
                         synthetic_profile)
 
 import heaptype
-from heaptype.report import timeline_json
+from heaptype.present.report import timeline_json
 
 LIFETIMES_SERIES = {"(untyped)", "libstdc++: emergency exception pool", "Kilo", "Quarter", "Leaked"}
 HOSTILE_TYPES = ["<script>alert('type')</script>", 'Evil"><img src=x onerror=alert("img")>',
@@ -283,8 +283,8 @@ def test_a_mismatched_delete_shows_both_types(browser, tmp_path):
     (40 B) deleted as Base (4 B) in worker(), one Elem new[] block freed with free()."""
     from test_findings import findings_profile
 
-    from heaptype.html import report_html, write_html
-    from heaptype.profile import Profile
+    from heaptype.present.html import report_html, write_html
+    from heaptype.analyze.profile import Profile
 
     file, names = findings_profile(tmp_path)
     page = write_html(report_html(Profile(file.path, file, names, [])), tmp_path / "deletes.html")
@@ -302,7 +302,7 @@ def test_a_mismatched_delete_shows_both_types(browser, tmp_path):
 # --- hostile names ----------------------------------------------------------------------------
 
 def test_names_holding_markup_are_text_and_never_run(browser, tmp_path):
-    from heaptype.html import report_html, write_html
+    from heaptype.present.html import report_html, write_html
 
     profile = synthetic_profile(tmp_path / "evil<b>name.htp", functions=HOSTILE_FUNCTIONS, types=HOSTILE_TYPES,
                                 program="/bin/<script>alert('program')</script>")
@@ -352,7 +352,7 @@ def test_diff_page_shows_the_delta(browser, diff_page):
 # --- the page's data, without a browser --------------------------------------------------------
 
 def test_embedded_data_cannot_end_its_script_element():
-    from heaptype.html.render import script_json
+    from heaptype.present.html.render import script_json
 
     data = {"names": HOSTILE_TYPES + ["\u2028", "a&b"]}
     text = str(script_json(data))
@@ -363,7 +363,7 @@ def test_embedded_data_cannot_end_its_script_element():
 def test_time_buckets_compose_to_the_whole_run(phases):
     """Counts add up over the buckets, the peak is the largest bucket's, live figures
     are the last bucket's: the whole run's figures, exactly."""
-    from heaptype.html.data import report_data
+    from heaptype.present.html.data import report_data
 
     profile = heaptype.load(phases)
     data = report_data(profile, ranges=12)
@@ -386,8 +386,8 @@ def test_the_page_follows_every_grouping_in_the_pass_of_its_tables(phases, monke
     more the time ranges: each timeline is the one its own pass gives, figure for figure
     (`heaptype timeline --by`; type and thread without a call tree)."""
     from heaptype import _core
-    from heaptype.html.data import report_data
-    from heaptype.profile import TIMELINE_GROUPINGS
+    from heaptype.present.html.data import report_data
+    from heaptype.analyze.profile import TIMELINE_GROUPINGS
 
     passes = []
     analysis = _core.Analysis
@@ -421,14 +421,14 @@ def test_a_pass_of_more_groupings_serves_fewer(phases, monkeypatch):
 
 
 def test_no_time_ranges_on_request(phases):
-    from heaptype.html.data import report_data
+    from heaptype.present.html.data import report_data
 
     data = report_data(heaptype.load(phases), ranges=0)
     assert data["ranges"] is None and data["ranges_requested"] == 0
 
 
 def test_bucket_edges():
-    from heaptype.html.ranges import bucket_ticks
+    from heaptype.present.html.ranges import bucket_ticks
 
     assert bucket_ticks(0, 24) == []                      # one tick: nothing to brush
     assert bucket_ticks(1, 24) == [0, 1, 2]               # two ticks: two buckets
@@ -438,7 +438,7 @@ def test_bucket_edges():
 
 
 def test_a_deep_tree_is_cut_to_what_a_page_carries(tmp_path):
-    from heaptype.html.flame import MAX_NODES, flame_json, keep_nodes
+    from heaptype.present.html.flame import MAX_NODES, flame_json, keep_nodes
 
     profile = deep_profile(tmp_path / "deep.htp", 10_000, "Deep")
     flame = flame_json(keep_nodes(profile.call_tree()))

@@ -854,7 +854,7 @@ def test_unmarked():
 def test_markers_budget_native_code_called_in_this_process(pytester, budget_programs, monkeypatch, how):
     """The runtime in the Python process: LD_PRELOAD of libheaptype.so, or only the
     ctypes-loaded library that links it. Each marked test is recorded on its own."""
-    from heaptype import flags
+    from heaptype.capture import flags
 
     library = budget_programs.native_library()
     pytester.makepyfile(test_native=NATIVE_TESTS.format(library=str(library)))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import heaptype
-from heaptype import flags
+from heaptype.capture import flags
 from conftest import run_profiled
 from tooling import missing, require_tool
 

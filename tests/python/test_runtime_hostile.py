@@ -16,7 +16,7 @@ import pytest
 
 import heaptype
 from conftest import CXX_STD, run_profiled
-from heaptype import flags
+from heaptype.capture import flags
 from tooling import require_tool
 
 CPP = Path(__file__).resolve().parents[1] / "cpp"

@@ -31,7 +31,7 @@ import pytest
 
 import heaptype
 from conftest import CPP_DIR, CXX_STD, run_profiled
-from heaptype import flags
+from heaptype.capture import flags
 from test_runtime_truth import CONTAINERS, FIELDS, OBJECTS, THREADS
 from test_strings import THROWN, check_thrown_program_ran, expected_thrown_rows, thrown_rows_of
 from tooling import require_tool, run_once

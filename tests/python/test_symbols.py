@@ -1,4 +1,4 @@
-"""Tests for heaptype.symbols: naming runtime tag addresses.
+"""Tests for heaptype.analyze.symbols: naming runtime tag addresses.
 
 Most tests build a real program and shared library, run the program, and feed
 the addresses it prints, with its own /proc/self/maps, to TypeResolver.
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_tool
-from heaptype.symbols import (
+from heaptype.analyze.symbols import (
     Mapping,
     SymbolError,
     TypeResolver,

@@ -101,7 +101,7 @@ def test_folded_export_of_temporaries(profile_path):
 
 
 def test_html_page_data(profile_path):
-    from heaptype.html.data import report_data
+    from heaptype.present.html.data import report_data
 
     data = report_data(heaptype.load(profile_path))
     rows = {r["label"]: r for r in data["types"]["rows"]}

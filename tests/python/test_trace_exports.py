@@ -22,7 +22,7 @@ from html_pages import browser, deep_profile, open_page, synthetic_profile  # no
 from tooling import require_tool
 
 import heaptype
-from heaptype.massif import MAX_DEPTH, ROOT_LABEL, pick_points
+from heaptype.present.massif import MAX_DEPTH, ROOT_LABEL, pick_points
 
 PHASES = set("BEXIiCMPOsfNDbnepRrTtSFc")  # the trace-event format's phase letters
 METADATA = {"process_name", "thread_name", "process_sort_index", "thread_sort_index", "process_labels"}
@@ -151,7 +151,7 @@ def test_ms_print_reads_the_massif_export(lifetimes, tmp_path):
 
 def test_massif_trees_stop_at_massifs_depth(tmp_path):
     """A path 10,000 frames deep: past MAX_DEPTH frames, the types live below."""
-    from heaptype.massif import massif
+    from heaptype.present.massif import massif
 
     text = massif(deep_profile(tmp_path / "deep.htp", 10_000, "Deep"))
     nodes = parse_massif(text)[-1]["nodes"]
@@ -181,7 +181,7 @@ def core_view(time_s: float = 0.5) -> dict:
 
 
 def test_memory_view_as_the_page_draws_it():
-    from heaptype.html import memory
+    from heaptype.present.html import memory
 
     types: dict[str, int] = {}
     shot = memory.page_view(core_view(), types)
@@ -192,7 +192,7 @@ def test_memory_view_as_the_page_draws_it():
 
 
 def test_memory_view_cells_when_runs_are_too_many(monkeypatch):
-    from heaptype.html import memory
+    from heaptype.present.html import memory
 
     monkeypatch.setattr(memory, "MAX_RUNS", 4)
     runs = [{"start": 0x1000 + 32 * k, "end": 0x1020 + 32 * k, "type": "AB"[k % 2], "blocks": 1, "bytes": 32}
@@ -203,7 +203,7 @@ def test_memory_view_cells_when_runs_are_too_many(monkeypatch):
 
 
 def test_memory_view_says_why_it_is_missing(tmp_path):
-    from heaptype.html.memory import memory_json
+    from heaptype.present.html.memory import memory_json
 
     plain = synthetic_profile(tmp_path / "plain.htp", functions=["f()"], types=["T"])
     assert "recorded without addresses" in memory_json(plain, ["peak"])["reason"]
@@ -211,7 +211,7 @@ def test_memory_view_says_why_it_is_missing(tmp_path):
 
 def test_memory_view_draws_blocks_by_type(browser, tmp_path):
     """Thirty blocks at known addresses, all live at the peak: 10 of 64 B, 10 of 128 B."""
-    from heaptype.html import report_html, write_html
+    from heaptype.present.html import report_html, write_html
 
     profile = synthetic_profile(tmp_path / "addressed.htp", functions=["f()", "g()"], types=["Node", "Page"],
                                 addresses=True)

@@ -1,7 +1,7 @@
 """Heap budgets: limits per C++ type, checked against a HeapType profile.
 
 One engine for every integration: ``pytest --heap-budget`` (``pytest_plugin``),
-``heaptype check`` (``check_command``) and the Bazel budget test. It reads budget files
+``heaptype check`` (``judge/check_command``) and the Bazel budget test. It reads budget files
 (TOML), matches type names, evaluates limits against a loaded profile, writes the
 failure text, and keeps baselines (JSON) for regression thresholds. It imports nothing
 from pytest and runs no process: callers run programs and load profiles, so each
@@ -30,8 +30,8 @@ merging their files), ``session`` (per-binary work done once per process).
 
 from __future__ import annotations
 
-from ..labels import TOTAL, UNTYPED
-from ..tables import render_markdown, render_table, shorten
+from ..analyze.labels import TOTAL, UNTYPED
+from ..present.tables import render_markdown, render_table, shorten
 from .baseline import (BASELINE_FORMAT, BASELINE_TOP, BASELINE_VERSION, Baseline, Change, Comparison, compare, kept_labels,
                        merge_baselines)
 from .evaluate import (CheckFigures, Evaluation, Figures, UnmatchedPattern, Violation, evaluate, measure,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from ..labels import TOTAL, UNTYPED
+from ..analyze.labels import TOTAL, UNTYPED
 from .evaluate import Figures, sort_labels
 from .model import Threshold
 from .shards import join_by_test

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from .. import _core
-from ..labels import TOTAL, UNTYPED
-from ..patterns import is_glob
+from ..analyze.labels import TOTAL, UNTYPED
+from ..analyze.patterns import is_glob
 from .matching import close_names
 from .model import Budget, Limit
 from .values import FIELD_LABEL, FIELDS, LIMIT_FIELDS, format_exact
@@ -107,8 +107,8 @@ def measure_for_check(profile, budget: Budget, *, wanted: Iterable[str] = (), to
     default_limits = [(FIELDS.index(name), limit.value) for name, limit in defaults.items()
                       if complete or name != "leaked"]
     patterns = [r.pattern for r in budget.named_patterns() if r.pattern not in (UNTYPED, TOTAL)]
-    from ..naming import NamingError
-    from ..profile import ProfileError
+    from ..analyze.naming import NamingError
+    from ..analyze.profile import ProfileError
 
     try:
         rows = _core.BudgetRows(profile.raw, names, patterns=patterns,

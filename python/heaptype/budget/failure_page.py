@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from ..labels import TOTAL
+from ..analyze.labels import TOTAL
 
 PAGE_SUFFIX = ".html"
 
@@ -41,9 +41,9 @@ def write_failure_page(profile, failing: Iterable[str], failure: str, *, test: s
     maybe already filtered, e.g. to a time window) and returns its path. ``failing``:
     the labels of the rows over their limits; ``failure``: the failure text, shown
     above the report."""
-    from ..html import write_html
-    from ..html.data import report_data
-    from ..html.render import render_page
+    from ..present.html import write_html
+    from ..present.html.data import report_data
+    from ..present.html.render import render_page
 
     types = page_types(failing)
     shown = profile.filter(types=types) if types else profile

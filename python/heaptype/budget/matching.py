@@ -1,13 +1,13 @@
 """Which budget rule covers which row: type patterns (HeapType's one glob
-dialect, heaptype.patterns), their specificity, and "did you mean" hints."""
+dialect, heaptype.analyze.patterns), their specificity, and "did you mean" hints."""
 
 from __future__ import annotations
 
 import difflib
 from typing import Iterable
 
-from ..labels import TOTAL, UNTYPED
-from ..patterns import is_glob, matches
+from ..analyze.labels import TOTAL, UNTYPED
+from ..analyze.patterns import is_glob, matches
 
 # --- type name patterns ------------------------------------------------------------------
 

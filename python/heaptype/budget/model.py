@@ -8,8 +8,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..labels import TOTAL, UNTYPED
-from ..patterns import is_glob
+from ..analyze.labels import TOTAL, UNTYPED
+from ..analyze.patterns import is_glob
 from .matching import did_you_mean, name_matches, pattern_specificity, type_matches
 from .values import FIELDS, LIMIT_FIELDS, parse_limit, format_value
 

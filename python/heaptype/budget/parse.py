@@ -16,8 +16,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python < 3.11 only
     import tomli as tomllib
 
-from ..labels import TOTAL, UNTYPED
-from ..patterns import is_glob
+from ..analyze.labels import TOTAL, UNTYPED
+from ..analyze.patterns import is_glob
 from .matching import did_you_mean, pattern_specificity
 from .model import (CTEST_KEYS, DEFAULTS_KEYS, LIMIT_KEYS, TEST_KEYS, TOP_KEYS, Budget, BudgetFile, CTestSettings,
                     Limit, Rule, TestEntry, Threshold, parse_threshold_value)

@@ -54,6 +54,6 @@ class SessionNames:
 
     def load(self, path: str | Path):
         """``heaptype.load(path)`` with this session's per-binary tables."""
-        from ..profile import load
+        from ..analyze.profile import load
 
         return load(path, naming=self.code_names)

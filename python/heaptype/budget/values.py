@@ -7,7 +7,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ..units import format_bytes
+from ..present.units import format_bytes
 
 # The four figures of every row (tables, baselines, regression thresholds) ...
 FIELDS = ("peak", "bytes", "allocations", "leaked")

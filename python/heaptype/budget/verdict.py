@@ -7,8 +7,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from ..labels import TOTAL
-from ..tables import render_table
+from ..analyze.labels import TOTAL
+from ..present.tables import render_table
 from .baseline import Change
 from .evaluate import Evaluation, sort_labels
 from .model import Limit

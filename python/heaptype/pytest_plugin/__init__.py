@@ -10,7 +10,7 @@ package), so installing heaptype is enough. Nothing happens unless asked:
 - the ``heap_profile`` fixture runs native programs from Python tests, and the
   ``heap_budget(...)`` marker sets budgets for what they allocate.
 - ``heap_budget(...)`` on a test without the fixture budgets the native code the test
-  calls in this process, when the HeapType runtime is loaded here (``inprocess``).
+  calls in this process, when the HeapType runtime is loaded here (``run/inprocess``).
 - ``--heap-baseline FILE`` compares every measured test with stored figures,
   ``--heap-compare-fail peak:5%`` fails the tests that grew past a threshold, and
   ``--heap-save-baseline`` writes the figures of this run.
@@ -19,7 +19,7 @@ Measurements travel on the test reports (``report.heaptype``, one JSON text: xdi
 serializer walks every object of a report in Python), so the end-of-run
 summary, the report files, the baseline and the warnings about budget patterns are
 written once, by the process that sees every report: the xdist controller under
-``pytest -n`` (``budget_outputs``). The budget logic itself lives in ``heaptype.budget``,
+``pytest -n`` (``judge/budget_outputs``). The budget logic itself lives in ``heaptype.budget``,
 shared with ``heaptype check`` and Bazel; per-binary work (a test binary's type names)
 is done once per process (``heaptype.budget.session``).
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import budget as hb
-from .. import gtest
-from ..gtest import LIST_TIMEOUT, parse_gtest_list
+from ..run import gtest
+from ..run.gtest import LIST_TIMEOUT, parse_gtest_list
 
 
 class DiscoveryError(Exception):
@@ -161,7 +161,7 @@ def _split_gtest(name: str, command: list[str], settings: hb.CTestSettings) -> b
 
 
 def list_gtest_cases(command: list[str], cwd: Path, env: dict[str, str]) -> list[str]:
-    """`Suite.Case` names of a GoogleTest program (heaptype.gtest), a failure to list
+    """`Suite.Case` names of a GoogleTest program (heaptype.run.gtest), a failure to list
     them as a DiscoveryError."""
     try:
         return gtest.list_gtest_cases(command, cwd, env)

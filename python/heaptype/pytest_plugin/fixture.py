@@ -13,7 +13,7 @@ import pytest
 
 from .. import budget as hb
 from ..budget.failure_page import with_failure_page
-from ..inprocess import TestWindow
+from ..run.inprocess import TestWindow
 from .collection import BudgetItem
 from .judging import RECORDS, judge, remember
 from .options import STATE, HeapState

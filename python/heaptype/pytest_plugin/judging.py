@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .. import budget as hb
-from ..runner import exit_text
+from ..run.runner import exit_text
 from .running import HeapRun
 
 if TYPE_CHECKING:

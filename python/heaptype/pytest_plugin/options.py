@@ -11,7 +11,7 @@ import pytest
 
 from .. import budget as hb
 from ..budget.session import SessionNames
-from ..inprocess import InProcessRuntime
+from ..run.inprocess import InProcessRuntime
 from .summary import HeapSession
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..budget.session import SessionNames
-from ..runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_for_budget
+from ..run.runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_for_budget
 
 
 @dataclass
@@ -77,7 +77,7 @@ class HeapRun:
 def run_program(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float | None,
                 out_dir: Path, name: str = "", names: SessionNames | None = None,
                 call_paths: bool = True, aggregate: bool = False) -> HeapRun:
-    """Run a command with profiling on (heaptype.runner.run_for_budget, as the CTest
+    """Run a command with profiling on (heaptype.run.runner.run_for_budget, as the CTest
     helper and the Bazel budget test do); the profile lands in ``out_dir``. ``aggregate``:
     counts per call site, no events (see run_for_budget)."""
     if out_dir.exists():
@@ -99,7 +99,7 @@ def no_profile_text(run: HeapRun) -> str:
 
 
 def load_profile(path: Path, names: SessionNames | None = None):
-    from ..profile import ProfileError
+    from ..analyze.profile import ProfileError
 
     try:
         return (names or SessionNames()).load(path)

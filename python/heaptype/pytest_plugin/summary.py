@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .. import budget as hb
-from .. import budget_outputs as outputs
+from ..judge import budget_outputs as outputs
 
 if TYPE_CHECKING:
     from .options import HeapState

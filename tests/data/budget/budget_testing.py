@@ -94,13 +94,13 @@ class NativePrograms:
         return self._get("example", lambda target: self._cmake(cmake, EXAMPLE, target))
 
     def _workload(self, target: Path) -> None:
-        from heaptype import flags
+        from heaptype.capture import flags
 
         _run(["g++", "-std=c++17", "-O2", *flags.compile_flags(), str(WORKLOAD_SOURCE), *flags.link_flags(),
               "-o", str(target)], "building workload.cpp with HeapType")
 
     def _native_library(self, target: Path) -> None:
-        from heaptype import flags
+        from heaptype.capture import flags
 
         _run(["g++", "-std=c++17", "-O2", "-fPIC", "-shared", *flags.compile_flags(), str(NATIVE_CALLS_SOURCE),
               *flags.link_flags(shared=True), "-o", str(target)], "building native_calls.cpp as a shared library")
@@ -110,7 +110,7 @@ class NativePrograms:
              "building workload.cpp without HeapType")
 
     def _cmake(self, cmake: str, source: Path, target: Path) -> None:
-        from heaptype import flags
+        from heaptype.capture import flags
 
         generator = ["-G", "Ninja"] if _which("ninja") else []
         _run([cmake, "-S", str(source), "-B", str(target), *generator, f"-DHeapType_DIR={flags.cmake_dir()}",

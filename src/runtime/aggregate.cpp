@@ -10,6 +10,7 @@
 #include "../format/profile_format.hpp"
 #include "block_header.hpp"
 #include "clock.hpp"
+#include "diagnostics.hpp"
 #include "internal_memory.hpp"
 #include "profile_writer.hpp"
 #include "spinlock.hpp"
@@ -71,6 +72,10 @@ std::atomic<bool> g_shared{true};       // false only while the owner may skip t
 std::atomic<uint32_t> g_owner{0};       // its thread number (0: not claimed yet)
 std::atomic<ThreadState*> g_owner_state{nullptr};
 Heap g_heap;
+// Counts taken under the lock, and those that found it held by another thread (both
+// changed under it): how much the program's threads wait for each other here.
+uint64_t g_locked_counts = 0;
+uint64_t g_waited_counts = 0;
 ThreadTallies* g_threads = nullptr;  // by thread number
 size_t g_threads_capacity = 0;
 TypeTally* g_types = nullptr;        // open addressing by tag
@@ -249,7 +254,10 @@ class Counting {
     }
     locked_ = true;
     end_ownership();
-    g_lock.lock();
+    bool waited = !g_lock.try_lock();
+    if (waited) g_lock.lock();
+    ++g_locked_counts;
+    g_waited_counts += waited;
   }
   ~Counting() {
     if (locked_)
@@ -275,6 +283,25 @@ class Counting {
 };
 
 }  // namespace
+
+void aggregate_note_waiting() {
+  uint64_t counts, waited;
+  {
+    LockGuard guard(g_lock);
+    counts = g_locked_counts;
+    waited = g_waited_counts;
+  }
+  // Said when at least one count in twenty waited, over enough counts to matter.
+  if (counts < 100000 || waited * 20 < counts) return;
+  char percent[24];
+  uint64_t share = waited * 100 / counts;
+  char* p = percent + sizeof percent;
+  *--p = '\0';
+  do *--p = static_cast<char>('0' + share % 10); while ((share /= 10) != 0);
+  note("aggregated mode: ", p, "% of the counts waited for another thread's: every count takes one lock, "
+       "and this program's threads allocate at once. The full mode (without --aggregate, HEAPTYPE_MODE=full) "
+       "keeps each thread's events apart and runs such a program faster");
+}
 
 void aggregate_start() {
   bool fence = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
@@ -406,6 +433,7 @@ void aggregate_reset_in_child() {
   g_types = nullptr;
   g_types_capacity = g_types_used = 0;
   g_heap = Heap();
+  g_locked_counts = g_waited_counts = 0;
   g_owner.store(0);
   g_owner_state.store(nullptr);
   aggregate_start();  // a new process: its counts may have an owner again

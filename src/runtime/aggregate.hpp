@@ -50,6 +50,8 @@ void aggregate_move(ThreadState* t, uint32_t thread, uint32_t site, uint32_t new
 
 // At start-up, in aggregated mode: whether the first counting thread may skip the lock.
 void aggregate_start();
+// At the end: a note (HEAPTYPE_LOG) when the program's threads often waited for the lock.
+void aggregate_note_waiting();
 // Writes the counts as they are now: TALLIES chunks, then an AGGREGATE chunk.
 void write_aggregate(uint64_t time);
 // Fork: the lock is held across fork(); the child starts with no counts.

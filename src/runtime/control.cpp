@@ -372,6 +372,7 @@ void finish(bool process_ends) {
   write_all_now(now_tick());
   uint8_t end[format::kEndFields * format::kMaxVarint];
   writer_chunk(format::ChunkKind::kEnd, 0, end, describe_end(end));
+  if (aggregating()) aggregate_note_waiting();
   g_aggregating = false;  // what comes after the END chunk is written as events
   g_finished = true;
 }

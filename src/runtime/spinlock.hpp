@@ -48,6 +48,12 @@ class SpinLock {
       }
     }
   }
+  // True when the lock was free and is now taken.
+  bool try_lock() noexcept {
+    if (locked_.load(std::memory_order_relaxed) || locked_.exchange(true, std::memory_order_acquire)) return false;
+    if (__tsan_acquire) __tsan_acquire(this);
+    return true;
+  }
   void unlock() noexcept {
     if (__tsan_release) __tsan_release(this);
     locked_.store(false, std::memory_order_release);

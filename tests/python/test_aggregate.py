@@ -283,3 +283,16 @@ def test_counts_that_do_not_follow_on_from_site_0_are_left_out(cpp_programs, tmp
     assert not profile.raw.aggregate_complete and profile.totals.allocations == 0
     assert any("TALLIES chunk of thread 1 starts at site 1, not where the thread's counts reached (0)" in w
                for w in profile.warnings)
+
+
+def test_a_program_counting_on_one_thread_is_not_told_about_waiting(cpp_programs, tmp_path):
+    """The note on threads that wait for the counts' lock (docs/aggregate.md) is for programs
+    whose threads allocate at once: a program that counts on one thread never takes the
+    lock (its thread owns the counts), whatever it allocates."""
+    log = tmp_path / "runtime.log"
+    output = tmp_path / "loop.htp"
+    done = run_profiled(cpp_programs.program("steady_loop"), output, "200000",
+                        env={"HEAPTYPE_MODE": "aggregate", "HEAPTYPE_LOG": str(log)})
+    assert done.returncode == 0, done.stderr
+    assert heaptype.load(output).totals.allocations > 100000
+    assert "waited for another thread" not in (log.read_text() if log.exists() else "")

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -314,6 +315,28 @@ name = "smal_ok"
                                   r"SKIPPED .* CTest test off is DISABLED"])
     result.stdout.re_match_lines([r"heap-budget\.toml::small_ok\s+Small\s+1\.56 KiB\s+1\.56 KiB\s+100\s+0 B\s+"
                                   r"peak<=64 KiB, leaked<=0 B\s+ok$"])
+
+
+def test_a_ctest_test_that_runs_a_tool_is_told_how_to_leave_it_out(project):
+    """A real suite's CTest tests include checks that run tools, not the project's programs
+    (yaml-cpp's `cmake -P verify-source-list.cmake`): such a test writes no profile, and its
+    failure names the [ctest] exclude that leaves it out."""
+    from tooling import require_tool
+
+    cmake = require_tool("cmake")
+    require_tool("ctest")
+    source, build = project.path / "tools_project", project.path / "tools_build"
+    source.mkdir()
+    (source / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(tools NONE)\n"
+                                           "enable_testing()\nadd_test(NAME tool_check COMMAND ${CMAKE_COMMAND} -E true)\n")
+    subprocess.run([cmake, "-S", str(source), "-B", str(build)], check=True, capture_output=True)
+    write_budget(project, '[ctest]\nbuild_dir = "tools_build"\n')
+    result = run(project, "--heap-budget")
+    result.assert_outcomes(failed=1)
+    result.stdout.re_match_lines([r".*wrote no profile: it is not built with HeapType.*; or, if this CTest test runs "
+                                  r'no program of yours, leave it out: \[ctest\] exclude = \["tool_check"\]'])
+    write_budget(project, '[ctest]\nbuild_dir = "tools_build"\nexclude = ["tool_check"]\n')
+    assert [line for line in run(project, "--heap-budget", "--collect-only", "-q").outlines if "::" in line] == []
 
 
 def test_the_ctest_build_tree_is_not_collected(project, ctest_build):

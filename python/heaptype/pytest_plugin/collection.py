@@ -140,7 +140,8 @@ class BudgetFileNode(pytest.File):
             # a matching [[tests]] entry's timeout, else [ctest]'s, else CTest's TIMEOUT, else [defaults]'
             timeout = _first(budget.timeout, settings.timeout, case.timeout, budget.default_timeout)
             spec = RunSpec(command=case.command, cwd=case.cwd, env=case.env, timeout=timeout,
-                           expect="nonzero" if case.will_fail else 0, where=f"CTest test {case.test}")
+                           expect="nonzero" if case.will_fail else 0, where=f"CTest test {case.test}",
+                           ctest_test=case.test)
             item = BudgetItem.from_parent(self, name=case.name, spec=spec, budget=budget, line=settings.line)
             if case.skip_reason:
                 item.add_marker(pytest.mark.skip(reason=case.skip_reason))
@@ -195,6 +196,7 @@ class BudgetItem(pytest.Item):
                           out_dir=state.profile_dir() / (safe_name(self.nodeid) + suffix), name=self.name,
                           names=state.names, call_paths=call_paths, aggregate=aggregate)
         run.expect = self.spec.expect
+        run.ctest_test = self.spec.ctest_test
         return run
 
     def _judge_with_call_paths(self, state: HeapState, budget: hb.Budget, record: dict,

@@ -25,6 +25,7 @@ class RunSpec:
     timeout: float | None
     expect: int | str = 0          # the exit status expected, or "nonzero" (CTest WILL_FAIL)
     where: str = ""
+    ctest_test: str | None = None  # the CTest test it runs, for [ctest] items
 
 
 class RunProblem(Exception):
@@ -58,6 +59,7 @@ class HeapRun:
     expect: Any = 0                # exit status expected: a number, "nonzero", or None (not judged)
     names: SessionNames | None = None  # the session's per-binary tables
     runtime_messages: str = ""     # what the runtime said (it writes nothing into the program's output)
+    ctest_test: str | None = None  # the CTest test it ran, for [ctest] items
     _profile: Any = None
 
     @property
@@ -65,7 +67,7 @@ class HeapRun:
         """The loaded profile (heaptype.Profile)."""
         if self._profile is None:
             if self.profile_path is None:
-                raise RunProblem(no_profile_text(self))
+                raise RunProblem(no_profile_text(self, self.ctest_test))
             self._profile = load_profile(self.profile_path, self.names)
         return self._profile
 
@@ -92,10 +94,13 @@ def run_program(command: list[str], *, cwd: Path, env: dict[str, str], timeout: 
                    runtime_messages="".join(line + "\n" for line in done.runtime_messages))
 
 
-def no_profile_text(run: HeapRun) -> str:
+def no_profile_text(run: HeapRun, ctest_test: str | None = None) -> str:
     status = f" ({exit_text(run.returncode)})" if run.returncode else ""
-    return (f"{run.command[0]} wrote no profile{status}: it is not built with HeapType, or it did not start. "
+    text = (f"{run.command[0]} wrote no profile{status}: it is not built with HeapType, or it did not start. "
             f"Fix: {NOT_INSTRUMENTED_FIX}")
+    if ctest_test:  # a suite's checks often run tools (cmake -P, a script): not the project's programs
+        text += f"; or, if this CTest test runs no program of yours, leave it out: [ctest] exclude = [\"{ctest_test}\"]"
+    return text
 
 
 def load_profile(path: Path, names: SessionNames | None = None):

@@ -64,6 +64,10 @@ struct Heap {
   bool last_open;            // heaptrack's rule: the last event was an allocation at
   uint32_t last_thread;      // (last_thread, last_site)
   uint32_t last_site;
+  // Counts taken under the lock, and those that found it held by another thread: how
+  // much the program's threads wait for each other here (on the lines the count writes).
+  uint64_t locked_counts;
+  uint64_t waited_counts;
 };
 
 SpinLock g_lock;
@@ -72,10 +76,6 @@ std::atomic<bool> g_shared{true};       // false only while the owner may skip t
 std::atomic<uint32_t> g_owner{0};       // its thread number (0: not claimed yet)
 std::atomic<ThreadState*> g_owner_state{nullptr};
 Heap g_heap;
-// Counts taken under the lock, and those that found it held by another thread (both
-// changed under it): how much the program's threads wait for each other here.
-uint64_t g_locked_counts = 0;
-uint64_t g_waited_counts = 0;
 ThreadTallies* g_threads = nullptr;  // by thread number
 size_t g_threads_capacity = 0;
 TypeTally* g_types = nullptr;        // open addressing by tag
@@ -256,8 +256,8 @@ class Counting {
     end_ownership();
     bool waited = !g_lock.try_lock();
     if (waited) g_lock.lock();
-    ++g_locked_counts;
-    g_waited_counts += waited;
+    ++g_heap.locked_counts;
+    g_heap.waited_counts += waited;
   }
   ~Counting() {
     if (locked_)
@@ -288,8 +288,8 @@ void aggregate_note_waiting() {
   uint64_t counts, waited;
   {
     LockGuard guard(g_lock);
-    counts = g_locked_counts;
-    waited = g_waited_counts;
+    counts = g_heap.locked_counts;
+    waited = g_heap.waited_counts;
   }
   // Said when at least one count in twenty waited, over enough counts to matter.
   if (counts < 100000 || waited * 20 < counts) return;
@@ -433,7 +433,6 @@ void aggregate_reset_in_child() {
   g_types = nullptr;
   g_types_capacity = g_types_used = 0;
   g_heap = Heap();
-  g_locked_counts = g_waited_counts = 0;
   g_owner.store(0);
   g_owner_state.store(nullptr);
   aggregate_start();  // a new process: its counts may have an owner again

@@ -317,6 +317,35 @@ name = "smal_ok"
                                   r"peak<=64 KiB, leaked<=0 B\s+ok$"])
 
 
+def test_a_program_whose_counts_waited_records_events_in_its_later_tests(project):
+    """An aggregated run whose threads often found the counts' lock taken ends with the
+    runtime's note (docs/aggregate.md; workload's say= writes it the same way): that
+    program's later tests record events from the start, others stay aggregated."""
+    note = ("heaptype: aggregated mode: 40% of the counts waited for another thread's: every count takes "
+            "one lock, and this program's threads allocate at once")
+    (project.path / "build" / "workload_again").symlink_to(project.path / "build" / "workload")
+    write_budget(project, f"""
+[[tests]]
+name = "first"
+command = ["build/workload", "small=10", "say={note}"]
+[[tests]]
+name = "second"
+command = ["build/workload", "small=20"]
+[[tests]]
+name = "another_program"
+command = ["build/workload_again", "small=5"]
+[tests.types."Small"]
+peak = "1 KiB"
+""")
+    result = run(project, "--heap-budget", "--heap-profile-dir=profiles", "-p", "no:xdist")
+    result.assert_outcomes(passed=3)
+    aggregated = {}
+    for test in ("first", "second", "another_program"):
+        [path] = (project.path / "profiles").glob(f"{test}-*/*.htp")
+        aggregated[test] = heaptype.load(path).aggregated
+    assert aggregated == {"first": True, "second": False, "another_program": True}
+
+
 def test_a_ctest_test_that_runs_a_tool_is_told_how_to_leave_it_out(project):
     """A real suite's CTest tests include checks that run tools, not the project's programs
     (yaml-cpp's `cmake -P verify-source-list.cmake`): such a test writes no profile, and its

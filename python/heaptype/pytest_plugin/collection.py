@@ -17,7 +17,7 @@ from ..budget.failure_page import with_failure_page
 from .ctest import DiscoveryError, discover_ctest
 from .judging import judge, process_problem, remember
 from .options import STATE, HeapState
-from .running import HeapRun, RunProblem, RunSpec, resolve_command, run_program, safe_name
+from .running import HeapRun, RunProblem, RunSpec, counts_waited, resolve_command, run_program, safe_name
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -171,10 +171,15 @@ class BudgetItem(pytest.Item):
             # The first run counts per call site (aggregated: no events to write or read)
             # unless call paths are always wanted or every row's figures are kept (a
             # baseline, --heap-json, --heap-report: an aggregated run has no own peak for
-            # the untyped row); a checked peak it did not keep, or a failure, makes a
-            # second run that records every event.
+            # the untyped row) or an earlier test of this program said its threads waited
+            # for each other's counts (they run faster recording events); a checked peak
+            # it did not keep, or a failure, makes a second run that records every event.
             quick = not state.call_paths_always
-            run = self._run(state, call_paths=not quick, aggregate=quick and not state.keeps_all_rows)
+            program = self.spec.command[0]
+            aggregate = quick and not state.keeps_all_rows and program not in state.counts_contended
+            run = self._run(state, call_paths=not quick, aggregate=aggregate)
+            if aggregate and counts_waited(run):
+                state.counts_contended.add(program)
             self._output_sections(run)
             record, failure = judge(state, self.nodeid, budget, run)
             if record.get("needs_events"):

@@ -101,6 +101,9 @@ class HeapState:
         self.keeps_all_rows = bool(self.baseline_path or self.save_baseline or option.heap_json or
                                    option.heap_report)
         self.names = SessionNames()  # per-binary tables, for every profile this process loads
+        # Programs whose aggregated run's threads waited for each other's counts: their
+        # later tests record events from the start (docs/aggregate.md, "Threads").
+        self.counts_contended: set[str] = set()
         self.pattern_hints: dict = {}  # close type names of each unmatched budget pattern, found once
         self.leaks = option.heap_leaks
         self.shard = self._shard(option.heap_shard)

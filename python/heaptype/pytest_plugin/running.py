@@ -94,6 +94,17 @@ def run_program(command: list[str], *, cwd: Path, env: dict[str, str], timeout: 
                    runtime_messages="".join(line + "\n" for line in done.runtime_messages))
 
 
+# The runtime's note at the end of an aggregated run whose threads often found the
+# counts' lock taken (src/runtime/aggregate.cpp, aggregate_note_waiting).
+COUNTS_WAITED = "of the counts waited for another thread's"
+
+
+def counts_waited(run: HeapRun) -> bool:
+    """The run was aggregated and its threads waited for each other's counts: the same
+    program runs faster recording events (docs/aggregate.md)."""
+    return COUNTS_WAITED in run.runtime_messages
+
+
 def no_profile_text(run: HeapRun, ctest_test: str | None = None) -> str:
     status = f" ({exit_text(run.returncode)})" if run.returncode else ""
     text = (f"{run.command[0]} wrote no profile{status}: it is not built with HeapType, or it did not start. "

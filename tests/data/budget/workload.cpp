@@ -12,6 +12,8 @@
 //   sleep=MS   sleep MS milliseconds (for timeouts)
 //   crash=1    abort() right there (SIGABRT): the profile is cut short
 //   exit=N     exit with status N right there (after flushing)
+//   say=TEXT   append the line TEXT to $HEAPTYPE_LOG, as the runtime does its messages
+//              (no allocation: open and write)
 //
 // It also speaks GoogleTest's command line, so that budget tests can split it per test
 // case like a real GoogleTest binary: --gtest_list_tests lists Alloc.Small (small=100),
@@ -19,6 +21,9 @@
 //
 // It prints one line on stdout, as most programs do (glibc keeps stdout's buffer,
 // untyped, live at exit).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -58,6 +63,16 @@ static int gtest_main(const char* arg) {
   return 0;
 }
 
+void say_in_log(const char* text) {
+  const char* path = std::getenv("HEAPTYPE_LOG");
+  int fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+  if (fd < 0) return;
+  if (write(fd, text, std::strlen(text)) < 0 || write(fd, "\n", 1) < 0) {
+    // a message that cannot be written is lost, as the runtime's would be
+  }
+  close(fd);
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && (!std::strcmp(argv[1], "--gtest_list_tests") || !std::strncmp(argv[1], "--gtest_filter=", 15)))
     return gtest_main(argv[1]);
@@ -84,6 +99,7 @@ int main(int argc, char** argv) {
     else if (is("sleep")) std::this_thread::sleep_for(std::chrono::milliseconds(n));
     else if (is("crash")) { std::fflush(stdout); std::abort(); }
     else if (is("exit")) { std::printf("workload: exit %ld\n", n); std::exit(static_cast<int>(n)); }
+    else if (is("say")) say_in_log(eq + 1);
     else { std::fprintf(stderr, "workload: unknown argument %s\n", argv[i]); return 2; }
   }
   std::printf("workload: done (%ld)\n", total);

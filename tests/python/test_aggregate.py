@@ -145,21 +145,6 @@ def test_a_profile_cut_before_its_counts_keeps_its_definitions(cpp_programs, tmp
     assert any("without a whole set of counts" in w for w in profile.warnings)
 
 
-def test_counts_that_do_not_follow_on_from_site_0_are_left_out(cpp_programs, tmp_path):
-    """A thread's TALLIES chunks cover its sites in order: one starting elsewhere is damage
-    (held densely, a chunk starting at site 20 million would take 640 MB)."""
-    _, aggregated = record(cpp_programs, tmp_path, "temporaries")
-    data = bytes(open(aggregated.path, "rb").read())
-    payload = next(c for c in chunks(data) if c[1] == 7)[0]
-    assert data[payload] == 0, "the first TALLIES chunk starts at site 0"
-    damaged = tmp_path / "damaged.htp"
-    damaged.write_bytes(data[:payload] + b"\x01" + data[payload + 1:])
-    profile = heaptype.load(damaged)
-    assert not profile.raw.aggregate_complete and profile.totals.allocations == 0
-    assert any("TALLIES chunk of thread 1 starts at site 1, not where the thread's counts reached (0)" in w
-               for w in profile.warnings)
-
-
 def test_heaptype_run_aggregate(cpp_programs, tmp_path):
     program = cpp_programs.program("steady_loop")
     output = tmp_path / "run.htp"

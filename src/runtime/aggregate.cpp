@@ -294,11 +294,8 @@ void aggregate_note_waiting() {
   // Said when at least one count in twenty waited, over enough counts to matter.
   if (counts < 100000 || waited * 20 < counts) return;
   char percent[24];
-  uint64_t share = waited * 100 / counts;
-  char* p = percent + sizeof percent;
-  *--p = '\0';
-  do *--p = static_cast<char>('0' + share % 10); while ((share /= 10) != 0);
-  note("aggregated mode: ", p, "% of the counts waited for another thread's: every count takes one lock, "
+  decimal_text(waited * 100 / counts, percent);
+  note("aggregated mode: ", percent, "% of the counts waited for another thread's: every count takes one lock, "
        "and this program's threads allocate at once. The full mode (without --aggregate, HEAPTYPE_MODE=full) "
        "keeps each thread's events apart and runs such a program faster");
 }

@@ -81,13 +81,16 @@ void note(const char* a, const char* b, const char* c, const char* d, const char
   errno = error;
 }
 
-void pid_text(char (&out)[24]) {
+int decimal_text(uint64_t value, char (&out)[24]) {
   char digits[24];
   int n = 0;
-  for (unsigned long v = static_cast<unsigned long>(getpid()); v || !n; v /= 10) digits[n++] = '0' + v % 10;
+  for (uint64_t v = value; v || !n; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
   for (int i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
   out[n] = '\0';
+  return n;
 }
+
+void pid_text(char (&out)[24]) { decimal_text(static_cast<uint64_t>(getpid()), out); }
 
 }  // namespace runtime
 }  // namespace heaptype

@@ -8,6 +8,8 @@
 #ifndef HEAPTYPE_RUNTIME_DIAGNOSTICS_HPP
 #define HEAPTYPE_RUNTIME_DIAGNOSTICS_HPP
 
+#include <cstdint>
+
 namespace heaptype {
 namespace runtime {
 
@@ -23,6 +25,10 @@ void note(const char* a, const char* b = "", const char* c = "", const char* d =
 // was started with (a message may come later from a signal handler, where getenv()
 // is not safe, or after the program changed its environment).
 void capture_log_destination();
+
+// `value` in decimal, NUL-terminated, into `out` (24 bytes are enough); its length.
+// No stdio: safe where snprintf is not.
+int decimal_text(uint64_t value, char (&out)[24]);
 
 // This process's id in decimal, NUL-terminated, into `out` (24 bytes are enough): for
 // file names, where snprintf is not safe to call (a forked child, start-up).

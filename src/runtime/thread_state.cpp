@@ -12,6 +12,7 @@
 
 #include "block_header.hpp"
 #include "clock.hpp"
+#include "diagnostics.hpp"
 #include "internal_memory.hpp"
 #include "profile_writer.hpp"
 #include "tracker.hpp"
@@ -103,11 +104,10 @@ size_t thread_name(const ThreadState* t, char (&name)[17]) {
   }
   char path[64] = "/proc/self/task/";
   char digits[24];
-  int n = 0;
-  for (uint64_t v = t->os_tid; v || !n; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+  int n = decimal_text(t->os_tid, digits);
   size_t used = std::strlen(path);
-  while (n) path[used++] = digits[--n];
-  std::memcpy(path + used, "/comm", 6);
+  std::memcpy(path + used, digits, static_cast<size_t>(n));
+  std::memcpy(path + used + n, "/comm", 6);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   ssize_t got = read(fd, name, 16);

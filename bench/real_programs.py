@@ -24,13 +24,16 @@ Usage:  python bench/real_programs.py [--rounds 5] [--cases cmake-configure,clan
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from footprint_bench import heaptrack_totals  # noqa: E402
+from run_bench import BenchError, clean_env  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -80,10 +83,6 @@ def cases(work: str) -> dict:
     return found
 
 
-def clean_env() -> dict:
-    return {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_") and k != "LD_PRELOAD"}
-
-
 def run_one(tool: str, command: list, work: str, directory: str) -> dict:
     """One run of `command` plain, under `heaptype run` or under heaptrack: wall seconds,
     the peak RSS of its largest process (KiB), the profile written (into `directory`)."""
@@ -114,9 +113,10 @@ def allocations(tool: str, files: list) -> int | None:
 
         return heaptype.load(files[0]).totals.allocations if files else None
     if tool == "heaptrack" and files:
-        text = subprocess.run(["heaptrack_print", files[0]], capture_output=True, text=True).stdout
-        found = re.search(r"^calls to allocation functions: (\d+)", text, re.M)
-        return int(found.group(1)) if found else None
+        try:
+            return heaptrack_totals(files[0])["allocations"]
+        except BenchError:  # heaptrack_print missing or failing: no count, as for a missing trace
+            return None
     return None
 
 

@@ -18,6 +18,9 @@ uint64_t g_interval_us = 1000;
 void (*g_on_second)() = nullptr;
 std::atomic<bool> g_running{false};
 std::atomic<bool> g_work_requested{false};
+// A ticker left waiting by start_clock_deferred, until the run is g_defer_ns old.
+std::atomic<bool> g_deferred{false};
+uint64_t g_defer_ns = 0;
 
 uint64_t read_clock(clockid_t id) {
   timespec ts;
@@ -33,6 +36,11 @@ void advance_to(uint64_t tick) {
 }
 
 uint64_t elapsed_ns() { return monotonic_ns() - g_start_ns; }
+
+uint64_t coarse_elapsed_ns() {
+  uint64_t now = read_clock(CLOCK_MONOTONIC_COARSE);  // behind the fine clock by up to a jiffy
+  return now > g_start_ns ? now - g_start_ns : 0;
+}
 
 void publish_now() { advance_to(elapsed_ns()); }
 
@@ -84,18 +92,48 @@ bool clock_running() { return g_running.load(std::memory_order_relaxed); }
 uint64_t monotonic_ns() { return read_clock(CLOCK_MONOTONIC); }
 uint64_t realtime_ns() { return read_clock(CLOCK_REALTIME); }
 
-void start_clock(uint64_t interval_us, void (*on_tick_second)()) {
-  if (g_running.exchange(true)) return;
+void set_up_clock(uint64_t interval_us, void (*on_tick_second)()) {
   if (g_start_ns == 0) g_start_ns = monotonic_ns();
   g_interval_us = interval_us ? interval_us : 1000;
   g_on_second = on_tick_second;
   publish_now();
+}
+
+void start_clock(uint64_t interval_us, void (*on_tick_second)()) {
+  if (g_running.exchange(true)) return;
+  g_deferred.store(false);
+  set_up_clock(interval_us, on_tick_second);
+  spawn_ticker();
+}
+
+void start_clock_deferred(uint64_t interval_us, void (*on_tick_second)(), uint64_t after_ns) {
+  if (g_running.load()) return;
+  set_up_clock(interval_us, on_tick_second);
+  g_defer_ns = after_ns;
+  g_deferred.store(true);
+}
+
+uint64_t tick_without_ticker(bool* due) noexcept {
+  uint64_t now = coarse_elapsed_ns();
+  if (now > g_clock.load(std::memory_order_relaxed)) advance_to(now);
+  *due = g_deferred.load(std::memory_order_relaxed) &&
+         (now >= g_defer_ns || g_work_requested.load(std::memory_order_relaxed));
+  return g_clock.load(std::memory_order_relaxed);
+}
+
+void start_deferred_ticker() {
+  if (!g_deferred.exchange(false)) return;  // another thread started it
+  g_running.store(true);
   spawn_ticker();
 }
 
 void clock_after_fork_in_child() {
+  bool was_deferred = g_deferred.load();
   g_running.store(false);
-  start_clock(g_interval_us, g_on_second);
+  if (was_deferred)
+    start_clock_deferred(g_interval_us, g_on_second, g_defer_ns);
+  else
+    start_clock(g_interval_us, g_on_second);
 }
 
 }  // namespace runtime

@@ -41,10 +41,24 @@ uint64_t realtime_ns();
 // Starts the ticker (idempotent). `on_tick_second` runs on the ticker thread
 // about once a second: the periodic flush.
 void start_clock(uint64_t interval_us, void (*on_tick_second)());
+// The aggregated mode's clock: the ticker waits until the run is `after_ns` old, so
+// that a process of a few milliseconds (a test case's) never starts a thread (its
+// creation, and every later unmapping then interrupting the other core, cost a test
+// process ~0.3 ms). Until then the counting threads publish the time themselves from
+// the coarse clock (tick_without_ticker: steps of a jiffy, ~4 ms, instead of the
+// ticker's 1 ms).
+void start_clock_deferred(uint64_t interval_us, void (*on_tick_second)(), uint64_t after_ns);
+// The time while the ticker waits, published; *due: the ticker should start now (the
+// run is old enough, or a snapshot was asked for): start_deferred_ticker.
+uint64_t tick_without_ticker(bool* due) noexcept;
+// Starts the waiting ticker, once whichever thread comes first. It allocates (the
+// thread's static TLS): the caller keeps that out of the profile.
+void start_deferred_ticker();
 // Runs `on_tick_second` at the next tick instead of up to a second later.
 // Async-signal-safe (one atomic store): a signal handler's way to get work done.
 void request_tick_work();
-// Whether the ticker thread runs (it writes the buffers threads hand over).
+// Whether the ticker thread runs (it writes the buffers threads hand over); false
+// while a deferred one waits.
 bool clock_running();
 // After fork only the forking thread survives: the child starts a new ticker.
 void clock_after_fork_in_child();

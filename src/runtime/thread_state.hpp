@@ -110,6 +110,7 @@ using format::kMaxRecordSize;
 struct ThreadState {
   // --- the owner's, on every event
   bool busy;                 // inside the runtime: a nested call (signal handler) is recorded later
+  bool own_call;             // the runtime calls into libc that allocates (starting the ticker): not the program's
   uint32_t number;           // 1, 2, ... in order of first allocation
   uint64_t owner_base;       // make_owner(number, 0, false): owner words of its blocks
   uint64_t os_tid;

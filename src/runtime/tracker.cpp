@@ -431,7 +431,7 @@ void on_block(void* p, size_t size, unsigned offset_code, unsigned family, uintp
   ThreadState* t = tls_thread_state;
   if (__builtin_expect(!t, 0)) t = create_thread_state();
   uint64_t owner = 0;
-  if (t && t->busy && g_recording.load(std::memory_order_relaxed)) {
+  if (t && t->busy && !t->own_call && g_recording.load(std::memory_order_relaxed)) {
     PendingEvent e{};
     e.kind = PendingKind::kAlloc;
     e.offset_code = static_cast<uint8_t>(offset_code);

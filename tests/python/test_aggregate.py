@@ -159,6 +159,28 @@ def test_heaptype_run_aggregate(cpp_programs, tmp_path):
     assert watch.returncode != 0 and "--watch" in watch.stderr
 
 
+@pytest.mark.parametrize("pause_ms,threads", [("0", 1), ("80", 2)], ids=["short-run", "past-50ms"])
+def test_the_ticker_thread_starts_only_in_a_run_past_50_ms(cpp_programs, tmp_path, pause_ms, threads):
+    """Aggregated, the runtime's ticker thread waits for the first count after 50 ms of
+    the run: a test case's process of a few milliseconds never starts one. What starting
+    it allocates (the thread's TLS) is the runtime's: every count equals the full
+    profile's, where the ticker starts before anything is recorded."""
+    program = cpp_programs.program("ticker_wait")
+    profiles, printed = {}, {}
+    for mode in ("full", "aggregate"):
+        output = tmp_path / f"ticker.{mode}.htp"
+        done = run_profiled(program, output, pause_ms, env={"HEAPTYPE_MODE": mode})
+        assert done.returncode == 0, done.stderr
+        printed[mode] = done.stdout.strip()
+        profiles[mode] = heaptype.load(output)
+    assert printed == {"full": "threads 2", "aggregate": f"threads {threads}"}
+    full, aggregated = profiles["full"], profiles["aggregate"]
+    assert_same_counts(full, aggregated, COUNTS + ("temporary_allocations",))
+    rows = {g.label: g.allocations for g in aggregated.by_type()}
+    assert rows["Early"] == 100 and rows["Late"] == 50
+    assert aggregated.totals.peak_bytes == full.totals.peak_bytes
+
+
 def run_control(cpp_programs, directory, mode: str, *args: str):
     directory.mkdir()
     output = directory / "control.htp"

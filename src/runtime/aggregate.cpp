@@ -111,7 +111,10 @@ size_t type_probe(const TypeTally* table, size_t capacity, uint64_t tag) {
 
 bool grow_types() {
   size_t capacity = g_types_capacity ? g_types_capacity * 2 : 256;
-  TypeTally* fresh = static_cast<TypeTally*>(map_pages(capacity * sizeof(TypeTally), MemoryUse::kTypes));
+  // A grown table is touched all over by the rehash: present at once, as call_site_types' is.
+  size_t bytes = capacity * sizeof(TypeTally);
+  TypeTally* fresh = static_cast<TypeTally*>(g_types_capacity ? map_pages_present(bytes, MemoryUse::kTypes)
+                                                              : map_pages(bytes, MemoryUse::kTypes));
   if (!fresh) return false;
   for (size_t i = 0; i < g_types_capacity; ++i)
     if (g_types[i].tag) fresh[type_probe(fresh, capacity, g_types[i].tag)] = g_types[i];

@@ -14,7 +14,11 @@ inline size_t slot_of(uintptr_t call_site, uint32_t capacity) {
 
 bool grow(CallSiteTypes& types) {
   uint32_t capacity = types.capacity ? types.capacity * 2 : 512;
-  CallSiteType* slots = static_cast<CallSiteType*>(map_pages(capacity * sizeof(CallSiteType), MemoryUse::kTypes));
+  // A grown table is touched all over by the rehash: its pages made present at once
+  // cost half of faulting them in one by one.
+  size_t bytes = capacity * sizeof(CallSiteType);
+  CallSiteType* slots = static_cast<CallSiteType*>(types.capacity ? map_pages_present(bytes, MemoryUse::kTypes)
+                                                                   : map_pages(bytes, MemoryUse::kTypes));
   if (!slots) return false;
   for (uint32_t i = 0; i < types.capacity; ++i) {
     const CallSiteType& old = types.slots[i];

@@ -55,8 +55,8 @@ inline bool same_site(const SiteKey& a, const SiteKey& b) {
 }
 
 // The index doubles at 3/4 full; its slots are made present (a hash spreads probes
-// over all of them). The definitions grow apart from it, by half again, and only the
-// pages that hold definitions are ever touched.
+// over all of them). The definitions grow apart from it, their pages moved (mremap),
+// not copied: only the pages that hold definitions are ever touched, and each once.
 bool grow_site_index(SiteTable& table) {
   size_t capacity = table.capacity ? table.capacity * 2 : 512;
   SiteSlot* slots = static_cast<SiteSlot*>(map_pages_present(capacity * sizeof(SiteSlot), MemoryUse::kSites));
@@ -75,12 +75,11 @@ bool grow_site_index(SiteTable& table) {
 }
 
 bool grow_site_definitions(SiteTable& table) {
-  size_t capacity = table.by_id_capacity ? table.by_id_capacity + table.by_id_capacity / 2 : 256;
+  size_t capacity = table.by_id_capacity ? table.by_id_capacity * 2 : 256;
   if (capacity > kSitesPerGeneration) capacity = kSitesPerGeneration;
-  SiteKey* by_id = static_cast<SiteKey*>(map_pages(capacity * sizeof(SiteKey), MemoryUse::kSites));
+  SiteKey* by_id = static_cast<SiteKey*>(
+      grow_pages(table.by_id, table.by_id_capacity * sizeof(SiteKey), capacity * sizeof(SiteKey), MemoryUse::kSites));
   if (!by_id) return false;
-  if (table.used) std::memcpy(by_id, table.by_id, table.used * sizeof(SiteKey));
-  unmap_pages(table.by_id, table.by_id_capacity * sizeof(SiteKey), MemoryUse::kSites);
   table.by_id = by_id;
   table.by_id_capacity = capacity;
   return true;

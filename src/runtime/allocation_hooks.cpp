@@ -191,7 +191,8 @@ __attribute__((always_inline)) inline void release_sealed(void* p, rt::BlockHead
                                                           uint8_t* mark) noexcept {
   if (!rt::on_free_block(p, h)) return;  // another thread's block on probation: its owner releases it
   rt::clear_block_start(mark);           // before glibc may hand the memory out again; a second free
-  __libc_free(rt::allocation_base(p, code));  // of p is then a foreign free (glibc reports it)
+  if (__builtin_expect(rt::g_keep_released_memory, 0)) return;  // of p is then a foreign free (glibc
+  __libc_free(rt::allocation_base(p, code));                    // reports it)
 }
 
 // Releases the block at p for a function of `family`; `call_site` and `frame` are

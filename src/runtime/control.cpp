@@ -46,6 +46,7 @@ namespace runtime {
 
 std::atomic<int> g_state{kUninitialized};
 std::atomic<bool> g_recording{true};
+bool g_keep_released_memory = false;
 bool g_finished = false;
 
 namespace {
@@ -374,7 +375,11 @@ void finish(bool process_ends) {
   if (g_state.load(std::memory_order_acquire) != kActive || g_finished) return;
   // As heaptrack and valgrind do: what the C++ runtime keeps for the whole process
   // is not the program's leak. A detach leaves a program that goes on: it keeps it.
-  if (process_ends && __gnu_cxx::__freeres) __gnu_cxx::__freeres();
+  if (process_ends && __gnu_cxx::__freeres) {
+    g_keep_released_memory = true;
+    __gnu_cxx::__freeres();
+    g_keep_released_memory = false;
+  }
   if (ThreadState* t = tls_thread_state) report_last_stack_depth(t);  // its last tick
   write_all_now(now_tick());
   uint8_t end[format::kEndFields * format::kMaxVarint];

@@ -1,6 +1,7 @@
 #include "profile_writer.hpp"
 
 #include <fcntl.h>
+#include <link.h>
 #include <sys/file.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -239,13 +240,41 @@ void remember_path(const char* path) {
   g_path[length] = '\0';
 }
 
-void write_modules_locked() {
+// The dynamic loader's counts of objects loaded and unloaded so far (dl_iterate_phdr's
+// dlpi_adds, dlpi_subs): the module map changes only when they do.
+struct LoadCounts {
+  unsigned long long adds, subs;
+  bool operator==(const LoadCounts& o) const { return adds == o.adds && subs == o.subs; }
+};
+constexpr LoadCounts kUnknownLoads = {~0ull, ~0ull};
+LoadCounts g_modules_written_at = kUnknownLoads;  // the counts before the last map written
+
+int take_load_counts(dl_phdr_info* info, size_t, void* data) {
+  *static_cast<LoadCounts*>(data) = {info->dlpi_adds, info->dlpi_subs};
+  return 1;  // the first object says it
+}
+
+// Called without g_lock: dl_iterate_phdr takes the loader's lock, and a thread that
+// holds that one may allocate and want g_lock.
+LoadCounts load_counts() {
+  LoadCounts counts = kUnknownLoads;
+  dl_iterate_phdr(take_load_counts, &counts);
+  return counts;
+}
+
+// The module map (file-backed lines of /proc/self/maps) as a MODULES chunk. Reading
+// /proc/self/maps costs the kernel ~2 us a line (a test process: ~0.1 ms a read), so a
+// map written when the loader's counts were `counts` is not written again until they
+// move (dlopen, dlclose); kUnknownLoads writes it in any case.
+void write_modules_locked(const LoadCounts& counts) {
+  if (!(counts == kUnknownLoads) && counts == g_modules_written_at) return;
   size_t size = 0, capacity = 0;
   char* maps = read_proc_file("/proc/self/maps", &size, &capacity);
   if (!maps) return;
   size = keep_file_backed_lines(maps, size);
   write_chunk_locked(g_fd, format::ChunkKind::kModules, 0, maps, size);
   unmap_pages(maps, capacity, MemoryUse::kWriter);
+  g_modules_written_at = counts;  // taken before the read: a load since then shows next time
 }
 
 // Opens `path` for this process alone: an exclusive flock, held while the process
@@ -281,8 +310,10 @@ void path_of_this_process(const char* path, char* out, size_t cap) {
   std::memcpy(out + used, pid, digits + 1);
 }
 
-bool open_locked(const char* path, uint64_t clock_tick_ns) {
+// `loads`: load_counts() taken before g_lock, or kUnknownLoads.
+bool open_locked(const char* path, uint64_t clock_tick_ns, const LoadCounts& loads) {
   g_open_later = false;
+  g_modules_written_at = kUnknownLoads;  // a new file holds no map yet
   g_write_failed = false;
   char own[sizeof g_path];
   int fd = open_exclusive(path);
@@ -312,22 +343,23 @@ bool open_locked(const char* path, uint64_t clock_tick_ns) {
   g_fd = fd;
   if (!write_all(fd, &header, sizeof header)) write_failed(errno);
   write_program_chunk();
-  write_modules_locked();
+  write_modules_locked(loads);
   return true;
 }
 
-void open_if_deferred_locked() {
+void open_if_deferred_locked(const LoadCounts& loads = kUnknownLoads) {
   if (g_fd >= 0 || !g_open_later) return;
-  if (!open_locked(g_path, g_clock_tick_ns))
+  if (!open_locked(g_path, g_clock_tick_ns, loads))
     say("cannot create the profile file ", g_path, ": ", strerrordesc_np(errno), "; the process runs unprofiled");
 }
 
 }  // namespace
 
 bool writer_open(const char* path, uint64_t clock_tick_ns, bool addresses) {
+  LoadCounts loads = load_counts();
   LockGuard guard(g_lock);
   g_write_addresses = addresses;
-  return open_locked(path, clock_tick_ns);
+  return open_locked(path, clock_tick_ns, loads);
 }
 
 
@@ -361,9 +393,10 @@ void writer_chunk(format::ChunkKind kind, uint32_t thread, const void* payload, 
 }
 
 void writer_modules() {
+  LoadCounts loads = load_counts();
   LockGuard guard(g_lock);
-  open_if_deferred_locked();
-  if (g_fd >= 0) write_modules_locked();
+  open_if_deferred_locked(loads);
+  if (g_fd >= 0) write_modules_locked(loads);
 }
 
 bool writer_copy(const char* path, format::ChunkKind kind, const void* payload, size_t size) {

@@ -33,7 +33,9 @@ void writer_close();
 void writer_open_later(const char* path, uint64_t clock_tick_ns);
 void writer_chunk(format::ChunkKind kind, uint32_t thread, const void* payload, size_t size);
 // Snapshot of the file-backed mappings (/proc/self/maps): the load bias of every
-// module, so that addresses can be symbolised after the process is gone.
+// module, so that addresses can be symbolised after the process is gone. Written
+// when the file opens and again only once the dynamic loader has loaded or unloaded
+// an object since the last one (dlopen, dlclose).
 void writer_modules();
 // Copies the file written so far to `path`, then appends one more chunk.
 bool writer_copy(const char* path, format::ChunkKind kind, const void* payload, size_t size);

@@ -111,3 +111,15 @@ def run_profiled(program: Path, output: Path, *args: str, env: dict | None = Non
     environment.update(env or {})
     return subprocess.run([str(program), *args], capture_output=True, text=True, env=environment,
                           timeout=timeout)
+
+
+def profile_chunks(data: bytes):
+    """(offset of the payload, kind, thread, size) of each chunk of a plain profile."""
+    import struct
+
+    offset = struct.unpack_from("<I", data, 12)[0]  # FileHeader::header_size
+    while offset + 16 <= len(data):
+        magic, kind, thread, size = struct.unpack_from("<IB3xII", data, offset)
+        assert magic == 0x4B435448
+        yield offset + 16, kind, thread, size
+        offset += 16 + size

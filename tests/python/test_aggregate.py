@@ -18,7 +18,7 @@ import sys
 import pytest
 
 import heaptype
-from conftest import run_profiled
+from conftest import profile_chunks as chunks, run_profiled
 from heaptype.analyze.profile import ProfileError
 
 ROUNDS = "200000"  # steady_loop: ~0.4 M allocations, peak in the middle
@@ -248,18 +248,6 @@ def test_a_killed_run_keeps_the_counts_of_its_last_snapshot(cpp_programs, tmp_pa
     assert buffers.allocations > 1000 and buffers.allocations - buffers.live_blocks == buffers.temporary_allocations
     assert buffers.live_blocks in (0, 1)
     assert rows["Request"].allocations >= int(ROUNDS) // 2
-
-
-def chunks(data: bytes):
-    """(offset of the payload, kind, thread, size) of each chunk of a plain profile."""
-    import struct
-
-    offset = struct.unpack_from("<I", data, 12)[0]  # FileHeader::header_size
-    while offset + 16 <= len(data):
-        magic, kind, thread, size = struct.unpack_from("<IB3xII", data, offset)
-        assert magic == 0x4B435448
-        yield offset + 16, kind, thread, size
-        offset += 16 + size
 
 
 def test_a_damaged_set_of_counts_is_left_out_and_named(cpp_programs, tmp_path):

@@ -280,6 +280,7 @@ class Analysis : public BlockLedger {
   void apply_alloc(const format::Event& e);
   void apply_free(const format::Event& e);
   // Aggregated profiles: the counts in place of events (aggregate_analysis.cpp).
+  void reserve_for_counted_sites(const format::AggregateCounts& counts);
   void apply_aggregate();
   void apply_site_counts(Placement& p, const format::SiteCounts& counts, uint64_t peak_time);
   void apply_live_counts(Placement& p, const format::SiteCounts& counts, uint64_t peak_time);

@@ -30,6 +30,7 @@ class StringTable {
     return id;
   }
   const std::string& get(uint32_t id) const { return strings_[id]; }
+  void reserve(size_t count) { ids_.reserve(count); }
   size_t size() const { return strings_.size(); }
 
  private:

@@ -315,7 +315,9 @@ uint64_t count_time(ThreadState* t) {
   if (__builtin_expect(clock_running(), 1)) return now_tick();
   bool due = false;
   uint64_t time = tick_without_ticker(&due);
-  if (__builtin_expect(due, 0)) {
+  // Not in a vfork() child: a thread started there would die with its exec, and the
+  // parent, sharing this memory, would take it for its own ticker.
+  if (__builtin_expect(due, 0) && owns_this_process()) {
     t->own_call = true;
     start_deferred_ticker();
     t->own_call = false;

@@ -368,6 +368,20 @@ def test_a_ctest_test_that_runs_a_tool_is_told_how_to_leave_it_out(project):
     assert [line for line in run(project, "--heap-budget", "--collect-only", "-q").outlines if "::" in line] == []
 
 
+def test_a_script_as_a_tests_command_is_named_as_a_script(project):
+    """A wrapper script (a pyenv shim, a launcher) writes no profile of its own: the
+    failure says it is a script and what a budget judges, not "rebuild with HeapType"."""
+    script = project.path / "launcher.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    write_budget(project, '[[tests]]\nname = "wrapped"\ncommand = ["./launcher.sh"]\n')
+    result = run(project, "--heap-budget", "-p", "no:xdist")
+    result.assert_outcomes(failed=1)
+    result.stdout.re_match_lines([r".*launcher\.sh wrote no profile: it is a script \(\S+/launcher\.sh\), and a "
+                                  r"budget judges one process of a program built with HeapType.*"])
+    assert "not built with HeapType" not in result.stdout.str()
+
+
 def test_the_ctest_build_tree_is_not_collected(project, ctest_build):
     """A CMake build tree holds thousands of files and no tests of the project: under
     --heap-budget collection skips the one [ctest] names (a test file put there is not

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..budget.session import SessionNames
-from ..run.runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_for_budget
+from ..run.runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_for_budget, script_path
 
 
 @dataclass
@@ -107,8 +107,13 @@ def counts_waited(run: HeapRun) -> bool:
 
 def no_profile_text(run: HeapRun, ctest_test: str | None = None) -> str:
     status = f" ({exit_text(run.returncode)})" if run.returncode else ""
-    text = (f"{run.command[0]} wrote no profile{status}: it is not built with HeapType, or it did not start. "
-            f"Fix: {NOT_INSTRUMENTED_FIX}")
+    if script := script_path(run.command[0]):
+        text = (f"{run.command[0]} wrote no profile{status}: it is a script ({script}), and a budget judges one "
+                "process of a program built with HeapType, not what a script starts. Fix: make the program the "
+                "script runs the test's command")
+    else:
+        text = (f"{run.command[0]} wrote no profile{status}: it is not built with HeapType, or it did not start. "
+                f"Fix: {NOT_INSTRUMENTED_FIX}")
     if ctest_test:  # a suite's checks often run tools (cmake -P, a script): not the project's programs
         text += f"; or, if this CTest test runs no program of yours, leave it out: [ctest] exclude = [\"{ctest_test}\"]"
     return text

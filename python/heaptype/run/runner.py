@@ -73,7 +73,7 @@ class ProfiledRun:
             return (f"{self.command[0]} wrote no profile{status} although the runtime was preloaded: it ended "
                     "before its first allocation, or it is linked statically (LD_PRELOAD reaches only "
                     "dynamically linked programs). Fix: " + NOT_INSTRUMENTED_FIX)
-        if script := _script_path(self.command[0]):
+        if script := script_path(self.command[0]):
             return (f"{self.command[0]} wrote no profile{status}: it is a script ({script}), and `heaptype run` "
                     "preloads the runtime into programs only (what a script runs is its own business). Fix: "
                     f"`heaptype run --preload --follow-children -- {shlex.join(self.command)}` profiles its "
@@ -82,7 +82,7 @@ class ProfiledRun:
                 f"Fix: {NOT_INSTRUMENTED_FIX}")
 
 
-def _script_path(program: str) -> Path | None:
+def script_path(program: str) -> Path | None:
     """The file ``program`` names when it is a script (``#!``), as a wrapper such as a
     pyenv or asdf shim is."""
     from .linkage import program_path

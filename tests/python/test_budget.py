@@ -513,6 +513,42 @@ def test_a_budget_for_a_type_that_never_appears_warns_with_close_names():
     ]
 
 
+def test_a_budget_for_a_type_made_by_make_shared_names_the_rows_that_hold_it():
+    """std::make_shared<T> allocates its control block, whose row is named after it:
+    a budget for T itself never matches, and the warning names the rows that hold a T
+    (shortest first, whole template arguments only) and the glob that budgets them."""
+    block = "std::_Sp_counted_ptr_inplace<node_data, std::allocator<node_data>, (__gnu_cxx::_Lock_policy)2>"
+    vector = "std::vector<node_data>"
+    budget = hb.budget_from_mapping("t", {"types": {"node_data": {"peak": 10}}}, "here")
+    measured = figures(total=(1, 1, 1, 0), big_node_data=(1, 1, 1, 0))  # a longer name that is not a T
+    for name in (block, vector):
+        measured[name] = measured["big_node_data"]
+    measured["big_node_data_ref"] = measured.pop("big_node_data")
+    warnings = hb.evaluate(budget, measured).warnings
+    assert warnings == [
+        f"t: budget for type 'node_data' (here types.node_data.peak): the type never appears in the profile; "
+        f"it is allocated inside {vector}, {block} (a block that holds one, as std::make_shared's does): budget "
+        f"that row, or every such row with '*node_data*'"]
+
+
+def test_a_suites_warning_names_the_holders_any_test_found():
+    """Under xdist each test's record says what it found; the suite's one warning
+    gathers the rows that hold the type from all of them (the first test by name may
+    hold none: it never made one)."""
+    from heaptype.judge.budget_outputs import unmatched_patterns
+
+    def record(test, holders):
+        return {"test": test, "matched": [], "unmatched": [
+            {"key": "T\0f:1", "pattern": "T", "origin": "f:1", "close": [], "typed_rows": 3, "holders": holders}]}
+
+    warnings = unmatched_patterns([record("b", ["std::vector<T>"]), record("a", []),
+                                   record("c", ["std::_Sp_counted_ptr_inplace<T, std::allocator<void>>"])])
+    assert warnings == ["budget for type 'T' (f:1): the type never appears in any of the 3 tests it applies to; "
+                        "it is allocated inside std::vector<T>, std::_Sp_counted_ptr_inplace<T, std::allocator<void>> "
+                        "(a block that holds one, as std::make_shared's does): budget that row, or every such row "
+                        "with '*T*'"]
+
+
 def test_marker_budgets_are_checked_like_files():
     with pytest.raises(hb.BudgetError) as error:
         hb.budget_from_mapping("t", {"types": {"Small": {"peek": 1}}}, "test_x.py::t: heap_budget marker")

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 from .. import _core
 from ..analyze.labels import TOTAL, UNTYPED
 from ..analyze.patterns import is_glob
-from .matching import close_names
+from .matching import close_names, rows_holding
 from .model import Budget, Limit
 from .values import FIELD_LABEL, FIELDS, LIMIT_FIELDS, format_exact
 
@@ -230,6 +230,7 @@ class UnmatchedPattern:
     origin: str
     close: tuple[str, ...]
     typed_rows: int
+    holders: tuple[str, ...] = ()  # rows whose blocks hold the type (matching.rows_holding)
 
     @property
     def key(self) -> str:
@@ -237,9 +238,21 @@ class UnmatchedPattern:
 
     def message(self, where: str = "the profile") -> str:
         kind = "matches no type" if is_glob(self.pattern) else "never appears"
-        hint = f"; close type names: {', '.join(self.close)}" if self.close else \
-            f"; the profile has {self.typed_rows} typed rows (heaptype report shows them)"
+        if self.holders:  # the type itself, whole, inside another's name: a surer lead than a spelling
+            hint = (f"; it is allocated inside {', '.join(self.holders)} (a block that holds one, as "
+                    f"std::make_shared's does): budget that row, or every such row with '*{self.pattern}*'")
+        elif self.close:
+            hint = f"; close type names: {', '.join(self.close)}"
+        else:
+            hint = f"; the profile has {self.typed_rows} typed rows (heaptype report shows them)"
         return f"budget for type '{self.pattern}' ({self.origin}): the type {kind} in {where}{hint}"
+
+
+def typed_labels(figures: Mapping[str, Figures]) -> list[str]:
+    """Every typed row's label, also those a check's figures left out."""
+    if isinstance(figures, CheckFigures):
+        return figures.typed_labels()
+    return [label for label in figures if label not in (UNTYPED, TOTAL)]
 
 
 def pattern_matches(budget: Budget, figures: Mapping[str, Figures], named: set[str] | None = None,
@@ -262,14 +275,18 @@ def pattern_matches(budget: Budget, figures: Mapping[str, Figures], named: set[s
             matched.add(key)
             continue
         if hints is None or key not in hints:
-            all_typed = figures.typed_labels() if isinstance(figures, CheckFigures) else \
-                [label for label in figures if label not in (UNTYPED, TOTAL)]
+            all_typed = typed_labels(figures)
             close = close_names(pattern.replace("*", "") if is_glob(pattern) else pattern, all_typed)
-            hint = (tuple(close), len(all_typed))
+            holders = () if is_glob(pattern) else tuple(rows_holding(pattern, all_typed))
+            hint = (tuple(close), len(all_typed), holders)
             if hints is not None:
                 hints[key] = hint
         else:
             hint = hints[key]
+            if not hint[2] and not is_glob(pattern):  # the type may be held in this test's rows only
+                holders = tuple(rows_holding(pattern, typed_labels(figures)))
+                if holders:
+                    hint = hints[key] = (hint[0], hint[1], holders)
         unmatched[key] = UnmatchedPattern(pattern, origin, *hint)
     return matched, list(unmatched.values())
 

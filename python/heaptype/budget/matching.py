@@ -4,6 +4,7 @@ dialect, heaptype.analyze.patterns), their specificity, and "did you mean" hints
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterable
 
 from ..analyze.labels import TOTAL, UNTYPED
@@ -39,6 +40,15 @@ def type_matches(pattern: str | None, label: str) -> bool:
     if pattern in (UNTYPED, TOTAL) or special:
         return pattern == label
     return name_matches(pattern, label)
+
+
+def rows_holding(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:
+    """The type names that hold ``name`` whole as a template argument, shortest first:
+    the rows a budget for a type made by std::make_shared (its control block,
+    std::_Sp_counted_ptr_inplace<T, ...>) or kept in a node-based container falls under."""
+    pattern = re.compile(r"(?<![\w:])" + re.escape(name) + r"(?![\w:])")
+    holding = [c for c in candidates if name in c and c != name and pattern.search(c)]
+    return sorted(holding, key=lambda c: (len(c), c))[:n]
 
 
 def close_names(name: str, candidates: Iterable[str], n: int = 3) -> list[str]:

@@ -83,15 +83,19 @@ def unmatched_patterns(records: list[dict]) -> list[str]:
     (a pattern that matches in some test is no misspelling)."""
     matched = {key for record in records for key in record["matched"]}
     seen: dict[str, tuple[dict, int]] = {}
+    holders: dict[str, set[str]] = {}  # every test's: the type may be held in some tests' rows only
     for record in sorted_records(records):
         for unmatched in record["unmatched"]:
             key = unmatched["key"]
             if key not in matched:
                 first, count = seen.get(key, (unmatched, 0))
                 seen[key] = (first, count + 1)
+                holders.setdefault(key, set()).update(unmatched.get("holders", ()))
     messages = []
     for first, count in sorted(seen.values(), key=lambda item: (item[0]["origin"], item[0]["pattern"])):
-        pattern = hb.UnmatchedPattern(first["pattern"], first["origin"], tuple(first["close"]), first["typed_rows"])
+        held_in = tuple(sorted(holders[first["key"]], key=lambda name: (len(name), name))[:3])
+        pattern = hb.UnmatchedPattern(first["pattern"], first["origin"], tuple(first["close"]), first["typed_rows"],
+                                      held_in)
         where = "the profile of the one test it applies to" if count == 1 else f"any of the {count} tests it applies to"
         messages.append(pattern.message(where))
     return messages

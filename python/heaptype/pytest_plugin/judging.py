@@ -121,7 +121,7 @@ def make_record(test: str, budget: hb.Budget, evaluation: hb.Evaluation, compari
         "in_baseline": comparison.in_baseline if comparison else None,
         "matched": sorted(evaluation.matched_patterns),
         "unmatched": [{"key": u.key, "pattern": u.pattern, "origin": u.origin, "close": list(u.close),
-                       "typed_rows": u.typed_rows} for u in evaluation.unmatched],
+                       "typed_rows": u.typed_rows, "holders": list(u.holders)} for u in evaluation.unmatched],
         "failure": None,
     }
 

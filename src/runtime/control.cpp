@@ -389,6 +389,14 @@ void finish(bool process_ends) {
   g_finished = true;
 }
 
+void finish_before_exec() {
+  if (g_state.load(std::memory_order_acquire) != kActive || g_finished || !owns_this_process()) return;
+  Totals totals = {0, 0, 0, 0};
+  for_each_thread_state(add_thread_totals, &totals);
+  if (!writer_has_file() && totals.allocations == 0 && totals.frees == 0) return;
+  finish(true);
+}
+
 bool dump(const char* path) {
   if (!path || g_state.load(std::memory_order_acquire) != kActive) return false;
   write_all_now(now_tick());

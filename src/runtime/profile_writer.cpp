@@ -386,6 +386,11 @@ void writer_close() {
 
 const char* writer_path() { return g_path; }
 
+bool writer_has_file() {
+  LockGuard guard(g_lock);
+  return g_fd >= 0;
+}
+
 void writer_chunk(format::ChunkKind kind, uint32_t thread, const void* payload, size_t size) {
   LockGuard guard(g_lock);
   open_if_deferred_locked();

@@ -45,6 +45,8 @@ void writer_lock_for_fork();
 void writer_unlock_after_fork();
 void writer_forget_in_child();
 const char* writer_path();
+// Whether the profile's file is open (a forked child's opens with its first chunk).
+bool writer_has_file();
 
 }  // namespace runtime
 }  // namespace heaptype

@@ -35,6 +35,10 @@ extern bool g_keep_released_memory;
 bool owns_this_process();
 // Writes the END chunk. `process_ends`: at exit (not a detach).
 void finish(bool process_ends = true);
+// Before an exec replaces this process's image (exec_hooks.cpp): the profile is
+// finished as at exit, unless the profile is not this process's (a vfork() child) or
+// the process has nothing in it yet (a forked child that execs at once leaves none).
+void finish_before_exec();
 bool dump(const char* path);
 
 inline bool runtime_active() {

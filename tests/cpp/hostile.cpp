@@ -12,6 +12,10 @@
 //   plugin PATH N   dlopen()s PATH and calls its make_plugin_objects(N)
 //   throw N         N `new Thrower` whose constructor throws (each is caught)
 //   free-array N    N times: `new Counted[3]` (an array with a cookie), released with free()
+//   exec HOW N PATH  N typed Main objects, kept, then PATH (a program without HeapType,
+//                   e.g. /bin/true) replaces this image through exec HOW: execl, execlp,
+//                   execle, execv, execvp, execvpe or execve; prints "exec failed" if it
+//                   returns
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/time.h>
@@ -129,6 +133,22 @@ int run_free_array(long n) {
   return 0;
 }
 
+// The image ends in an exec with N Main objects live: the profile must be finished
+// with them (the process has no exit of its own).
+int run_exec(const char* how, long n, const char* path) {
+  for (long i = 0; i < n; ++i) new Main{{i, i, i}};  // held: live when the image is replaced
+  char* const argv[] = {const_cast<char*>(path), nullptr};
+  if (std::strcmp(how, "execl") == 0) execl(path, path, static_cast<char*>(nullptr));
+  if (std::strcmp(how, "execlp") == 0) execlp(path, path, static_cast<char*>(nullptr));
+  if (std::strcmp(how, "execle") == 0) execle(path, path, static_cast<char*>(nullptr), environ);
+  if (std::strcmp(how, "execv") == 0) execv(path, argv);
+  if (std::strcmp(how, "execvp") == 0) execvp(path, argv);
+  if (std::strcmp(how, "execvpe") == 0) execvpe(path, argv, environ);
+  if (std::strcmp(how, "execve") == 0) execve(path, argv, environ);
+  std::printf("exec failed\n");
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,5 +164,6 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "throw") == 0) return run_throw(std::atol(argv[2]));
   if (std::strcmp(mode, "free-array") == 0) return run_free_array(std::atol(argv[2]));
   if (std::strcmp(mode, "plugin") == 0 && argc > 3) return run_plugin(argv[2], std::atol(argv[3]));
+  if (std::strcmp(mode, "exec") == 0 && argc > 4) return run_exec(argv[2], std::atol(argv[3]), argv[4]);
   return 2;
 }

@@ -8,6 +8,7 @@ program allocated, or that the runtime says clearly on stderr why it does not.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -149,6 +150,23 @@ def test_a_module_map_is_written_again_only_when_objects_were_loaded(hostile, tm
     assert len(module_maps(output)) == 1
     profile = heaptype.load(output)
     assert profile.complete and allocations(profile, "Main") == (5, 0)
+
+
+@pytest.mark.parametrize("how", ["execl", "execlp", "execle", "execv", "execvp", "execvpe", "execve"])
+@pytest.mark.parametrize("mode", ["full", "aggregate"])
+def test_an_image_replaced_by_exec_finishes_its_profile(hostile, tmp_path, how, mode):
+    """exec has no exit: the process's profile is finished before its image goes, with
+    the blocks live at that moment (a wrapper such as env or a shell that execs its last
+    command left a profile without its end, and an aggregated one without counts)."""
+    output = tmp_path / "replaced.htp"
+    true = shutil.which("true")
+    done = run_profiled(hostile, output, "exec", how, "6", true if how in ("execl", "execle", "execv", "execve")
+                        else "true", env={"HEAPTYPE_MODE": mode})
+    assert (done.returncode, done.stdout) == (0, ""), done.stderr
+    profile = heaptype.load(output)
+    assert profile.complete and profile.warnings == []
+    main = profile.type_row("Main")
+    assert (main.allocations, main.live_blocks) == (6, 6)
 
 
 def test_free_of_an_array_with_a_cookie_is_said_and_frees_the_block(hostile, tmp_path):

@@ -4,6 +4,7 @@
 #include <link.h>
 #include <sys/file.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -277,16 +278,63 @@ void write_modules_locked(const LoadCounts& counts) {
   g_modules_written_at = counts;  // taken before the read: a load since then shows next time
 }
 
+uint64_t timespec_ns(const timespec& t) {
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// When this process started, in wall-clock nanoseconds (an exec keeps it); 0 when
+// /proc does not say. Boot time is now's wall clock less the time since boot.
+uint64_t process_start_unix_ns() {
+  char stat[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t got = read(fd, stat, sizeof stat - 1);
+  close(fd);
+  if (got <= 0) return 0;
+  stat[got] = '\0';
+  const char* p = std::strrchr(stat, ')');  // the command name may hold spaces and parentheses
+  if (!p) return 0;
+  for (int field = 2; field < 22 && *p; ++p)  // starttime is field 22
+    if (*p == ' ') ++field;
+  uint64_t ticks = 0;
+  for (; *p >= '0' && *p <= '9'; ++p) ticks = ticks * 10 + static_cast<uint64_t>(*p - '0');
+  long per_second = sysconf(_SC_CLK_TCK);
+  timespec wall, boot;
+  if (per_second <= 0 || clock_gettime(CLOCK_REALTIME, &wall) != 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
+    return 0;
+  return timespec_ns(wall) - timespec_ns(boot) + ticks * (1000000000ull / static_cast<uint64_t>(per_second));
+}
+
+// Whether the profile in `fd` is this very process's, written by its image before an
+// exec replaced it (exec_hooks.cpp): this pid, started no earlier than the process (a
+// file an earlier process left, whose pid was reused, started before this one).
+bool written_by_an_earlier_image(int fd) {
+  format::FileHeader header;
+  if (pread(fd, &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header)) return false;
+  if (std::memcmp(header.magic, format::kFileMagic, sizeof header.magic) != 0 ||
+      header.pid != static_cast<uint64_t>(getpid()))
+    return false;
+  uint64_t started = process_start_unix_ns();
+  const uint64_t kTick = 20000000;  // /proc's start time has a 10 ms grain
+  return started != 0 && header.start_unix_ns + kTick >= started;
+}
+
 // Opens `path` for this process alone: an exclusive flock, held while the process
 // lives, says the file is taken. Only then is it emptied, so another HeapType program
 // given the same HEAPTYPE_OUTPUT (a forked child that execs one, a second runtime in a
-// plugin) cannot truncate a profile being written; it writes "<path>.<pid>" instead.
+// plugin) cannot truncate a profile being written: EWOULDBLOCK. Nor does an image that
+// an exec started truncate the profile of the image before it: EEXIST.
 int open_exclusive(const char* path) {
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
   if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
     close(fd);
     errno = EWOULDBLOCK;
+    return -1;
+  }
+  if (written_by_an_earlier_image(fd)) {
+    close(fd);
+    errno = EEXIST;
     return -1;
   }
   if (ftruncate(fd, 0) != 0 && errno != EINVAL) {  // EINVAL: not a regular file (/dev/full)
@@ -298,16 +346,24 @@ int open_exclusive(const char* path) {
   return fd;
 }
 
-// "<path>.<pid>", for a path another live process writes.
-void path_of_this_process(const char* path, char* out, size_t cap) {
+// "<path>.<pid>" (attempt 1), then "<path>.<pid>.<attempt>": for a path another live
+// process writes, or an earlier image of this one wrote.
+void path_of_this_process(const char* path, unsigned attempt, char* out, size_t cap) {
+  char suffix[52] = ".";
   char pid[24];
   pid_text(pid);
-  size_t digits = std::strlen(pid);
+  std::strcat(suffix, pid);
+  if (attempt > 1) {
+    char number[24];
+    decimal_text(attempt, number);
+    std::strcat(suffix, ".");
+    std::strcat(suffix, number);
+  }
+  size_t extra = std::strlen(suffix);
   size_t used = std::strlen(path);
-  if (used + digits + 2 > cap) used = cap - digits - 2;
+  if (used + extra + 1 > cap) used = cap - extra - 1;
   std::memmove(out, path, used);
-  out[used++] = '.';
-  std::memcpy(out + used, pid, digits + 1);
+  std::memcpy(out + used, suffix, extra + 1);
 }
 
 // `loads`: load_counts() taken before g_lock, or kUnknownLoads.
@@ -316,10 +372,12 @@ bool open_locked(const char* path, uint64_t clock_tick_ns, const LoadCounts& loa
   g_modules_written_at = kUnknownLoads;  // a new file holds no map yet
   g_write_failed = false;
   char own[sizeof g_path];
+  const char* asked = path;
   int fd = open_exclusive(path);
-  if (fd < 0 && errno == EWOULDBLOCK) {
-    path_of_this_process(path, own, sizeof own);
-    note("another process writes ", path, "; this one's profile goes to ", own);
+  for (unsigned attempt = 1; fd < 0 && (errno == EWOULDBLOCK || errno == EEXIST) && attempt <= 8; ++attempt) {
+    const char* why = errno == EEXIST ? "this process's image before its exec wrote " : "another process writes ";
+    path_of_this_process(asked, attempt, own, sizeof own);
+    note(why, path, "; this one's profile goes to ", own);
     path = own;
     fd = open_exclusive(path);
   }

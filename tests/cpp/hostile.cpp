@@ -12,10 +12,9 @@
 //   plugin PATH N   dlopen()s PATH and calls its make_plugin_objects(N)
 //   throw N         N `new Thrower` whose constructor throws (each is caught)
 //   free-array N    N times: `new Counted[3]` (an array with a cookie), released with free()
-//   exec HOW N PATH  N typed Main objects, kept, then PATH (a program without HeapType,
-//                   e.g. /bin/true) replaces this image through exec HOW: execl, execlp,
-//                   execle, execv, execvp, execvpe or execve; prints "exec failed" if it
-//                   returns
+//   exec HOW N PATH [ARG...]  N typed Main objects, kept, then PATH replaces this
+//                   image through exec HOW: execl, execlp, execle, execv, execvp, execvpe
+//                   or execve (with ARGs: execv only); prints "exec failed" if it returns
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/time.h>
@@ -135,8 +134,13 @@ int run_free_array(long n) {
 
 // The image ends in an exec with N Main objects live: the profile must be finished
 // with them (the process has no exit of its own).
-int run_exec(const char* how, long n, const char* path) {
+int run_exec(const char* how, long n, const char* path, char** args) {
   for (long i = 0; i < n; ++i) new Main{{i, i, i}};  // held: live when the image is replaced
+  if (*args) {  // PATH and its arguments, as this program's argv holds them
+    execv(path, args - 1);
+    std::printf("exec failed\n");
+    return 1;
+  }
   char* const argv[] = {const_cast<char*>(path), nullptr};
   if (std::strcmp(how, "execl") == 0) execl(path, path, static_cast<char*>(nullptr));
   if (std::strcmp(how, "execlp") == 0) execlp(path, path, static_cast<char*>(nullptr));
@@ -164,6 +168,6 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "throw") == 0) return run_throw(std::atol(argv[2]));
   if (std::strcmp(mode, "free-array") == 0) return run_free_array(std::atol(argv[2]));
   if (std::strcmp(mode, "plugin") == 0 && argc > 3) return run_plugin(argv[2], std::atol(argv[3]));
-  if (std::strcmp(mode, "exec") == 0 && argc > 4) return run_exec(argv[2], std::atol(argv[3]), argv[4]);
+  if (std::strcmp(mode, "exec") == 0 && argc > 4) return run_exec(argv[2], std::atol(argv[3]), argv[4], argv + 5);
   return 2;
 }

@@ -169,6 +169,24 @@ def test_an_image_replaced_by_exec_finishes_its_profile(hostile, tmp_path, how, 
     assert (main.allocations, main.live_blocks) == (6, 6)
 
 
+def test_a_program_that_execs_itself_keeps_each_images_profile(hostile, tmp_path):
+    """The image an exec starts has the same pid, and here the same name: it must not
+    empty the profile the image before it finished, and writes "<path>.<pid>"."""
+    output = tmp_path / "self.htp"
+    log = tmp_path / "runtime.log"
+    done = run_profiled(hostile, output, "exec", "execv", "4", str(hostile), "alone", "3",
+                        env={"HEAPTYPE_LOG": str(log)})
+    assert done.returncode == 0, done.stderr
+    [second] = [p for p in tmp_path.iterdir() if p.name.startswith("self.htp.")]
+    assert second.name == "self.htp." + str(heaptype.load(output).pid)
+    assert log.read_text() == (f"heaptype: this process's image before its exec wrote {output}; this one's profile "
+                               f"goes to {second}\n")
+    first, then = heaptype.load(output), heaptype.load(second)
+    assert first.complete and then.complete
+    assert (first.type_row("Main").allocations, first.type_row("Main").live_blocks) == (4, 4)
+    assert allocations(then, "Main") == (3, 0)
+
+
 def test_free_of_an_array_with_a_cookie_is_said_and_frees_the_block(hostile, tmp_path):
     output = tmp_path / "free.htp"
     log = tmp_path / "runtime.log"

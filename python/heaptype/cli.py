@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import shlex
 import sys
+from collections import Counter
 from pathlib import Path
 
 from . import __version__
@@ -411,27 +413,39 @@ def cmd_run(args) -> int:
     return verdict
 
 
-# The runtime's note that a process wrote "<path>.<pid>" because another one had the
-# path: `heaptype run` lists every profile written instead.
-OWN_PROFILE_NOTE = "heaptype: another process writes "
+# The runtime's notes that a process wrote "<path>.<pid>" because another one (or its
+# image before an exec) had the path: `heaptype run` lists every profile written instead.
+OWN_PROFILE_NOTES = ("heaptype: another process writes ", "heaptype: this process's image before its exec wrote ")
+
+# More profiles than this are listed by name pattern, with their counts.
+LISTED_PROFILES = 10
 
 
 def print_runtime_messages(run) -> None:
     """What the runtime said during the run (it writes nothing into the program's
     output), after the program's own output."""
     for line in run.runtime_messages:
-        if not line.startswith(OWN_PROFILE_NOTE):
+        if not line.startswith(OWN_PROFILE_NOTES):
             print(line, file=sys.stderr)
 
 
 def print_other_profiles(paths: list[Path]) -> None:
-    """The profiles of the other processes of the run (forked, or followed children)."""
+    """The profiles of the other processes of the run (forked, or followed children):
+    each path, or for a build's hundreds, how many match each name with its numbers
+    (the pids) as `*`, a glob to give `heaptype report`."""
     if not paths:
         return
     count = f"{len(paths)} more profile{'s' if len(paths) > 1 else ''}"
-    print(f"heaptype: {count}, of the processes it started:", file=sys.stderr)
-    for path in paths:
-        print(f"  {path}", file=sys.stderr)
+    if len(paths) <= LISTED_PROFILES:
+        print(f"heaptype: {count}, of the processes it started:", file=sys.stderr)
+        for path in paths:
+            print(f"  {path}", file=sys.stderr)
+        return
+    groups = Counter(str(path.parent / re.sub(r"\d+", "*", path.name)) for path in paths)
+    names = f"{len(groups)} name{'s' if len(groups) > 1 else ''}"
+    print(f"heaptype: {count}, of the processes it started ({names}, the pids as *):", file=sys.stderr)
+    for glob, n in sorted(groups.items(), key=lambda item: (-item[1], item[0])):
+        print(f"  {n:5d}  {glob}", file=sys.stderr)
 
 
 def cmd_attach(args) -> int:

@@ -204,6 +204,7 @@ def test_follow_children_profiles_each_child_and_lists_them(tmp_path):
 FORKS_CPP = r"""#include <sys/wait.h>
 #include <unistd.h>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -218,6 +219,13 @@ static long make(int n) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "alone") == 0) return make(7) == 700 ? 0 : 1;
+  if (argc > 2 && std::strcmp(argv[1], "many") == 0) {  // N forks that do not exec
+    for (int i = 0, n = std::atoi(argv[2]); i < n; ++i)
+      if (fork() == 0) _exit(make(3) == 300 ? 0 : 1);
+    while (wait(nullptr) > 0) {
+    }
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "printenv") == 0) {
     make(1);
     execlp("printenv", "printenv", "LD_PRELOAD", "HEAPTYPE_CHILDREN", static_cast<char*>(nullptr));
@@ -261,6 +269,18 @@ def test_a_fork_keeps_its_profile_and_an_exec_is_followed_only_when_asked(forks,
     assert all(p.name.startswith("f.htp.") for p in others)
     assert f"heaptype: {len(others)} more profile{'s' if follow else ''}, of the processes it started:" \
         in done.stderr.splitlines()
+
+
+def test_a_run_of_many_processes_lists_their_profiles_by_name(forks, tmp_path):
+    """A build starts hundreds of processes: past ten profiles, `heaptype run` lists
+    each name with its pid as `*` (a glob for `heaptype report`) and how many."""
+    out = tmp_path / "profiles"
+    done = heaptype_run("-o", str(out / "f.%p.htp"), "--", str(forks), "many", "12")
+    assert done.returncode == 0, done.stderr
+    assert len(list(out.iterdir())) == 13
+    lines = done.stderr.splitlines()
+    assert lines[1:] == ["heaptype: 12 more profiles, of the processes it started (1 name, the pids as *):",
+                         f"     12  {out / 'f.*.htp'}"]
 
 
 @pytest.mark.parametrize("follow", [False, True])

@@ -432,7 +432,7 @@ def print_runtime_messages(run) -> None:
 def print_other_profiles(paths: list[Path]) -> None:
     """The profiles of the other processes of the run (forked, or followed children):
     each path, or for a build's hundreds, how many match each name with its numbers
-    (the pids) as `*`, a glob to give `heaptype report`."""
+    between dots (the pids) as `*`, a glob to give `heaptype report`."""
     if not paths:
         return
     count = f"{len(paths)} more profile{'s' if len(paths) > 1 else ''}"
@@ -441,7 +441,7 @@ def print_other_profiles(paths: list[Path]) -> None:
         for path in paths:
             print(f"  {path}", file=sys.stderr)
         return
-    groups = Counter(str(path.parent / re.sub(r"\d+", "*", path.name)) for path in paths)
+    groups = Counter(str(path.parent / re.sub(r"(?<![^.])\d+(?![^.])", "*", path.name)) for path in paths)
     names = f"{len(groups)} name{'s' if len(groups) > 1 else ''}"
     print(f"heaptype: {count}, of the processes it started ({names}, the pids as *):", file=sys.stderr)
     for glob, n in sorted(groups.items(), key=lambda item: (-item[1], item[0])):

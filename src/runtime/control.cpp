@@ -389,8 +389,18 @@ void finish(bool process_ends) {
   g_finished = true;
 }
 
+// exec and _exit are async-signal-safe: a handler may call them while its thread is
+// inside the runtime, holding a lock that finishing takes. Then the profile is left
+// unfinished rather than the process hung.
+bool interrupted_the_runtime() {
+  ThreadState* t = tls_thread_state;
+  return t && t->busy;
+}
+
 void finish_before_exec() {
-  if (g_state.load(std::memory_order_acquire) != kActive || g_finished || !owns_this_process()) return;
+  if (g_state.load(std::memory_order_acquire) != kActive || g_finished || !owns_this_process() ||
+      interrupted_the_runtime())
+    return;
   Totals totals = {0, 0, 0, 0};
   for_each_thread_state(add_thread_totals, &totals);
   if (!writer_has_file() && totals.allocations == 0 && totals.frees == 0) return;
@@ -421,7 +431,7 @@ extern "C" {
 __attribute__((visibility("default"), noreturn)) void _exit(int status) {
   // A vfork() child shares the parent's memory and ran no fork handlers: finishing
   // the profile there would finish the parent's.
-  if (rt::owns_this_process()) rt::finish();
+  if (rt::owns_this_process() && !rt::interrupted_the_runtime()) rt::finish();
   for (;;) syscall(SYS_exit_group, status);
 }
 

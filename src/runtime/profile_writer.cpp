@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <link.h>
+#include <stdio.h>  // renameat2
 #include <sys/file.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -347,7 +348,7 @@ int open_exclusive(const char* path) {
 }
 
 // "<path>.<pid>" (attempt 1), then "<path>.<pid>.<attempt>": for a path another live
-// process writes, or an earlier image of this one wrote.
+// process writes, or for the profile an earlier image of this one wrote there.
 void path_of_this_process(const char* path, unsigned attempt, char* out, size_t cap) {
   char suffix[52] = ".";
   char pid[24];
@@ -366,18 +367,34 @@ void path_of_this_process(const char* path, unsigned attempt, char* out, size_t 
   std::memcpy(out + used, suffix, extra + 1);
 }
 
+// `path` holds the profile this process's image before an exec finished: it moves to
+// "<path>.<pid>" (or the next free "<path>.<pid>.<n>"), and this image, the one the
+// exec was for (a wrapper script's `exec program`), takes the path. The open file, or
+// -1 with errno.
+int move_predecessor_aside(const char* path, char* aside, size_t cap) {
+  for (unsigned attempt = 1; attempt <= 16; ++attempt) {
+    path_of_this_process(path, attempt, aside, cap);
+    if (renameat2(AT_FDCWD, path, AT_FDCWD, aside, RENAME_NOREPLACE) == 0) {
+      note("this process's image before its exec wrote ", path, "; that profile is now ", aside);
+      return open_exclusive(path);
+    }
+    if (errno != EEXIST) return -1;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 // `loads`: load_counts() taken before g_lock, or kUnknownLoads.
 bool open_locked(const char* path, uint64_t clock_tick_ns, const LoadCounts& loads) {
   g_open_later = false;
   g_modules_written_at = kUnknownLoads;  // a new file holds no map yet
   g_write_failed = false;
   char own[sizeof g_path];
-  const char* asked = path;
   int fd = open_exclusive(path);
-  for (unsigned attempt = 1; fd < 0 && (errno == EWOULDBLOCK || errno == EEXIST) && attempt <= 8; ++attempt) {
-    const char* why = errno == EEXIST ? "this process's image before its exec wrote " : "another process writes ";
-    path_of_this_process(asked, attempt, own, sizeof own);
-    note(why, path, "; this one's profile goes to ", own);
+  if (fd < 0 && errno == EEXIST) fd = move_predecessor_aside(path, own, sizeof own);
+  if (fd < 0 && errno == EWOULDBLOCK) {
+    path_of_this_process(path, 1, own, sizeof own);
+    note("another process writes ", path, "; this one's profile goes to ", own);
     path = own;
     fd = open_exclusive(path);
   }

@@ -39,6 +39,8 @@ void finish(bool process_ends = true);
 // finished as at exit, unless the profile is not this process's (a vfork() child) or
 // the process has nothing in it yet (a forked child that execs at once leaves none).
 void finish_before_exec();
+// A signal handler's call into exec or _exit while its thread was inside the runtime.
+bool interrupted_the_runtime();
 bool dump(const char* path);
 
 inline bool runtime_active() {

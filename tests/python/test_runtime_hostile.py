@@ -170,21 +170,21 @@ def test_an_image_replaced_by_exec_finishes_its_profile(hostile, tmp_path, how, 
 
 
 def test_a_program_that_execs_itself_keeps_each_images_profile(hostile, tmp_path):
-    """The image an exec starts has the same pid, and here the same name: it must not
-    empty the profile the image before it finished, and writes "<path>.<pid>"."""
+    """The image an exec starts has the same pid, and here the same name: the path is
+    the last image's (as a wrapper script's `exec program` wants), and the profile its
+    predecessor finished there moves to "<path>.<pid>"."""
     output = tmp_path / "self.htp"
     log = tmp_path / "runtime.log"
     done = run_profiled(hostile, output, "exec", "execv", "4", str(hostile), "alone", "3",
                         env={"HEAPTYPE_LOG": str(log)})
     assert done.returncode == 0, done.stderr
-    [second] = [p for p in tmp_path.iterdir() if p.name.startswith("self.htp.")]
-    assert second.name == "self.htp." + str(heaptype.load(output).pid)
-    assert log.read_text() == (f"heaptype: this process's image before its exec wrote {output}; this one's profile "
-                               f"goes to {second}\n")
-    first, then = heaptype.load(output), heaptype.load(second)
-    assert first.complete and then.complete
+    [before] = [p for p in tmp_path.iterdir() if p.name.startswith("self.htp.")]
+    first, last = heaptype.load(before), heaptype.load(output)
+    assert before.name == f"self.htp.{first.pid}" and last.pid == first.pid
+    assert log.read_text() == f"heaptype: this process's image before its exec wrote {output}; that profile is now {before}\n"
+    assert first.complete and last.complete
     assert (first.type_row("Main").allocations, first.type_row("Main").live_blocks) == (4, 4)
-    assert allocations(then, "Main") == (3, 0)
+    assert allocations(last, "Main") == (3, 0)
 
 
 def test_free_of_an_array_with_a_cookie_is_said_and_frees_the_block(hostile, tmp_path):

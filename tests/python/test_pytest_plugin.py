@@ -400,21 +400,25 @@ def test_the_ctest_build_tree_is_not_collected(project, ctest_build):
 
 
 def test_xdist_workers_share_one_ctest_discovery(project, ctest_build, tmp_path, monkeypatch):
-    """The first worker runs ctest (and lists the GoogleTest binaries); the others read
-    what it found from the build tree. A later run discovers again, and its file
-    replaces the earlier run's."""
+    """The controller runs ctest (and lists the GoogleTest binaries) while the workers
+    start; they read what it found from the build tree. A later run discovers again,
+    and its file replaces the earlier run's."""
     log = tmp_path / "ctest-calls.log"
     wrapper = tmp_path / "bin" / "ctest"
     wrapper.parent.mkdir()
-    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {shutil.which("ctest")} "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\necho "${{PYTEST_XDIST_WORKER:-controller}} $*" >> {log}\n'
+                       f'exec {shutil.which("ctest")} "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this test's own worker's: the inner run's controller has none
     write_budget(project, f'[ctest]\nbuild_dir = "{ctest_build}"\ngtest_split = ["gtest_*"]\ntests = ["small_*", "gtest_*"]\n')
     shared = []
     for _ in range(2):
         result = run(project, "--heap-budget", "-n", "2")
         result.assert_outcomes(passed=4)
-        assert log.read_text().splitlines().count("--show-only=json-v1") == 1
+        assert log.read_text().splitlines().count("controller --show-only=json-v1") == 1
+        assert [line for line in log.read_text().splitlines() if "--show-only" in line] == \
+            ["controller --show-only=json-v1"]
         log.unlink()
         shared.append(sorted(p.name for p in Path(ctest_build).glob(".heaptype-discovery-*.json")))
         assert len(shared[-1]) == 1

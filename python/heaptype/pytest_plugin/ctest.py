@@ -12,6 +12,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,23 @@ def discover_ctest(settings: hb.CTestSettings, session_id: str | None = None) ->
             if shared:
                 _write_shared_discovery(shared, cases, session_id)
     return cases
+
+
+def discover_for_workers(settings: hb.CTestSettings, session_id: str) -> threading.Thread:
+    """The xdist controller's discovery, started at configure time in a thread of its
+    own: it runs while the workers start their interpreters (~0.2 s of ctest a run,
+    which the first worker would otherwise spend with the other waiting on the lock),
+    and leaves the result where the workers look for it. A failure is left to the
+    workers, which discover again and report it."""
+    def discover() -> None:
+        try:
+            discover_ctest(settings, session_id)
+        except (DiscoveryError, OSError):
+            pass
+
+    thread = threading.Thread(target=discover, name="heaptype-ctest-discovery", daemon=True)
+    thread.start()
+    return thread
 
 
 def _run_discovery(ctest: str, settings: hb.CTestSettings) -> list[CTestCase]:

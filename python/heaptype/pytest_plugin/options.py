@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,7 @@ class HeapState:
         self.leaks = option.heap_leaks
         self.shard = self._shard(option.heap_shard)
         self._ctest_build_dirs: set[Path] | None = None
+        self.discovery = None  # the xdist controller's CTest discovery thread
         self._runtime: InProcessRuntime | None | bool = False  # looked for when first needed
         if "heaptype" in os.environ.get("LD_PRELOAD", ""):
             self.runtime()  # preloaded: stop recording pytest itself until a test asks
@@ -233,9 +235,33 @@ def pytest_configure(config: pytest.Config) -> None:
     state = HeapState(config)
     config.stash[STATE] = state
     config.pluginmanager.register(HeapSession(state), "heaptype-session")
+    state.discovery = _discover_for_workers(config, state)
+
+
+def _discover_for_workers(config: pytest.Config, state: HeapState):
+    """Under xdist, the controller discovers the budget file's CTest tests while the
+    workers start (ctest.discover_for_workers); the workers share that run's result
+    through the run's id, which the controller sets for them if no one did."""
+    if not state.active or state.budget_file is None or hasattr(config, "workerinput") or \
+            not getattr(config.option, "numprocesses", None) or not state.budget_file.is_file():
+        return None
+    try:
+        settings = hb.load_budget_file(state.budget_file).ctest
+    except hb.BudgetError:
+        return None  # its collection reports it
+    if settings is None or not (settings.build_dir / "CTestTestfile.cmake").is_file():
+        return None
+    if getattr(config.option, "testrunuid", None) is None:
+        config.option.testrunuid = uuid.uuid4().hex
+    from .ctest import discover_for_workers
+
+    return discover_for_workers(settings, config.option.testrunuid)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE, None)
+    if state is not None and state.discovery is not None:
+        state.discovery.join(timeout=60)
     session = config.pluginmanager.get_plugin("heaptype-session")
     if session is not None:
         config.pluginmanager.unregister(session)

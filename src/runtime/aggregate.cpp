@@ -248,21 +248,17 @@ void end_ownership() {
 // no one has), else under it.
 class Counting {
  public:
-  explicit Counting(ThreadState* t) : t_(t) {
-    if (!g_shared.load(std::memory_order_relaxed) && owns(t)) {
+  // The owner's path inline (every count of a one-thread program), the lock's apart.
+  __attribute__((always_inline)) explicit Counting(ThreadState* t) : t_(t) {
+    if (__builtin_expect(!g_shared.load(std::memory_order_relaxed), 1) && owns(t)) {
       t->counting.store(true, std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);  // the other side's fence is the membarrier
-      if (!g_shared.load(std::memory_order_relaxed)) return;
+      if (__builtin_expect(!g_shared.load(std::memory_order_relaxed), 1)) return;
       t->counting.store(false, std::memory_order_release);
     }
-    locked_ = true;
-    end_ownership();
-    bool waited = !g_lock.try_lock();
-    if (waited) g_lock.lock();
-    ++g_heap.locked_counts;
-    g_heap.waited_counts += waited;
+    take_lock();
   }
-  ~Counting() {
+  __attribute__((always_inline)) ~Counting() {
     if (locked_)
       g_lock.unlock();
     else
@@ -272,9 +268,22 @@ class Counting {
   Counting& operator=(const Counting&) = delete;
 
  private:
-  static bool owns(ThreadState* t) {
+  __attribute__((noinline)) void take_lock() {
+    locked_ = true;
+    end_ownership();
+    bool waited = !g_lock.try_lock();
+    if (waited) g_lock.lock();
+    ++g_heap.locked_counts;
+    g_heap.waited_counts += waited;
+  }
+
+  __attribute__((always_inline)) static bool owns(ThreadState* t) {
     uint32_t owner = g_owner.load(std::memory_order_relaxed);
-    if (owner == t->number) return true;
+    if (__builtin_expect(owner == t->number, 1)) return true;
+    return claim(t, owner);
+  }
+
+  __attribute__((noinline)) static bool claim(ThreadState* t, uint32_t owner) {
     if (owner != 0) return false;
     if (!g_owner.compare_exchange_strong(owner, t->number)) return false;
     g_owner_state.store(t, std::memory_order_release);  // before its first "inside" flag

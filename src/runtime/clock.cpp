@@ -91,6 +91,7 @@ bool clock_running() { return g_running.load(std::memory_order_relaxed); }
 
 uint64_t monotonic_ns() { return read_clock(CLOCK_MONOTONIC); }
 uint64_t realtime_ns() { return read_clock(CLOCK_REALTIME); }
+uint64_t boottime_ns() { return read_clock(CLOCK_BOOTTIME); }
 
 void set_up_clock(uint64_t interval_us, void (*on_tick_second)()) {
   if (g_start_ns == 0) g_start_ns = monotonic_ns();

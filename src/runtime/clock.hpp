@@ -37,6 +37,8 @@ uint64_t meeting_tick() noexcept;
 
 uint64_t monotonic_ns();
 uint64_t realtime_ns();
+// Since boot, suspended time included (what /proc's start times count from).
+uint64_t boottime_ns();
 
 // Starts the ticker (idempotent). `on_tick_second` runs on the ticker thread
 // about once a second: the periodic flush.

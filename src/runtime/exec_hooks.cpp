@@ -63,39 +63,33 @@ void gather(const char* first, va_list args, char** argv, size_t n, char*** envp
 
 #define HEAPTYPE_EXEC_EXPORT extern "C" __attribute__((visibility("default")))
 
-HEAPTYPE_EXEC_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
-  Execve real = next_definition(&g_execve, "execve");
+// Finishes the profile, then calls the C library's `name` (found once into `cached`).
+template <class Function, class... Args>
+int finish_then(Function* cached, const char* name, Args... args) {
+  Function real = next_definition(cached, name);
   if (!real) return unavailable();
   rt::finish_before_exec();
-  return real(path, argv, envp);
+  return real(args...);
+}
+
+HEAPTYPE_EXEC_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  return finish_then(&g_execve, "execve", path, argv, envp);
 }
 
 HEAPTYPE_EXEC_EXPORT int execv(const char* path, char* const argv[]) {
-  Execv real = next_definition(&g_execv, "execv");
-  if (!real) return unavailable();
-  rt::finish_before_exec();
-  return real(path, argv);
+  return finish_then(&g_execv, "execv", path, argv);
 }
 
 HEAPTYPE_EXEC_EXPORT int execvp(const char* file, char* const argv[]) {
-  Execv real = next_definition(&g_execvp, "execvp");
-  if (!real) return unavailable();
-  rt::finish_before_exec();
-  return real(file, argv);
+  return finish_then(&g_execvp, "execvp", file, argv);
 }
 
 HEAPTYPE_EXEC_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
-  Execve real = next_definition(&g_execvpe, "execvpe");
-  if (!real) return unavailable();
-  rt::finish_before_exec();
-  return real(file, argv, envp);
+  return finish_then(&g_execvpe, "execvpe", file, argv, envp);
 }
 
 HEAPTYPE_EXEC_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
-  Fexecve real = next_definition(&g_fexecve, "fexecve");
-  if (!real) return unavailable();
-  rt::finish_before_exec();
-  return real(fd, argv, envp);
+  return finish_then(&g_fexecve, "fexecve", fd, argv, envp);
 }
 
 // As glibc's own: the array on the stack, as long as the list.

@@ -5,7 +5,6 @@
 #include <stdio.h>  // renameat2
 #include <sys/file.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -279,10 +278,6 @@ void write_modules_locked(const LoadCounts& counts) {
   g_modules_written_at = counts;  // taken before the read: a load since then shows next time
 }
 
-uint64_t timespec_ns(const timespec& t) {
-  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
-}
-
 // When this process started, in wall-clock nanoseconds (an exec keeps it); 0 when
 // /proc does not say. Boot time is now's wall clock less the time since boot.
 uint64_t process_start_unix_ns() {
@@ -300,10 +295,8 @@ uint64_t process_start_unix_ns() {
   uint64_t ticks = 0;
   for (; *p >= '0' && *p <= '9'; ++p) ticks = ticks * 10 + static_cast<uint64_t>(*p - '0');
   long per_second = sysconf(_SC_CLK_TCK);
-  timespec wall, boot;
-  if (per_second <= 0 || clock_gettime(CLOCK_REALTIME, &wall) != 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
-    return 0;
-  return timespec_ns(wall) - timespec_ns(boot) + ticks * (1000000000ull / static_cast<uint64_t>(per_second));
+  if (per_second <= 0) return 0;
+  return realtime_ns() - boottime_ns() + ticks * (1000000000ull / static_cast<uint64_t>(per_second));
 }
 
 // Whether the profile in `fd` is this very process's, written by its image before an

@@ -86,12 +86,13 @@ void bind_budget_rows(py::module_& m) {
       .def_property_readonly("typed_rows", [](const BudgetRowsOut& o) { return o.rows->typed_rows(); },
                              "How many typed rows the profile has (all of them, not only those handed over).")
       .def("typed_names",
-           [](const BudgetRowsOut& o) {
+           [](const BudgetRowsOut& o, const std::string& containing) {
              py::list out;
-             for (const std::string& name : o.rows->typed_names()) out.append(name_text(name));
+             for (const std::string& name : o.rows->typed_names(containing)) out.append(name_text(name));
              return out;
            },
-           "The names of every typed row, in the order of the pass.")
+           py::arg("containing") = "",
+           "The names of every typed row (that contain `containing`, when given), in the order of the pass.")
       .def_property_readonly("warnings", [](const BudgetRowsOut& o) { return o.rows->warnings(); })
       .def_property_readonly("has_call_paths", [](const BudgetRowsOut& o) { return o.rows->has_call_paths(); });
 }

@@ -107,11 +107,14 @@ const std::string& BudgetRows::name(const BudgetRow& row) const {
   return analysis_.strings().get(analysis_.types()[row.group].name);
 }
 
-std::vector<std::string> BudgetRows::typed_names() const {
+std::vector<std::string> BudgetRows::typed_names(std::string_view containing) const {
   std::vector<std::string> out;
-  out.reserve(typed_rows_);
-  for (const TypeGroup& g : analysis_.types())
-    if (g.name != 0 && counts(g)) out.push_back(analysis_.strings().get(g.name));
+  if (containing.empty()) out.reserve(typed_rows_);
+  for (const TypeGroup& g : analysis_.types()) {
+    if (g.name == 0 || !counts(g)) continue;
+    const std::string& name = analysis_.strings().get(g.name);
+    if (name.find(containing) != std::string::npos) out.push_back(name);
+  }
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../format/profile_file.hpp"
@@ -64,8 +65,9 @@ class BudgetRows {
   const std::string& name(const BudgetRow& row) const;
   const Totals& totals() const { return analysis_.totals(); }
   size_t typed_rows() const { return typed_rows_; }
-  // The names of every typed row with allocations or live blocks.
-  std::vector<std::string> typed_names() const;
+  // The names of every typed row with allocations or live blocks (that contain
+  // `containing`, when given: a search for one type's holders makes no list of all).
+  std::vector<std::string> typed_names(std::string_view containing = {}) const;
   const std::vector<std::string>& warnings() const { return analysis_.warnings(); }
   bool has_call_paths() const { return analysis_.has_call_paths(); }
 

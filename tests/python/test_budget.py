@@ -531,6 +531,19 @@ def test_a_budget_for_a_type_made_by_make_shared_names_the_rows_that_hold_it():
         f"that row, or every such row with '*node_data*'"]
 
 
+def test_a_later_test_that_holds_the_type_gives_the_hint_its_holders():
+    """A session keeps a pattern's hint from its first test; a test whose rows hold the
+    type (a make_shared block) after one whose rows do not still names them."""
+    block = "std::_Sp_counted_ptr_inplace<node_data, std::allocator<node_data>, (__gnu_cxx::_Lock_policy)2>"
+    budget = hb.budget_from_mapping("t", {"types": {"node_data": {"peak": 10}}}, "here")
+    hints = {}
+    first = hb.evaluate(budget, figures(total=(1, 1, 1, 0), Other=(1, 1, 1, 0)), hints=hints)
+    assert first.unmatched[0].holders == ()
+    later = figures(total=(1, 1, 1, 0), Other=(1, 1, 1, 0))
+    later[block] = later["Other"]
+    assert hb.evaluate(budget, later, hints=hints).unmatched[0].holders == (block,)
+
+
 def test_a_suites_warning_names_the_holders_any_test_found():
     """Under xdist each test's record says what it found; the suite's one warning
     gathers the rows that hold the type from all of them (the first test by name may

@@ -15,6 +15,7 @@ import pytest
 
 import heaptype
 from heaptype import budget as hb
+from heaptype.budget.evaluate import typed_labels
 from synthetic import generate, write
 
 BUDGETS = [
@@ -81,5 +82,8 @@ def test_the_check_rows_leave_out_rows_only_defaults_cover_and_that_pass(tmp_pat
     rows = hb.measure_for_check(load(), budget, top=2)
     typed = [label for label in full if label not in (hb.TOTAL, hb.UNTYPED)]
     assert rows.typed_rows == len(typed) and rows.typed_labels() == typed
+    for part in ("Type1", "pe3", "Nothing"):  # the search for a type's holders: only names that contain it
+        assert rows.typed_labels(part) == [label for label in typed if part in label]
+        assert typed_labels(rows, part) == typed_labels(full, part)
     assert len([label for label in rows if label not in (hb.TOTAL, hb.UNTYPED)]) == min(2, len(typed))
     assert rows[hb.TOTAL] == full[hb.TOTAL]

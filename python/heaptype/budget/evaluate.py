@@ -85,9 +85,10 @@ class CheckFigures(MeasuredFigures):
         self.typed_rows = source.typed_rows
         self.snapshot_peaks = {UNTYPED if name is None else name for name in source.snapshot_peaks()}
 
-    def typed_labels(self) -> list[str]:
-        """Every typed row's label, not only those at hand (in the order ``measure`` gives)."""
-        return self._source.typed_names()
+    def typed_labels(self, containing: str = "") -> list[str]:
+        """Every typed row's label (that contains ``containing``), not only those at hand
+        (in the order ``measure`` gives)."""
+        return self._source.typed_names(containing)
 
 
 def measure_for_check(profile, budget: Budget, *, wanted: Iterable[str] = (), top: int = 5,
@@ -248,11 +249,12 @@ class UnmatchedPattern:
         return f"budget for type '{self.pattern}' ({self.origin}): the type {kind} in {where}{hint}"
 
 
-def typed_labels(figures: Mapping[str, Figures]) -> list[str]:
-    """Every typed row's label, also those a check's figures left out."""
+def typed_labels(figures: Mapping[str, Figures], containing: str = "") -> list[str]:
+    """Every typed row's label (that contains ``containing``), also those a check's
+    figures left out."""
     if isinstance(figures, CheckFigures):
-        return figures.typed_labels()
-    return [label for label in figures if label not in (UNTYPED, TOTAL)]
+        return figures.typed_labels(containing)
+    return [label for label in figures if label not in (UNTYPED, TOTAL) and containing in label]
 
 
 def pattern_matches(budget: Budget, figures: Mapping[str, Figures], named: set[str] | None = None,
@@ -284,7 +286,8 @@ def pattern_matches(budget: Budget, figures: Mapping[str, Figures], named: set[s
         else:
             hint = hints[key]
             if not hint[2] and not is_glob(pattern):  # the type may be held in this test's rows only
-                holders = tuple(rows_holding(pattern, typed_labels(figures)))
+                # (only the rows whose names contain it: a suite's tests mostly lack the type)
+                holders = tuple(rows_holding(pattern, typed_labels(figures, pattern)))
                 if holders:
                     hint = hints[key] = (hint[0], hint[1], holders)
         unmatched[key] = UnmatchedPattern(pattern, origin, *hint)

@@ -254,6 +254,34 @@ timeout = 0.5
     result.stdout.re_match_lines([r"heap-budget\.toml::slow\s+\(total\).*TIMEOUT$"])
 
 
+def test_each_run_has_a_temporary_directory_of_its_own_unless_its_env_names_one(project):
+    """TEST_TMPDIR (Bazel's, and GoogleTest's TempDir()) names the run's own fresh
+    directory: tests that keep a fixed file there run at once under xdist without
+    meeting. A TEST_TMPDIR the test's env sets is kept: there the second claim fails."""
+    shared = project.path / "shared"
+    shared.mkdir()
+    write_budget(project, f"""
+[[tests]]
+name = "first"
+command = ["build/workload", "claim=lock"]
+[[tests]]
+name = "second"
+command = ["build/workload", "claim=lock"]
+[[tests]]
+name = "shared_a"
+command = ["build/workload", "claim=lock"]
+env = {{ TEST_TMPDIR = "{shared}" }}
+[[tests]]
+name = "shared_b"
+command = ["build/workload", "claim=lock"]
+env = {{ TEST_TMPDIR = "{shared}" }}
+""")
+    result = run(project, "--heap-budget", "-n", "2")
+    result.assert_outcomes(passed=3, failed=1)
+    assert (shared / "lock").is_file()
+    assert "cannot claim " + str(shared / "lock") in result.stdout.str()
+
+
 def test_exit_status_is_checked_against_returncode(project):
     write_budget(project, """
 [[tests]]

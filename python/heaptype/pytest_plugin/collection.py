@@ -151,6 +151,15 @@ class BudgetFileNode(pytest.File):
 def _first(*values):
     return next((v for v in values if v is not None), None)
 
+def private_temp_dir(env: dict[str, str], run_dir: Path) -> dict[str, str]:
+    """``env`` with TEST_TMPDIR naming the run's own directory (made empty for each run),
+    unless the test's env sets it. Bazel's convention, which GoogleTest's TempDir() and
+    many suites follow: the cases of one binary, split into tests and run at once by
+    xdist workers, would otherwise share one fixed directory (leveldb's DBTest cases
+    open the same database and fail on its lock)."""
+    return env if "TEST_TMPDIR" in env else {**env, "TEST_TMPDIR": str(run_dir)}
+
+
 class HeapBudgetFailure(Exception):
     """A budget item's failure: its message is the whole report, shown without traceback."""
 
@@ -197,9 +206,10 @@ class BudgetItem(pytest.Item):
             raise HeapBudgetFailure(failure)
 
     def _run(self, state: HeapState, *, call_paths: bool, suffix: str = "", aggregate: bool = False) -> HeapRun:
-        run = run_program(self.spec.command, cwd=self.spec.cwd, env=self.spec.env, timeout=self.spec.timeout,
-                          out_dir=state.profile_dir() / (safe_name(self.nodeid) + suffix), name=self.name,
-                          names=state.names, call_paths=call_paths, aggregate=aggregate)
+        out_dir = state.profile_dir() / (safe_name(self.nodeid) + suffix)
+        run = run_program(self.spec.command, cwd=self.spec.cwd, env=private_temp_dir(self.spec.env, out_dir),
+                          timeout=self.spec.timeout, out_dir=out_dir, name=self.name, names=state.names,
+                          call_paths=call_paths, aggregate=aggregate)
         run.expect = self.spec.expect
         run.ctest_test = self.spec.ctest_test
         return run

@@ -14,6 +14,8 @@
 //   exit=N     exit with status N right there (after flushing)
 //   say=TEXT   append the line TEXT to $HEAPTYPE_LOG, as the runtime does its messages
 //              (no allocation: open and write)
+//   claim=NAME create $TEST_TMPDIR/NAME, which must not exist yet (exit 4 otherwise), as a
+//              test that keeps a fixed file in its temporary directory does
 //
 // It also speaks GoogleTest's command line, so that budget tests can split it per test
 // case like a real GoogleTest binary: --gtest_list_tests lists Alloc.Small (small=100),
@@ -73,6 +75,19 @@ void say_in_log(const char* text) {
   close(fd);
 }
 
+// 0 when $TEST_TMPDIR/name was made by this call; 4 when there is no TEST_TMPDIR or
+// someone made the file first.
+int claim_in_test_tmpdir(const char* name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  if (!dir || !*dir) { std::fprintf(stderr, "workload: TEST_TMPDIR is not set\n"); return 4; }
+  char path[4096];
+  std::snprintf(path, sizeof path, "%s/%s", dir, name);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) { std::fprintf(stderr, "workload: cannot claim %s\n", path); return 4; }
+  close(fd);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && (!std::strcmp(argv[1], "--gtest_list_tests") || !std::strncmp(argv[1], "--gtest_filter=", 15)))
     return gtest_main(argv[1]);
@@ -100,6 +115,7 @@ int main(int argc, char** argv) {
     else if (is("crash")) { std::fflush(stdout); std::abort(); }
     else if (is("exit")) { std::printf("workload: exit %ld\n", n); std::exit(static_cast<int>(n)); }
     else if (is("say")) say_in_log(eq + 1);
+    else if (is("claim")) { if (int status = claim_in_test_tmpdir(eq + 1)) return status; }
     else { std::fprintf(stderr, "workload: unknown argument %s\n", argv[i]); return 2; }
   }
   std::printf("workload: done (%ld)\n", total);

@@ -35,6 +35,8 @@ py::object end_summary(const ProfileFile& file) {
   py::dict uses;
   for (size_t i = 0; i < e.buffer_uses.size(); ++i) uses[kUses[i]] = e.buffer_uses[i];
   d["buffer_uses"] = uses;
+  static const char* const kCauses[] = {"exit", "exec", "dump"};  // format::EndCause
+  d["cause"] = kCauses[static_cast<unsigned>(e.cause)];
   return std::move(d);
 }
 

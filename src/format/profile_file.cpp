@@ -210,12 +210,15 @@ void ProfileFile::read_process_chunk(const ChunkHeader& h, uint64_t offset) {
       break;
     }
     case ChunkKind::kEnd: {
-      uint64_t v[kEndFields] = {};
+      uint64_t v[kEndFieldsWithCause] = {};
       const uint8_t* p = begin;
       size_t fields = 0;
-      while (fields < kEndFields && get_varint(&p, end, &v[fields])) ++fields;
+      while (fields < kEndFieldsWithCause && get_varint(&p, end, &v[fields])) ++fields;
       end_ = {true, v[0], v[1], v[2], v[3], v[4], {}};
-      if (fields == kEndFields) end_.buffer_uses.assign(v + 5, v + kEndFields);
+      if (fields >= kEndFields) end_.buffer_uses.assign(v + 5, v + kEndFields);
+      uint64_t cause = fields == kEndFieldsWithCause ? v[kEndFields] : 0;
+      if (cause == static_cast<uint64_t>(EndCause::kExec) || cause == static_cast<uint64_t>(EndCause::kDump))
+        end_.cause = static_cast<EndCause>(cause);
       break;
     }
     case ChunkKind::kSnapshot: {

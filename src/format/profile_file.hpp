@@ -48,6 +48,7 @@ struct EndSummary {
   uint64_t buffer_bytes = 0;    // peak bytes of the runtime's buffers and tables
   uint64_t registry_bytes = 0;  // the registry at the end
   std::vector<uint64_t> buffer_uses;  // buffer_bytes by EndUse (empty before version 3)
+  EndCause cause = EndCause::kExit;
 };
 
 class ProfileFile {

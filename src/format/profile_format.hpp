@@ -135,6 +135,16 @@ enum class EndUse : unsigned {
 };
 constexpr size_t kEndFields = 5 + static_cast<size_t>(EndUse::kCount);
 
+// What ended the profile: the END chunk's field after the EndUse ones (an END chunk
+// without it, written before it was kept, ended at exit). A reader takes an unknown
+// value for an exit.
+enum class EndCause : uint8_t {
+  kExit = 0,  // the process exited (or a detach ended the profiling)
+  kExec = 1,  // an exec replaced the process's image (exec_hooks.cpp)
+  kDump = 2,  // heaptype_dump(): a copy of the profile so far, the process goes on
+};
+constexpr size_t kEndFieldsWithCause = kEndFields + 1;
+
 struct ChunkHeader {
   uint32_t magic;
   uint8_t kind;

@@ -188,7 +188,7 @@ void add_thread_totals(ThreadState* t, void* context) {
 
 // The END chunk's payload describing this moment; returns its size. The reader
 // knows the live blocks from the events.
-size_t describe_end(uint8_t (&end)[format::kEndFields * format::kMaxVarint]) {
+size_t describe_end(uint8_t (&end)[format::kEndFieldsWithCause * format::kMaxVarint], format::EndCause cause) {
   Totals totals = {0, 0, 0, 0};
   for_each_thread_state(add_thread_totals, &totals);
   uint8_t* p = end;
@@ -209,6 +209,7 @@ size_t describe_end(uint8_t (&end)[format::kEndFields * format::kMaxVarint]) {
   bookkeeping_peak_uses(uses);
   for (uint64_t bytes : uses) p = put_varint(p, bytes);
   p = put_varint(p, block_starts);
+  p = put_varint(p, static_cast<uint64_t>(cause));
   return static_cast<size_t>(p - end);
 }
 
@@ -371,7 +372,7 @@ size_t libc_usable_size(void* p) {
 
 bool owns_this_process() { return getpid() == g_pid; }
 
-void finish(bool process_ends) {
+void finish(bool process_ends, format::EndCause cause) {
   if (g_state.load(std::memory_order_acquire) != kActive || g_finished) return;
   // As heaptrack and valgrind do: what the C++ runtime keeps for the whole process
   // is not the program's leak. A detach leaves a program that goes on: it keeps it.
@@ -382,8 +383,8 @@ void finish(bool process_ends) {
   }
   if (ThreadState* t = tls_thread_state) report_last_stack_depth(t);  // its last tick
   write_all_now(now_tick());
-  uint8_t end[format::kEndFields * format::kMaxVarint];
-  writer_chunk(format::ChunkKind::kEnd, 0, end, describe_end(end));
+  uint8_t end[format::kEndFieldsWithCause * format::kMaxVarint];
+  writer_chunk(format::ChunkKind::kEnd, 0, end, describe_end(end, cause));
   if (aggregating()) aggregate_note_waiting();
   g_aggregating = false;  // what comes after the END chunk is written as events
   g_finished = true;
@@ -404,14 +405,14 @@ void finish_before_exec() {
   Totals totals = {0, 0, 0, 0};
   for_each_thread_state(add_thread_totals, &totals);
   if (!writer_has_file() && totals.allocations == 0 && totals.frees == 0) return;
-  finish(true);
+  finish(true, format::EndCause::kExec);
 }
 
 bool dump(const char* path) {
   if (!path || g_state.load(std::memory_order_acquire) != kActive) return false;
   write_all_now(now_tick());
-  uint8_t end[format::kEndFields * format::kMaxVarint];
-  return writer_copy(path, format::ChunkKind::kEnd, end, describe_end(end));
+  uint8_t end[format::kEndFieldsWithCause * format::kMaxVarint];
+  return writer_copy(path, format::ChunkKind::kEnd, end, describe_end(end, format::EndCause::kDump));
 }
 
 }  // namespace runtime

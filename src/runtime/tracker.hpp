@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../format/profile_format.hpp"
 #include "block_header.hpp"
 
 namespace heaptype {
@@ -33,8 +34,8 @@ inline bool finished() { return __builtin_expect(g_finished, 0); }
 extern bool g_keep_released_memory;
 // False in a vfork() child, which shares the parent's runtime state.
 bool owns_this_process();
-// Writes the END chunk. `process_ends`: at exit (not a detach).
-void finish(bool process_ends = true);
+// Writes the END chunk. `process_ends`: at exit or exec (not a detach); `cause`: which.
+void finish(bool process_ends = true, format::EndCause cause = format::EndCause::kExit);
 // Before an exec replaces this process's image (exec_hooks.cpp): the profile is
 // finished as at exit, unless the profile is not this process's (a vfork() child) or
 // the process has nothing in it yet (a forked child that execs at once leaves none).

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from heaptype import _core, cli
+from heaptype import _core, cli, load
 
 SITE = 2 << 2 | 2  # a SITE record's head (see src/format/profile_format.hpp)
 
@@ -53,6 +53,14 @@ def test_a_file_that_is_no_profile_is_one_error_line(tmp_path, capsys, name, dat
     path = tmp_path / name if data == "absent" else bad_file(tmp_path, name, data)
     status, out, err = heaptype(capsys, command[0], path, *command[1:])
     assert (status, out, err) == (2, "", f"heaptype: error: {path}: {what}\n")
+
+
+def test_an_end_written_before_its_cause_was_kept_is_an_exit(good, capsys):
+    """END chunks of five fields (older runtimes; the builder writes them so) end at exit."""
+    profile = load(good)
+    assert profile.complete and profile.end_cause == "exit"
+    status, out, _ = heaptype(capsys, "report", good)
+    assert status == 0 and "  at exit    16 B still live in 1 blocks" in out
 
 
 def test_a_profile_cut_short_loads_what_it_holds_with_a_warning(tmp_path, capsys, good):

@@ -164,9 +164,11 @@ def test_an_image_replaced_by_exec_finishes_its_profile(hostile, tmp_path, how, 
                         else "true", env={"HEAPTYPE_MODE": mode})
     assert (done.returncode, done.stdout) == (0, ""), done.stderr
     profile = heaptype.load(output)
-    assert profile.complete and profile.warnings == []
+    assert profile.complete and profile.warnings == [] and profile.end_cause == "exec"
     main = profile.type_row("Main")
     assert (main.allocations, main.live_blocks) == (6, 6)
+    report = subprocess.run([*HEAPTYPE, "report", str(output)], capture_output=True, text=True, check=True).stdout
+    assert "  at exec    " in report and "live at exec" in report
 
 
 def test_a_program_that_execs_itself_keeps_each_images_profile(hostile, tmp_path):
@@ -183,6 +185,7 @@ def test_a_program_that_execs_itself_keeps_each_images_profile(hostile, tmp_path
     assert before.name == f"self.htp.{first.pid}" and last.pid == first.pid
     assert log.read_text() == f"heaptype: this process's image before its exec wrote {output}; that profile is now {before}\n"
     assert first.complete and last.complete
+    assert (first.end_cause, last.end_cause) == ("exec", "exit")
     assert (first.type_row("Main").allocations, first.type_row("Main").live_blocks) == (4, 4)
     assert allocations(last, "Main") == (3, 0)
 

@@ -355,12 +355,13 @@ def test_dump_mid_run(cpp_programs, tmp_path, startup):
     done = run_profiled(program, output, "dump", str(snapshot))
     assert done.returncode == 0, done.stderr
     mid = heaptype.load(snapshot)
-    assert mid.complete and mid.warnings == []
+    assert mid.complete and mid.warnings == [] and mid.end_cause == "dump"
     assert_rows(mid, {"Before": row(10, 10, 320, 320, 320, 10), "After": None})
     untyped = figures(mid, None)
     assert (untyped["allocations"], untyped["bytes"]) == (startup["allocations"], startup["bytes"])
     assert [r.type for r in mid.by_type()] in ([None, "Before"], ["Before", None])
     final = heaptype.load(output)
+    assert final.end_cause == "exit"
     assert {r.type: figures(final, r.type) for r in final.by_type()} == {
         None: startup, "Before": row(10, 10, 320, 320, 160, 5), "After": row(20, 20, 800, 800, 800, 20)}
 

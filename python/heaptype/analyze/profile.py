@@ -184,6 +184,14 @@ class Profile:
         return [t * self._raw.clock_tick_ns / 1000 for t in self._raw.snapshots]
 
     @property
+    def end_cause(self) -> str:
+        """What ended the profile, and so when its "live at the end" blocks were live:
+        "exit", "exec" (an exec replaced the process's image) or "dump" (heaptype_dump()'s
+        copy of a running process). A profile without an end says "exit"."""
+        end = self._raw.end
+        return end.get("cause", "exit") if end else "exit"
+
+    @property
     def runtime_summary(self) -> dict | None:
         """What the runtime reported at exit: its own counts and bookkeeping cost."""
         return self._raw.end

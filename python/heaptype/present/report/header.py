@@ -14,7 +14,7 @@ def header_lines(profile: Profile) -> list[str]:
         f"  mode       {mode_text(profile)}",
         f"  allocated  {format_count(t.allocations)} blocks, {format_bytes(t.bytes)} in all",
         f"  peak       {format_bytes(t.peak_bytes)} live at {format_seconds(t.peak_time_us)}",
-        f"  at exit    {format_bytes(t.live_bytes)} still live in {format_count(t.live_blocks)} blocks",
+        f"  at {profile.end_cause:<4}    {format_bytes(t.live_bytes)} still live in {format_count(t.live_blocks)} blocks",
     ]
     lines.append(f"  profile    {profile_size_text(profile)}")
     if profile.aggregated:
@@ -23,7 +23,8 @@ def header_lines(profile: Profile) -> list[str]:
     if registry is not None:
         per_block = f" ({registry / t.live_blocks:.0f} B per block)" if t.live_blocks > 0 else ""
         lines.append(f"  overhead   {format_bytes(profile.bookkeeping_bytes())} of HeapType buffers and tables at "
-                     f"most{uses_text(profile)}; {format_bytes(registry)} beside the blocks live at exit{per_block}")
+                     f"most{uses_text(profile)}; {format_bytes(registry)} beside the blocks live at {profile.end_cause}"
+                     f"{per_block}")
     lines += filter_lines(profile)
     return lines
 
@@ -97,13 +98,14 @@ def filter_lines(profile: Profile) -> list[str]:
 
 
 def live_column(profile: Profile) -> str:
-    """What the live figures mean: at exit, or at the moment a snapshot stops."""
+    """What the live figures mean: at the profile's end (exit, exec), or at the moment a
+    snapshot stops."""
     f = profile.filters
     if f.stop_after_events:
         return "live at peak"
     if f.time[1] is not None:
         return f"live at {f.time[1] / 1e6:g} s"
-    return "live at exit"
+    return f"live at {profile.end_cause}"
 
 
 def describe(patterns) -> str:
@@ -117,6 +119,7 @@ def report_json_head(profile: Profile, by: str) -> dict:
         "profile": profile.path,
         "executable": profile.executable,
         "complete": profile.complete,
+        "ended_by": profile.end_cause,  # when the totals' live blocks were live: "exit", "exec" or "dump"
         "mode": profile.mode,
         "aggregated": profile.aggregated,
         "by": by,

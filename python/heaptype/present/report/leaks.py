@@ -33,7 +33,7 @@ def render_leaks_text(profile: Profile, top: int | None = None, *, infer: bool =
         lines.append("note: the profile was cut short: blocks live when it ended are not all leaks")
     if not rows:
         return "\n".join(lines + ["no leaks: every block was freed"])
-    lines.append(f"{format_count(sum(r['blocks'] for r in rows))} blocks still live at exit "
+    lines.append(f"{format_count(sum(r['blocks'] for r in rows))} blocks still live at {profile.end_cause} "
                  f"({format_bytes(sum(r['bytes'] for r in rows))}), by type and call stack:")
     for r in shown:
         lines.append("")

@@ -12,6 +12,7 @@ live at exit.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -315,6 +316,7 @@ leaked = 0
 [ctest]
 build_dir = "{ctest_build}"
 gtest_split = ["gtest_*"]
+exclude = ["locked_*", "serial", "busy"]
 
 [[tests]]
 name = "small_*"
@@ -338,11 +340,24 @@ name = "smal_ok"
                    "  Leaky: leaked 72 B > limit 0 B, over by 72 B",
                    "heap budget exceeded: heap-budget.toml::gtest_cases[Alloc.Leak]",
                    "  Leaky: leaked 48 B > limit 0 B, over by 48 B")
-    result.stdout.re_match_lines([r".*HeapBudgetWarning: heap-budget\.toml:13: budgets for 'smal_ok' match no "
+    result.stdout.re_match_lines([r".*HeapBudgetWarning: heap-budget\.toml:14: budgets for 'smal_ok' match no "
                                   r"CTest test of .*; close names: small_ok",
                                   r"SKIPPED .* CTest test off is DISABLED"])
     result.stdout.re_match_lines([r"heap-budget\.toml::small_ok\s+Small\s+1\.56 KiB\s+1\.56 KiB\s+100\s+0 B\s+"
                                   r"peak<=64 KiB, leaked<=0 B\s+ok$"])
+
+
+def test_ctest_resource_locks_and_run_serial_hold_across_xdist_workers(project, ctest_build):
+    """locked_1 and locked_2 share a RESOURCE_LOCK, serial is RUN_SERIAL beside busy;
+    each holds one file name of a shared directory for a second, and xdist hands each
+    worker a pair that would meet (tests/data/budget/ctest_project). ctest keeps them
+    apart: so do the workers, and a test without the properties waits for none."""
+    write_budget(project, f'[ctest]\nbuild_dir = "{ctest_build}"\ntests = ["locked_*", "serial", "busy"]\n')
+    result = run(project, "--heap-budget", "-n", "2", "-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+    assert sorted(p.name for p in (Path(ctest_build) / ".heaptype-locks").iterdir()) == [
+        "resource-other-" + hashlib.sha1(b"other").hexdigest()[:8] + ".lock",
+        "resource-shared_file-" + hashlib.sha1(b"shared_file").hexdigest()[:8] + ".lock", "run-serial.lock"]
 
 
 def test_a_program_whose_counts_waited_records_events_in_its_later_tests(project):

@@ -4,6 +4,7 @@ of them under profiling and judges it."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import shlex
 import warnings
@@ -16,6 +17,7 @@ from .. import budget as hb
 from ..budget.failure_page import with_failure_page
 from .ctest import DiscoveryError, discover_ctest
 from .judging import judge, process_problem, remember
+from .locks import LockError, locks_of
 from .options import STATE, HeapState
 from .running import HeapRun, RunProblem, RunSpec, counts_waited, resolve_command, run_program, safe_name
 
@@ -135,13 +137,15 @@ class BudgetFileNode(pytest.File):
                     f"; its tests: {', '.join(sorted(names)[:10])}" if names else ""
                 warnings.warn(hb.HeapBudgetWarning(
                     f"{entry.origin}: budgets for '{entry.name}' match no CTest test of {settings.build_dir}{hint}"))
+        tree_has_serial = any(case.run_serial for case in cases)
         for case in cases:
             budget = state.thresholds_for(budgets.budget_for(case.name, aliases=(case.test,)))
             # a matching [[tests]] entry's timeout, else [ctest]'s, else CTest's TIMEOUT, else [defaults]'
             timeout = _first(budget.timeout, settings.timeout, case.timeout, budget.default_timeout)
             spec = RunSpec(command=case.command, cwd=case.cwd, env=case.env, timeout=timeout,
                            expect="nonzero" if case.will_fail else 0, where=f"CTest test {case.test}",
-                           ctest_test=case.test)
+                           ctest_test=case.test,
+                           locks=locks_of(settings.build_dir, case.resource_locks, case.run_serial, tree_has_serial))
             item = BudgetItem.from_parent(self, name=case.name, spec=spec, budget=budget, line=settings.line)
             if case.skip_reason:
                 item.add_marker(pytest.mark.skip(reason=case.skip_reason))
@@ -177,6 +181,16 @@ class BudgetItem(pytest.Item):
         state: HeapState = self.config.stash[STATE]
         budget = self.budget.named(self.nodeid)
         try:
+            with self.spec.locks.held() if self.spec.locks else contextlib.nullcontext():
+                record, failure = self._run_and_judge(state, budget)
+        except LockError as e:
+            raise HeapBudgetFailure(f"{self.nodeid} ({self.spec.where}): {e}") from None
+        remember(self, record)
+        if failure:
+            raise HeapBudgetFailure(failure)
+
+    def _run_and_judge(self, state: HeapState, budget: hb.Budget) -> tuple[dict, str]:
+        try:
             # The first run counts per call site (aggregated: no events to write or read)
             # unless call paths are always wanted or every row's figures are kept (a
             # baseline, --heap-json, --heap-report: an aggregated run has no own peak for
@@ -201,9 +215,7 @@ class BudgetItem(pytest.Item):
         except RunProblem as e:
             raise HeapBudgetFailure(f"{self.nodeid} ({self.spec.where}): {e}\n  command: "
                                     f"{shlex.join(self.spec.command)}") from None
-        remember(self, record)
-        if failure:
-            raise HeapBudgetFailure(failure)
+        return record, failure
 
     def _run(self, state: HeapState, *, call_paths: bool, suffix: str = "", aggregate: bool = False) -> HeapRun:
         out_dir = state.profile_dir() / (safe_name(self.nodeid) + suffix)

@@ -38,6 +38,8 @@ class CTestCase:
     timeout: float | None
     will_fail: bool = False
     skip_reason: str | None = None
+    resource_locks: list[str] = dataclasses.field(default_factory=list)  # RESOURCE_LOCK (see locks.py)
+    run_serial: bool = False                                             # RUN_SERIAL
 
 
 def discover_ctest(settings: hb.CTestSettings, session_id: str | None = None) -> list[CTestCase]:
@@ -153,7 +155,10 @@ def _cases(test: dict, settings: hb.CTestSettings) -> list[CTestCase]:
     cwd = Path(props.get("WORKING_DIRECTORY") or settings.build_dir)
     timeout = float(props["TIMEOUT"]) if props.get("TIMEOUT") else None
     command = test.get("command")
-    case = CTestCase(name, name, list(command or []), cwd, env, timeout, bool(props.get("WILL_FAIL")))
+    locks = [str(r) for r in props.get("RESOURCE_LOCK") or []]
+    serial = bool(props.get("RUN_SERIAL"))
+    case = CTestCase(name, name, list(command or []), cwd, env, timeout, bool(props.get("WILL_FAIL")),
+                     resource_locks=locks, run_serial=serial)
     if not command:
         case.skip_reason = f"CTest test {name} has no command in this configuration"
         return [case]
@@ -164,7 +169,7 @@ def _cases(test: dict, settings: hb.CTestSettings) -> list[CTestCase]:
         names = list_gtest_cases(command, cwd, env)
         if names:
             return [CTestCase(f"{name}[{case_name}]", name, command + [f"--gtest_filter={case_name}"], cwd, env,
-                              timeout, False) for case_name in names]
+                              timeout, False, resource_locks=locks, run_serial=serial) for case_name in names]
     return [case]
 
 

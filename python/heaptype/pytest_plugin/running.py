@@ -13,6 +13,7 @@ from typing import Any
 
 from ..budget.session import SessionNames
 from ..run.runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_for_budget, script_path
+from .locks import TestLocks
 
 
 @dataclass
@@ -26,6 +27,7 @@ class RunSpec:
     expect: int | str = 0          # the exit status expected, or "nonzero" (CTest WILL_FAIL)
     where: str = ""
     ctest_test: str | None = None  # the CTest test it runs, for [ctest] items
+    locks: TestLocks | None = None  # CTest's RESOURCE_LOCK and RUN_SERIAL (locks.py)
 
 
 class RunProblem(Exception):

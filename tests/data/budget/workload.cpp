@@ -16,6 +16,7 @@
 //              (no allocation: open and write)
 //   claim=NAME create $TEST_TMPDIR/NAME, which must not exist yet (exit 4 otherwise), as a
 //              test that keeps a fixed file in its temporary directory does
+//   release=NAME  remove $TEST_TMPDIR/NAME
 //
 // It also speaks GoogleTest's command line, so that budget tests can split it per test
 // case like a real GoogleTest binary: --gtest_list_tests lists Alloc.Small (small=100),
@@ -88,6 +89,12 @@ int claim_in_test_tmpdir(const char* name) {
   return 0;
 }
 
+void release_in_test_tmpdir(const char* name) {
+  char path[4096];
+  std::snprintf(path, sizeof path, "%s/%s", std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : ".", name);
+  unlink(path);
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && (!std::strcmp(argv[1], "--gtest_list_tests") || !std::strncmp(argv[1], "--gtest_filter=", 15)))
     return gtest_main(argv[1]);
@@ -116,6 +123,7 @@ int main(int argc, char** argv) {
     else if (is("exit")) { std::printf("workload: exit %ld\n", n); std::exit(static_cast<int>(n)); }
     else if (is("say")) say_in_log(eq + 1);
     else if (is("claim")) { if (int status = claim_in_test_tmpdir(eq + 1)) return status; }
+    else if (is("release")) release_in_test_tmpdir(eq + 1);
     else { std::fprintf(stderr, "workload: unknown argument %s\n", argv[i]); return 2; }
   }
   std::printf("workload: done (%ld)\n", total);

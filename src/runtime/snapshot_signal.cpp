@@ -30,9 +30,10 @@ struct SignalName {
 const SignalName kNames[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP},
                              {"PROF", SIGPROF}, {"URG", SIGURG},   {"WINCH", SIGWINCH}};
 
-// "USR2", "SIGUSR2" or "12"; -1 when unknown, 0 for off.
+// "USR2", "SIGUSR2" or "12"; -1 when unknown, 0 for off (also when unset: a
+// signal's default action is the program's, e.g. a test that raises SIGUSR2 to die).
 int signal_number(const char* text) {
-  if (!text || !*text) return SIGUSR2;
+  if (!text || !*text) return 0;
   char* end = nullptr;
   long n = strtol(text, &end, 10);
   if (end && !*end) return n >= 0 && n < NSIG ? static_cast<int>(n) : -1;

@@ -1,6 +1,6 @@
 // snapshot_signal.hpp: a signal that asks for a snapshot (HEAPTYPE_SIGNAL).
 //
-// `kill -USR2 PID` makes the runtime write out every thread's events, the module
+// With HEAPTYPE_SIGNAL=USR2, `kill -USR2 PID` makes the runtime write out every thread's events, the module
 // map and a SNAPSHOT chunk, so a reader of the growing file sees the program as
 // it stands. The handler only sets a flag and wakes the ticker's work early: the
 // flush takes locks and writes, which a signal handler must not do (the signal
@@ -11,8 +11,9 @@
 namespace heaptype {
 namespace runtime {
 
-// Installs the handler for HEAPTYPE_SIGNAL (default SIGUSR2; a number or a name
-// such as USR1; 0 turns it off), unless the program already handles that signal.
+// Installs the handler for HEAPTYPE_SIGNAL (a number or a name such as USR2; unset or
+// 0: none, so that every signal keeps the program's own disposition), unless the
+// program already handles that signal.
 void install_snapshot_signal();
 // True (once) when a snapshot was asked for since the last call.
 bool take_snapshot_request();

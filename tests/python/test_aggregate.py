@@ -222,13 +222,13 @@ def test_heaptype_check_judges_what_the_counts_hold_and_names_what_they_do_not(c
 
 def test_a_killed_run_keeps_the_counts_of_its_last_snapshot(cpp_programs, tmp_path):
     """SIGKILL leaves no exit to write counts at: the set of the last snapshot
-    (HEAPTYPE_SIGNAL, SIGUSR2) stands, as the periodic sets (every 10 s) do."""
+    (HEAPTYPE_SIGNAL=USR2) stands, as the periodic sets (every 10 s) do."""
     import signal
     import time
 
     output = tmp_path / "killed.htp"
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
-    env.update(HEAPTYPE_OUTPUT=str(output), HEAPTYPE_MODE="aggregate")
+    env.update(HEAPTYPE_OUTPUT=str(output), HEAPTYPE_MODE="aggregate", HEAPTYPE_SIGNAL="USR2")
     process = subprocess.Popen([str(cpp_programs.program("steady_loop")), "200000", "1000000"], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import shlex
 import sys
@@ -364,6 +365,12 @@ def cmd_run(args) -> int:
     if args.watch and args.aggregate:
         raise CommandError("run: --watch reads the events as they are written; an aggregated run writes its "
                            "counts at exit (and at HEAPTYPE_SIGNAL snapshots): use one or the other")
+    env = {"HEAPTYPE_MODE": "aggregate"} if args.aggregate else {}
+    # The runtime's ticker writes the file every second from the start, so that it can
+    # be read while the program runs (--watch, `heaptype report`): a program that
+    # allocates only in its first 50 ms would otherwise be written at its next
+    # allocation. The caller's setting stands.
+    env["HEAPTYPE_TICKER_AFTER_MS"] = os.environ.get("HEAPTYPE_TICKER_AFTER_MS", "0")
     if args.watch:
         from functools import partial
 
@@ -375,8 +382,7 @@ def cmd_run(args) -> int:
             run = run_for_budget(command, output=args.output, aggregate=True)
         else:
             run = run_profiled(command, output=args.output, preload=args.preload,
-                               follow_children=args.follow_children, while_running=watching,
-                               env={"HEAPTYPE_MODE": "aggregate"} if args.aggregate else None)
+                               follow_children=args.follow_children, while_running=watching, env=env)
     except RunError as e:
         raise CommandError(f"run: {e}") from None
     print_runtime_messages(run)

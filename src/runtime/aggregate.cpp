@@ -317,25 +317,8 @@ void aggregate_start() {
   g_shared.store(!fence, std::memory_order_release);
 }
 
-// The time of a count: the ticker's, or while it waits (clock.hpp), the coarse clock's,
-// and the ticker started when due. Before the counts' lock: starting a thread
-// allocates, and those blocks are the runtime's (own_call), not counted.
-uint64_t count_time(ThreadState* t) {
-  if (__builtin_expect(clock_running(), 1)) return now_tick();
-  bool due = false;
-  uint64_t time = tick_without_ticker(&due);
-  // Not in a vfork() child: a thread started there would die with its exec, and the
-  // parent, sharing this memory, would take it for its own ticker.
-  if (__builtin_expect(due, 0) && owns_this_process()) {
-    t->own_call = true;
-    start_deferred_ticker();
-    t->own_call = false;
-  }
-  return time;
-}
-
 void aggregate_alloc(ThreadState* t, uint32_t site) {
-  uint64_t time = count_time(t);
+  uint64_t time = event_tick(t);
   Counting counting(t);
   SiteTally* tally = own_tally(t, site);
   if (!tally) return;
@@ -359,7 +342,7 @@ void aggregate_free(ThreadState* t, uint32_t thread, uint32_t site) {
 }
 
 void aggregate_move(ThreadState* t, uint32_t thread, uint32_t site, uint32_t new_site) {
-  uint64_t time = count_time(t);
+  uint64_t time = event_tick(t);
   Counting counting(t);
   SiteTally* from = find_tally(thread, site);
   if (!from || !from->live) return;

@@ -10,13 +10,13 @@ namespace heaptype {
 namespace runtime {
 
 std::atomic<uint64_t> g_clock{0};
+std::atomic<bool> g_ticker_running{false};
 
 namespace {
 
 uint64_t g_start_ns = 0;
 uint64_t g_interval_us = 1000;
 void (*g_on_second)() = nullptr;
-std::atomic<bool> g_running{false};
 std::atomic<bool> g_work_requested{false};
 // A ticker left waiting by start_clock_deferred, until the run is g_defer_ns old.
 std::atomic<bool> g_deferred{false};
@@ -71,7 +71,7 @@ void spawn_ticker() {
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, 64 * 1024);
   pthread_t thread;
-  if (pthread_create(&thread, &attr, ticker_main, nullptr) != 0) g_running.store(false);
+  if (pthread_create(&thread, &attr, ticker_main, nullptr) != 0) g_ticker_running.store(false);
   pthread_attr_destroy(&attr);
 }
 
@@ -87,8 +87,6 @@ uint64_t meeting_tick() noexcept {
 
 void request_tick_work() { g_work_requested.store(true, std::memory_order_relaxed); }
 
-bool clock_running() { return g_running.load(std::memory_order_relaxed); }
-
 uint64_t monotonic_ns() { return read_clock(CLOCK_MONOTONIC); }
 uint64_t realtime_ns() { return read_clock(CLOCK_REALTIME); }
 uint64_t boottime_ns() { return read_clock(CLOCK_BOOTTIME); }
@@ -101,14 +99,14 @@ void set_up_clock(uint64_t interval_us, void (*on_tick_second)()) {
 }
 
 void start_clock(uint64_t interval_us, void (*on_tick_second)()) {
-  if (g_running.exchange(true)) return;
+  if (g_ticker_running.exchange(true)) return;
   g_deferred.store(false);
   set_up_clock(interval_us, on_tick_second);
   spawn_ticker();
 }
 
 void start_clock_deferred(uint64_t interval_us, void (*on_tick_second)(), uint64_t after_ns) {
-  if (g_running.load()) return;
+  if (g_ticker_running.load()) return;
   set_up_clock(interval_us, on_tick_second);
   g_defer_ns = after_ns;
   g_deferred.store(true);
@@ -124,13 +122,13 @@ uint64_t tick_without_ticker(bool* due) noexcept {
 
 void start_deferred_ticker() {
   if (!g_deferred.exchange(false)) return;  // another thread started it
-  g_running.store(true);
+  g_ticker_running.store(true);
   spawn_ticker();
 }
 
 void clock_after_fork_in_child() {
   bool was_deferred = g_deferred.load();
-  g_running.store(false);
+  g_ticker_running.store(false);
   if (was_deferred)
     start_clock_deferred(g_interval_us, g_on_second, g_defer_ns);
   else

@@ -27,6 +27,7 @@ namespace runtime {
 constexpr uint64_t kClockTickNs = 1;  // the unit of the profile's TIME deltas
 
 extern std::atomic<uint64_t> g_clock;
+extern std::atomic<bool> g_ticker_running;
 
 // The time of an ordinary event: the last published tick.
 inline uint64_t now_tick() noexcept { return g_clock.load(std::memory_order_relaxed); }
@@ -43,12 +44,12 @@ uint64_t boottime_ns();
 // Starts the ticker (idempotent). `on_tick_second` runs on the ticker thread
 // about once a second: the periodic flush.
 void start_clock(uint64_t interval_us, void (*on_tick_second)());
-// The aggregated mode's clock: the ticker waits until the run is `after_ns` old, so
-// that a process of a few milliseconds (a test case's) never starts a thread (its
-// creation, and every later unmapping then interrupting the other core, cost a test
-// process ~0.3 ms). Until then the counting threads publish the time themselves from
-// the coarse clock (tick_without_ticker: steps of a jiffy, ~4 ms, instead of the
-// ticker's 1 ms).
+// The runtime's clock: the ticker waits until the run is `after_ns` old, so that a
+// process of a few milliseconds (a test case's) never starts a thread (its creation,
+// and every later unmapping then interrupting the other core, cost a test process
+// ~0.3 ms; a second thread is also what GoogleTest's death tests warn of before each
+// fork). Until then the threads' events publish the time themselves from the coarse
+// clock (tick_without_ticker: steps of a jiffy, ~4 ms, instead of the ticker's 1 ms).
 void start_clock_deferred(uint64_t interval_us, void (*on_tick_second)(), uint64_t after_ns);
 // The time while the ticker waits, published; *due: the ticker should start now (the
 // run is old enough, or a snapshot was asked for): start_deferred_ticker.
@@ -61,7 +62,7 @@ void start_deferred_ticker();
 void request_tick_work();
 // Whether the ticker thread runs (it writes the buffers threads hand over); false
 // while a deferred one waits.
-bool clock_running();
+inline bool clock_running() { return g_ticker_running.load(std::memory_order_relaxed); }
 // After fork only the forking thread survives: the child starts a new ticker.
 void clock_after_fork_in_child();
 

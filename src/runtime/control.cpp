@@ -120,8 +120,8 @@ void expand_output_path(const char* pattern, bool child, char* out, size_t cap) 
 void flush_one(ThreadState* t, void*) { collect_events(t); }
 
 constexpr uint64_t kAggregateEveryNs = 10'000'000'000ull;
-// The aggregated mode's ticker starts with the first count after this much of the run.
-constexpr uint64_t kTickerAfterNs = 50'000'000ull;
+// The ticker starts with the first event after this much of the run (HEAPTYPE_TICKER_AFTER_MS).
+constexpr uint64_t kTickerAfterMs = 50;
 
 void flush_all_threads() { for_each_thread_state(flush_one, nullptr); }
 
@@ -324,13 +324,18 @@ int start_up() {
   }
   g_seal_secret = process_secret();
   thread_states_init(end_all_probation);
-  // Aggregated, a run's first 50 ms go without the ticker thread (clock.hpp): a test
-  // case's process of a few milliseconds never starts one.
-  if (g_aggregating)
-    start_clock_deferred(env_number("HEAPTYPE_CLOCK_US", 1000), periodic_flush, kTickerAfterNs);
+  // A run's first 50 ms go without the ticker thread (clock.hpp): a test case's
+  // process of a few milliseconds never starts one. It starts at once when asked
+  // (HEAPTYPE_TICKER_AFTER_MS=0, as `heaptype run --watch` does: a program that
+  // allocates only at its start would not be written out until its next allocation)
+  // and with a snapshot signal, whose request a waiting ticker would leave to the
+  // program's next allocation.
+  uint64_t interval_us = env_number("HEAPTYPE_CLOCK_US", 1000);
+  const char* after_ms = getenv("HEAPTYPE_TICKER_AFTER_MS");
+  if (install_snapshot_signal() || (after_ms && std::strcmp(after_ms, "0") == 0))
+    start_clock(interval_us, periodic_flush);
   else
-    start_clock(env_number("HEAPTYPE_CLOCK_US", 1000), periodic_flush);
-  install_snapshot_signal();
+    start_clock_deferred(interval_us, periodic_flush, env_number("HEAPTYPE_TICKER_AFTER_MS", kTickerAfterMs) * 1000000);
   if (!g_atfork_installed) g_atfork_installed = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
   return kActive;
 }

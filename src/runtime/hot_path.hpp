@@ -41,7 +41,7 @@ __attribute__((always_inline)) inline bool record_known_allocation(ThreadState* 
     set_hint(t, p, p + memo.offset, memo.type_tag);
   else if (t->hint_block)
     clear_hint(t);
-  emit_alloc(t, memo.site, p, now_tick());
+  emit_alloc(t, memo.site, p, event_tick(t));
   *owner = t->owner_base | memo.site | (memo.type_tag ? kOwnerTyped : 0);
   return true;
 }
@@ -54,6 +54,7 @@ __attribute__((always_inline)) inline void on_new_block(void* p, size_t size, un
   ThreadState* t = tls_thread_state;
   if (__builtin_expect(!t || t->busy || !g_recording.load(std::memory_order_relaxed), 0))
     return on_block(p, size, 0, family, call_site, frame);
+  if (__builtin_expect(!clock_running(), 0) && family != kFamilyMalloc) start_ticker_if_due(t);
   t->busy = true;
   uintptr_t address = reinterpret_cast<uintptr_t>(p);
   uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
@@ -73,6 +74,7 @@ __attribute__((always_inline)) inline void on_typed_block(void* p, size_t size, 
   ThreadState* t = tls_thread_state;
   if (__builtin_expect(!t || t->busy || !g_recording.load(std::memory_order_relaxed), 0))
     return on_typed_aligned_block(p, size, 0, family, type_tag, count, call_site, frame);
+  if (__builtin_expect(!clock_running(), 0) && family != kFamilyMalloc) start_ticker_if_due(t);
   t->busy = true;
   uintptr_t address = reinterpret_cast<uintptr_t>(p);
   uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
@@ -86,7 +88,7 @@ __attribute__((always_inline)) inline void on_typed_block(void* p, size_t size, 
     memo = {call_site, size, type_tag, node, site, 0};
   }
   if (t->hint_block) clear_hint(t);
-  emit_alloc(t, site, address, now_tick());
+  emit_alloc(t, site, address, event_tick(t));
   t->busy = false;
   write_header(p, size, 0, family, make_owner(t->number, site, true));
   end_event(t);
@@ -106,7 +108,7 @@ __attribute__((always_inline)) inline bool on_free_block(void* p, BlockHeader* h
   t->busy = true;
   uintptr_t address = reinterpret_cast<uintptr_t>(p);
   if (t->hint_block == address) clear_hint(t);
-  emit_local_free(t, owner_site(owner), address, now_tick());
+  emit_local_free(t, owner_site(owner), address, event_tick(t));
   t->busy = false;
   end_event(t);
   leave_runtime(t);

@@ -45,20 +45,23 @@ int signal_number(const char* text) {
 
 }  // namespace
 
-void install_snapshot_signal() {
+bool install_snapshot_signal() {
   int number = signal_number(getenv("HEAPTYPE_SIGNAL"));
-  if (number == 0) return;
-  if (number < 0) return note("HEAPTYPE_SIGNAL: unknown signal; no snapshot signal");
+  if (number == 0) return false;
+  if (number < 0) {
+    note("HEAPTYPE_SIGNAL: unknown signal; no snapshot signal");
+    return false;
+  }
   struct sigaction current;
-  if (sigaction(number, nullptr, &current) != 0) return;
+  if (sigaction(number, nullptr, &current) != 0) return false;
   // The program's own handler (or its choice to ignore the signal) comes first.
-  if (current.sa_handler != SIG_DFL || (current.sa_flags & SA_SIGINFO)) return;
+  if (current.sa_handler != SIG_DFL || (current.sa_flags & SA_SIGINFO)) return false;
   struct sigaction action;
   memset(&action, 0, sizeof action);
   action.sa_handler = on_snapshot_signal;
   action.sa_flags = SA_RESTART;
   sigemptyset(&action.sa_mask);
-  sigaction(number, &action, nullptr);
+  return sigaction(number, &action, nullptr) == 0;
 }
 
 bool take_snapshot_request() { return g_requested.exchange(false, std::memory_order_relaxed); }

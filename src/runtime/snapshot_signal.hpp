@@ -13,8 +13,8 @@ namespace runtime {
 
 // Installs the handler for HEAPTYPE_SIGNAL (a number or a name such as USR2; unset or
 // 0: none, so that every signal keeps the program's own disposition), unless the
-// program already handles that signal.
-void install_snapshot_signal();
+// program already handles that signal. True when it installed one.
+bool install_snapshot_signal();
 // True (once) when a snapshot was asked for since the last call.
 bool take_snapshot_request();
 

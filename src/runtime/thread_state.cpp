@@ -359,6 +359,24 @@ void collect_events(ThreadState* t) {
 
 uint32_t site_number(ThreadState* t, const format::Site& site) { return site_key_number(t, {site, 0}); }
 
+uint64_t tick_while_ticker_waits() {
+  bool due;
+  return tick_without_ticker(&due);
+}
+
+// Starting the ticker allocates (its thread's TLS): those blocks are the runtime's
+// (`busy` and `own_call`: not counted, not pending).
+void start_ticker_if_due(ThreadState* t) {
+  bool due = false;
+  tick_without_ticker(&due);
+  // Not in a vfork() child: a thread started there would die with its exec, and the
+  // parent, sharing this memory, would take it for its own ticker.
+  if (!due || !owns_this_process()) return;
+  t->busy = t->own_call = true;
+  start_deferred_ticker();
+  t->busy = t->own_call = false;
+}
+
 uint32_t derived_site_number(ThreadState* t, uint32_t thread, uint32_t site, uintptr_t type_tag, uint64_t count) {
   SiteKey key = {{0, count, type_tag, 0, 0}, (static_cast<uint64_t>(thread) << 32 | site) + 1};
   return site_key_number(t, key);

@@ -161,21 +161,21 @@ def test_heaptype_run_aggregate(cpp_programs, tmp_path):
 
 @pytest.mark.parametrize("pause_ms,threads", [("0", 1), ("80", 2)], ids=["short-run", "past-50ms"])
 def test_the_ticker_thread_starts_only_in_a_run_past_50_ms(cpp_programs, tmp_path, pause_ms, threads):
-    """The runtime's ticker thread waits for the first event after 50 ms of the run, in
-    either mode: a test case's process of a few milliseconds never starts one. What
-    starting it allocates (the thread's TLS) is the runtime's: every count is the same
-    in both modes, and the same as with a ticker started at once."""
+    """Aggregated (or with HEAPTYPE_TICKER_AFTER_MS=50), the runtime's ticker thread waits
+    for the first operator new after 50 ms of the run: a test case's process of a few
+    milliseconds never starts one. What starting it allocates (the thread's TLS) is the
+    runtime's: every count is the same as with the full mode's ticker, started at once."""
     program = cpp_programs.program("ticker_wait")
     profiles, printed = {}, {}
-    for mode, after in (("full", "50"), ("aggregate", "50"), ("full", "0")):
+    for mode, after in (("full", "50"), ("aggregate", ""), ("full", "")):  # "": each mode's default
         output = tmp_path / f"ticker.{mode}.{after}.htp"
         done = run_profiled(program, output, pause_ms, env={"HEAPTYPE_MODE": mode, "HEAPTYPE_TICKER_AFTER_MS": after})
         assert done.returncode == 0, done.stderr
         printed[mode, after] = done.stdout.strip()
         profiles[mode, after] = heaptype.load(output)
-    assert printed == {("full", "50"): f"threads {threads}", ("aggregate", "50"): f"threads {threads}",
-                       ("full", "0"): "threads 2"}
-    full, aggregated, at_once = profiles["full", "50"], profiles["aggregate", "50"], profiles["full", "0"]
+    assert printed == {("full", "50"): f"threads {threads}", ("aggregate", ""): f"threads {threads}",
+                       ("full", ""): "threads 2"}
+    full, aggregated, at_once = profiles["full", "50"], profiles["aggregate", ""], profiles["full", ""]
     assert_same_counts(full, aggregated, COUNTS + ("temporary_allocations",))
     assert_same_counts(at_once, full, COUNTS + ("temporary_allocations",))
     rows = {g.label: g.allocations for g in aggregated.by_type()}
@@ -190,7 +190,8 @@ def test_the_ticker_never_starts_from_a_free_glibc_makes_under_its_locks(cpp_pro
     started there (pthread_create takes that lock) hung the process, its signals blocked;
     the ticker starts from the program's operator new only."""
     output = tmp_path / "churn.htp"
-    done = run_profiled(cpp_programs.program("thread_churn"), output, env={"HEAPTYPE_MODE": mode}, timeout=60)
+    done = run_profiled(cpp_programs.program("thread_churn"), output,
+                        env={"HEAPTYPE_MODE": mode, "HEAPTYPE_TICKER_AFTER_MS": "50"}, timeout=60)
     assert (done.returncode, done.stdout) == (0, "items 8\n"), done.stderr
     item = heaptype.load(output).type_row("Item")
     assert (item.allocations, item.live_blocks) == (8, 0)

@@ -318,7 +318,7 @@ void aggregate_start() {
 }
 
 void aggregate_alloc(ThreadState* t, uint32_t site) {
-  uint64_t time = event_tick(t);
+  uint64_t time = event_tick();
   Counting counting(t);
   SiteTally* tally = own_tally(t, site);
   if (!tally) return;
@@ -342,7 +342,7 @@ void aggregate_free(ThreadState* t, uint32_t thread, uint32_t site) {
 }
 
 void aggregate_move(ThreadState* t, uint32_t thread, uint32_t site, uint32_t new_site) {
-  uint64_t time = event_tick(t);
+  uint64_t time = event_tick();
   Counting counting(t);
   SiteTally* from = find_tally(thread, site);
   if (!from || !from->live) return;

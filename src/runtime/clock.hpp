@@ -63,6 +63,14 @@ void request_tick_work();
 // Whether the ticker thread runs (it writes the buffers threads hand over); false
 // while a deferred one waits.
 inline bool clock_running() { return g_ticker_running.load(std::memory_order_relaxed); }
+
+// The time of an ordinary event: the ticker's last tick, or while it waits the coarse
+// clock's (published).
+__attribute__((always_inline)) inline uint64_t event_tick() noexcept {
+  if (__builtin_expect(clock_running(), 1)) return now_tick();
+  bool due;
+  return tick_without_ticker(&due);
+}
 // After fork only the forking thread survives: the child starts a new ticker.
 void clock_after_fork_in_child();
 

@@ -124,6 +124,13 @@ constexpr uint64_t kAggregateEveryNs = 10'000'000'000ull;
 // run (HEAPTYPE_TICKER_AFTER_MS).
 constexpr uint64_t kTickerAfterMs = 50;
 
+// HEAPTYPE_TICKER_AFTER_MS ("0": at once); unset, the mode's default.
+uint64_t ticker_wait_ms() {
+  const char* setting = getenv("HEAPTYPE_TICKER_AFTER_MS");
+  if (!setting || !*setting) return g_aggregating ? kTickerAfterMs : 0;
+  return std::strcmp(setting, "0") == 0 ? 0 : env_number("HEAPTYPE_TICKER_AFTER_MS", kTickerAfterMs);
+}
+
 void flush_all_threads() { for_each_thread_state(flush_one, nullptr); }
 
 // Everything up to now goes to the file: the threads' records, the aggregated counts
@@ -332,9 +339,7 @@ int start_up() {
   // HEAPTYPE_TICKER_AFTER_MS sets the wait in either mode; a snapshot signal, whose
   // request a waiting ticker would leave to the program's next allocation, starts it.
   uint64_t interval_us = env_number("HEAPTYPE_CLOCK_US", 1000);
-  const char* after_ms = getenv("HEAPTYPE_TICKER_AFTER_MS");
-  uint64_t wait_ms = after_ms && *after_ms ? (std::strcmp(after_ms, "0") == 0 ? 0 : env_number("HEAPTYPE_TICKER_AFTER_MS", kTickerAfterMs))
-                                           : (g_aggregating ? kTickerAfterMs : 0);
+  uint64_t wait_ms = ticker_wait_ms();
   if (install_snapshot_signal() || wait_ms == 0)
     start_clock(interval_us, periodic_flush);
   else

@@ -41,7 +41,7 @@ __attribute__((always_inline)) inline bool record_known_allocation(ThreadState* 
     set_hint(t, p, p + memo.offset, memo.type_tag);
   else if (t->hint_block)
     clear_hint(t);
-  emit_alloc(t, memo.site, p, event_tick(t));
+  emit_alloc(t, memo.site, p, event_tick());
   *owner = t->owner_base | memo.site | (memo.type_tag ? kOwnerTyped : 0);
   return true;
 }
@@ -88,7 +88,7 @@ __attribute__((always_inline)) inline void on_typed_block(void* p, size_t size, 
     memo = {call_site, size, type_tag, node, site, 0};
   }
   if (t->hint_block) clear_hint(t);
-  emit_alloc(t, site, address, event_tick(t));
+  emit_alloc(t, site, address, event_tick());
   t->busy = false;
   write_header(p, size, 0, family, make_owner(t->number, site, true));
   end_event(t);
@@ -108,7 +108,7 @@ __attribute__((always_inline)) inline bool on_free_block(void* p, BlockHeader* h
   t->busy = true;
   uintptr_t address = reinterpret_cast<uintptr_t>(p);
   if (t->hint_block == address) clear_hint(t);
-  emit_local_free(t, owner_site(owner), address, event_tick(t));
+  emit_local_free(t, owner_site(owner), address, event_tick());
   t->busy = false;
   end_event(t);
   leave_runtime(t);

@@ -359,11 +359,6 @@ void collect_events(ThreadState* t) {
 
 uint32_t site_number(ThreadState* t, const format::Site& site) { return site_key_number(t, {site, 0}); }
 
-uint64_t tick_while_ticker_waits() {
-  bool due;
-  return tick_without_ticker(&due);
-}
-
 // Starting the ticker allocates (its thread's TLS): those blocks are the runtime's
 // (`busy` and `own_call`: not counted, not pending).
 void start_ticker_if_due(ThreadState* t) {

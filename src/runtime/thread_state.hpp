@@ -174,15 +174,6 @@ inline ThreadState* this_thread_state() {
   return __builtin_expect(t != nullptr, 1) ? t : create_thread_state();
 }
 
-// The time of an event while the ticker waits (clock.hpp): the coarse clock's.
-uint64_t tick_while_ticker_waits();
-
-// The time of an ordinary event of thread `t`: the ticker's last tick.
-__attribute__((always_inline)) inline uint64_t event_tick(ThreadState*) {
-  if (__builtin_expect(clock_running(), 1)) return now_tick();
-  return tick_while_ticker_waits();
-}
-
 // Starts the waiting ticker when the run is old enough (or a snapshot was asked for).
 // Only from an operator new of the program, outside the runtime (`busy` clear):
 // glibc calls malloc and free while it holds locks that pthread_create takes (a

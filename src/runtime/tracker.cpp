@@ -121,7 +121,7 @@ int find_probation(const ThreadState* t, uintptr_t address) {
 // Another thread freed the block while it was on probation: this thread records
 // the free and releases the memory.
 void release_freed_block(ThreadState* t, uintptr_t address, uint64_t owner) {
-  emit_free(t, owner, address, event_tick(t));
+  emit_free(t, owner, address, event_tick());
   BlockHeader* h = header_of(reinterpret_cast<void*>(address));
   unsigned code = h->seal & kMaxOffsetCode;
   bump(t->other_header_bytes, -other_header_bytes(code, true));
@@ -170,7 +170,7 @@ void type_probation_block(ThreadState* t, uint32_t index, uintptr_t type_tag, ui
   uint32_t site = site_number(t, {h->size, count, type_tag, b.call_site, b.node});
   uint64_t old_owner = make_owner(t->number, b.site, false);
   if (leave_probation(t, b.address, make_owner(t->number, site, true)))
-    emit_move(t, old_owner, site, b.address, event_tick(t));
+    emit_move(t, old_owner, site, b.address, event_tick());
 }
 
 // A new-expression whose constructor throws frees its block while the exception
@@ -199,12 +199,12 @@ uint64_t record_new_call_site(ThreadState* t, uintptr_t p, size_t size, uintptr_
     uint32_t site = site_number(t, {size, count, c->type_tag, call_site, node});
     memo = {call_site, size, c->type_tag, node, site, c->offset};
     set_hint(t, p, p + c->offset, c->type_tag);
-    emit_alloc(t, site, p, event_tick(t));
+    emit_alloc(t, site, p, event_tick());
     return make_owner(t->number, site, true);
   }
   uint32_t site = untyped_site(t, size, call_site, node);
   clear_hint(t);
-  emit_alloc(t, site, p, event_tick(t));
+  emit_alloc(t, site, p, event_tick());
   uint64_t owner = make_owner(t->number, site, false);
   if (c && c->state == CallSiteState::kUntyped) {
     memo = {call_site, size, 0, node, site, 0};
@@ -246,7 +246,7 @@ void retype(ThreadState* t, uintptr_t block, uint64_t owner, uintptr_t type_tag,
   } else {
     new_site = derived_site_number(t, thread, site, type_tag, count);
   }
-  emit_move(t, owner, new_site, block, thread == t->number ? event_tick(t) : meeting_tick());
+  emit_move(t, owner, new_site, block, thread == t->number ? event_tick() : meeting_tick());
   uint64_t moved = make_owner(t->number, new_site, true);
   if (external_lookup(block)) {
     external_update(block, moved);
@@ -310,7 +310,7 @@ void track_unseen(ThreadState* t, uintptr_t p, uint64_t size, uintptr_t type_tag
   } else if (!external_insert(p, owner)) {
     return;
   }
-  emit_alloc(t, site, p, event_tick(t));
+  emit_alloc(t, site, p, event_tick());
 }
 
 // A block's free: the records, and whether its memory can go now.
@@ -339,7 +339,7 @@ bool record_free(ThreadState* t, uintptr_t p, BlockHeader* h) {
   }
   if (t->hint_block == p) clear_hint(t);
   bool local = owner_thread(owner) == t->number;
-  emit_free(t, owner, p, local ? event_tick(t) : meeting_tick());
+  emit_free(t, owner, p, local ? event_tick() : meeting_tick());
   return true;
 }
 
@@ -413,13 +413,13 @@ void record_pending_alloc(ThreadState* t, uint32_t index, uint32_t count) {
   }
   if (!typed) site = untyped_site(t, e.size, e.call_site, 0);
   uint64_t owner = make_owner(t->number, site, typed);
-  emit_alloc(t, site, e.address, event_tick(t));
+  emit_alloc(t, site, e.address, event_tick());
   bump(t->other_header_bytes, other_header_bytes(e.offset_code, true));
   BlockHeader* h = header_of(reinterpret_cast<void*>(e.address));
   uint64_t seen = load_owner(h);
   while (!(seen & kOwnerFreed))
     if (replace_owner(h, &seen, owner)) return;
-  emit_local_free(t, site, e.address, event_tick(t));
+  emit_local_free(t, site, e.address, event_tick());
   bump(t->other_header_bytes, -other_header_bytes(e.offset_code, true));
   clear_block_start(reinterpret_cast<void*>(e.address));
   __libc_free(allocation_base(reinterpret_cast<void*>(e.address), e.offset_code));
@@ -472,7 +472,7 @@ void on_typed_aligned_block(void* p, size_t size, unsigned offset_code, unsigned
     uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
     uint32_t site = site_number(t, {size, count, type_tag, call_site, node});
     if (t->hint_block) clear_hint(t);
-    emit_alloc(t, site, address_of(p), event_tick(t));
+    emit_alloc(t, site, address_of(p), event_tick());
     owner = make_owner(t->number, site, true);
     t->busy = false;
   }
@@ -494,7 +494,7 @@ void on_finding(const void* p, const BlockHeader* h, unsigned kind, uint64_t a, 
   bool known = owner_current(owner);
   uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
   emit_finding(t, static_cast<format::FindingKind>(kind), known ? owner_thread(owner) : 0,
-               known ? owner_site(owner) : 0, a, b, call_site, node, event_tick(t));
+               known ? owner_site(owner) : 0, a, b, call_site, node, event_tick());
 }
 
 bool on_release(void* p, BlockHeader* h) {
@@ -515,7 +515,7 @@ void on_reallocated_away(void* old, const BlockHeader& saved) {
       if (owner_current(owner)) {
         if (t->hint_block == address_of(old)) clear_hint(t);
         bool local = owner_thread(owner) == t->number;
-        emit_free(t, owner, address_of(old), local ? event_tick(t) : meeting_tick());
+        emit_free(t, owner, address_of(old), local ? event_tick() : meeting_tick());
       } else {
         bump(t->untracked_frees, 1);
         bump(t->other_header_bytes, -other_header_bytes(0, false));
@@ -540,7 +540,7 @@ void on_foreign_release(void* p) {
     return;
   }
   bool local = owner_thread(owner) == t->number;
-  emit_free(t, owner, address_of(p), local ? event_tick(t) : meeting_tick());
+  emit_free(t, owner, address_of(p), local ? event_tick() : meeting_tick());
 }
 
 void on_tag_new(const void* p, uintptr_t type_tag, size_t elem_size, size_t elem_align) {
@@ -618,7 +618,7 @@ void on_untag(const void* ptr) {
   uintptr_t p = address_of(ptr);
   uint64_t owner = external_remove(p);
   if (owner_current(owner)) {
-    emit_free(t, owner, p, owner_thread(owner) == t->number ? event_tick(t) : meeting_tick());
+    emit_free(t, owner, p, owner_thread(owner) == t->number ? event_tick() : meeting_tick());
     return;
   }
   BlockHeader* h = tracked_block(p);
@@ -669,7 +669,7 @@ void drain_pending(ThreadState* t) {
       record_pending_alloc(t, i, count);
     } else if (e.kind == PendingKind::kFree) {
       if (owner_current(e.owner))
-        emit_free(t, e.owner, e.address, owner_thread(e.owner) == t->number ? event_tick(t) : meeting_tick());
+        emit_free(t, e.owner, e.address, owner_thread(e.owner) == t->number ? event_tick() : meeting_tick());
       else
         bump(t->untracked_frees, 1);
       bump(t->other_header_bytes, -other_header_bytes(e.offset_code, e.tracked));

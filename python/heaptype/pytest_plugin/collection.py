@@ -155,6 +155,7 @@ class BudgetFileNode(pytest.File):
 def _first(*values):
     return next((v for v in values if v is not None), None)
 
+
 def private_temp_dir(env: dict[str, str], run_dir: Path) -> dict[str, str]:
     """``env`` with TEST_TMPDIR naming the run's own directory (made empty for each run),
     unless the test's env sets it. Bazel's convention, which GoogleTest's TempDir() and

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
+
+from .running import safe_name
 
 LOCK_DIRECTORY = ".heaptype-locks"
 
@@ -46,7 +46,7 @@ class TestLocks:
             if self.alone or self.beside_serial:
                 stack.enter_context(_locked(self.directory / "run-serial.lock", exclusive=self.alone))
             for name in sorted(set(self.resources)):
-                stack.enter_context(_locked(self.directory / f"resource-{_file_name(name)}.lock", exclusive=True))
+                stack.enter_context(_locked(self.directory / f"resource-{safe_name(name)}.lock", exclusive=True))
             yield
 
 
@@ -70,8 +70,3 @@ def _locked(path: Path, *, exclusive: bool) -> Iterator[None]:
         fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         yield
 
-
-def _file_name(resource: str) -> str:
-    """A file name for any resource name: readable, and unique thanks to a short hash."""
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", resource)[:40]
-    return f"{stem}-{hashlib.sha1(resource.encode()).hexdigest()[:8]}"

@@ -9,11 +9,13 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..budget.session import SessionNames
 from ..run.runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_for_budget, script_path
-from .locks import TestLocks
+
+if TYPE_CHECKING:
+    from .locks import TestLocks
 
 
 @dataclass
@@ -131,6 +133,7 @@ def load_profile(path: Path, names: SessionNames | None = None):
 
 
 def safe_name(nodeid: str) -> str:
-    """A directory name for a test id: readable, and unique thanks to a short hash."""
+    """A file or directory name for a test id (or a CTest resource name): readable, and
+    unique thanks to a short hash."""
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid.split("::")[-1])[:60].strip("._") or "test"
     return f"{stem}-{hashlib.sha1(nodeid.encode()).hexdigest()[:8]}"

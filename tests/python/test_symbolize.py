@@ -323,17 +323,21 @@ def test_another_run_of_the_same_binary_shares_what_was_read(tmp_path):
     assert (stats.symbol_tables_read, stats.dwarf_opened, stats.decoded) == (1, 1, len(set(link)))
 
 
-def test_a_plain_mapping_of_a_loaded_file_is_not_its_image(tmp_path):
+@pytest.mark.parametrize("layout", [(), ("-Wl,-z,noseparate-code",)], ids=["separate-code", "code-first"])
+def test_a_plain_mapping_of_a_loaded_file_is_not_its_image(tmp_path, layout):
     """A process that reads its own libraries (the Python process of in-process markers)
     also maps them as plain files: that copy, at offset 0 below or above the loaded
-    image, must not move the image's load bias."""
-    binary = build(tmp_path / "b")
-    size = binary.stat().st_size
+    image, must not move the image's load bias. mmap often places it right against the
+    image: ending where the image starts, or starting where its last mapping ends. An
+    image may start with its code (ld -z noseparate-code)."""
+    binary = build(tmp_path / "b", extra=layout)
+    size = (binary.stat().st_size + 0xFFF) & ~0xFFF
+    image = module_map(binary)
     main = next(a for a, (n, _) in functions_of(binary).items() if n == "main")
-    for reader_at in (BASE - 0x1000000, BASE + 0x1000000):
-        maps = module_map(binary) + [_core.Mapping(reader_at, reader_at + size, 0, "r--p", str(binary))]
+    for reader_at in (BASE - 0x1000000, BASE + 0x1000000, BASE - size, max(m.end for m in image)):
+        maps = image + [_core.Mapping(reader_at, reader_at + size, 0, "r--p", str(binary))]
         s = _core.Symbolizer(maps, str(binary), cache_dir=None, progress=False)
-        assert s.function_at(BASE + main).function == "main"
+        assert s.function_at(BASE + main).function == "main", hex(reader_at)
 
 
 # --- modules that cannot be read -------------------------------------------------------------

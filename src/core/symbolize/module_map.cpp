@@ -85,11 +85,45 @@ std::vector<Mapping> parse_module_map(const std::string& text) {
   return out;
 }
 
+namespace {
+
+// The bias that puts `first` (the lowest segment) in `candidate`, a mapping of the
+// page holding its start; false when the mapping's file offset cannot hold it.
+bool bias_from(const Segment& first, const Mapping& candidate, uint64_t* bias) {
+  if (first.offset < candidate.offset || first.offset - candidate.offset >= kMaxPageSize) return false;
+  uint64_t rounding = first.offset - candidate.offset;
+  *bias = candidate.start - (first.vaddr - rounding);
+  return true;
+}
+
+// True when, loaded at `bias`, the first byte of every segment lies in a mapping
+// that maps it from the segment's own file offset.
+bool segments_fit(const std::vector<Segment>& segments, const std::vector<Mapping>& mappings, uint64_t bias) {
+  for (const Segment& s : segments) {
+    if (s.memsz == 0) continue;
+    uint64_t at = bias + s.vaddr;
+    bool mapped = std::any_of(mappings.begin(), mappings.end(), [&](const Mapping& m) {
+      return m.start <= at && at < m.end && m.offset + (at - m.start) == s.offset;
+    });
+    if (!mapped) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 uint64_t load_bias(const std::vector<Segment>& segments, const std::vector<Mapping>& mappings) {
   const Segment& first = segments.front();
-  const Mapping& lowest =
-      *std::min_element(mappings.begin(), mappings.end(),
-                        [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
+  // A plain mapping of the file (a reader's, right against the image) can come
+  // first: the image is where every segment lies at its own file offset.
+  std::vector<const Mapping*> by_address;
+  for (const Mapping& m : mappings) by_address.push_back(&m);
+  std::sort(by_address.begin(), by_address.end(), [](const Mapping* a, const Mapping* b) { return a->start < b->start; });
+  for (const Mapping* candidate : by_address) {
+    uint64_t bias;
+    if (bias_from(first, *candidate, &bias) && segments_fit(segments, mappings, bias)) return bias;
+  }
+  const Mapping& lowest = *by_address.front();
   uint64_t rounding = first.offset - lowest.offset;  // "negative" wraps to huge
   if (first.offset < lowest.offset || rounding >= kMaxPageSize) rounding = first.vaddr % kFallbackPageSize;
   return lowest.start - (first.vaddr - rounding);
@@ -104,17 +138,23 @@ namespace {
 
 // A file can be mapped more than once: a process that reads its own libraries (the
 // in-process pytest markers profile the Python process, whose symbolizer maps them)
-// holds a plain mapping of a library beside its loaded image. A mapping at file
-// offset 0 that does not continue the one before starts a copy (a small image can
-// map several segments from offset 0, one after the other: lld packs them); the
-// loaded image is the copy that holds executable code.
+// holds a plain mapping of a library beside its loaded image, often right against
+// it. A mapping at file offset 0 starts a copy unless it continues a one-page
+// mapping of another kind from offset 0 (a small image can map several segments
+// from offset 0, one after the other: lld packs them); the loaded image is the
+// copy that holds executable code.
+bool continues_packed_image(const Mapping& before, const Mapping& m) {
+  return m.start == before.end && before.offset == 0 && before.perms != m.perms && before.end - before.start <= kMaxPageSize;
+}
+
 std::vector<Mapping> loaded_image(std::vector<Mapping> mappings) {
   std::sort(mappings.begin(), mappings.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
   size_t starts = std::count_if(mappings.begin(), mappings.end(), [](const Mapping& m) { return m.offset == 0; });
   if (starts < 2) return mappings;
   std::vector<std::vector<Mapping>> copies(1);
   for (const Mapping& m : mappings) {
-    if (m.offset == 0 && !copies.back().empty() && m.start != copies.back().back().end) copies.emplace_back();
+    if (m.offset == 0 && !copies.back().empty() && !continues_packed_image(copies.back().back(), m))
+      copies.emplace_back();
     copies.back().push_back(m);
   }
   for (const auto& copy : copies)

@@ -316,7 +316,7 @@ leaked = 0
 [ctest]
 build_dir = "{ctest_build}"
 gtest_split = ["gtest_*"]
-exclude = ["locked_*", "serial", "busy"]
+exclude = ["locked_*", "serial", "busy", "fixture_*", "broken_*"]
 
 [[tests]]
 name = "small_*"
@@ -358,6 +358,36 @@ def test_ctest_resource_locks_and_run_serial_hold_across_xdist_workers(project, 
     assert sorted(p.name for p in (Path(ctest_build) / ".heaptype-locks").iterdir()) == [
         "resource-other-" + hashlib.sha1(b"other").hexdigest()[:8] + ".lock",
         "resource-shared_file-" + hashlib.sha1(b"shared_file").hexdigest()[:8] + ".lock", "run-serial.lock"]
+
+
+def test_ctest_fixtures_run_setups_first_and_cleanups_last_across_xdist_workers(project, ctest_build):
+    """fixture_use_1 and _2 need the file fixture_setup makes, fixture_cleanup removes it;
+    CMakeLists.txt defines them users first, setup last. As under ctest: the setup runs
+    before them, the cleanup after both (each worker gets two of the four), a failed
+    setup stops the test requiring its fixture but not its cleanup."""
+    write_budget(project, f'[ctest]\nbuild_dir = "{ctest_build}"\ntests = ["fixture_*", "broken_*"]\n')
+    (Path(ctest_build) / "fixture" / "ready").unlink(missing_ok=True)
+    collected = run(project, "--heap-budget", "--collect-only", "-q")
+    assert [line.split("::")[1] for line in collected.outlines if "::" in line] == [
+        "fixture_setup", "fixture_use_1", "fixture_use_2", "fixture_cleanup",
+        "broken_setup", "broken_use", "broken_cleanup"]
+    result = run(project, "--heap-budget", "-n", "2", "-p", "no:randomly")
+    result.assert_outcomes(passed=5, failed=2)
+    lines_in_order(result,
+                   "heap-budget.toml::broken_setup: exit status 1 (expected 0)",
+                   "heap-budget.toml::broken_use (CTest test broken_use): not run: the setup test of a CTest fixture "
+                   "it requires failed: broken_setup (fixture 'broken')")
+    assert not (Path(ctest_build) / "fixture" / "ready").exists()
+
+
+def test_selecting_a_test_of_a_ctest_fixture_brings_its_setup_and_cleanup(project, ctest_build):
+    write_budget(project, f'[ctest]\nbuild_dir = "{ctest_build}"\ntests = ["fixture_*"]\n')
+    (Path(ctest_build) / "fixture" / "ready").unlink(missing_ok=True)
+    result = run(project, "--heap-budget", "-k", "use_2", "-v")
+    result.assert_outcomes(passed=3)
+    result.stdout.re_match_lines([r".*::fixture_setup PASSED", r".*::fixture_use_2 PASSED",
+                                  r".*::fixture_cleanup PASSED"])
+    result.stdout.no_fnmatch_line("*fixture_use_1*")
 
 
 def test_a_program_whose_counts_waited_records_events_in_its_later_tests(project):

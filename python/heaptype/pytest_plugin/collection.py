@@ -16,6 +16,7 @@ import pytest
 from .. import budget as hb
 from ..budget.failure_page import with_failure_page
 from .ctest import DiscoveryError, discover_ctest
+from .fixtures import bring_back, ordered, plan, roles_from_properties
 from .judging import judge, process_problem, remember
 from .locks import LockError, locks_of
 from .options import STATE, HeapState
@@ -61,6 +62,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if _budget_file_joins(state, config):
         node = BudgetFileNode.from_parent(session, path=state.budget_file)
         items.extend(session.genitems(node))
+    state.collected_items = list(items)  # before any deselection: CTest fixtures bring some back
     if state.shard is not None:
         keep_shard(state.shard, config, items)
 
@@ -81,6 +83,26 @@ def keep_shard(shard: hb.Shard, config: pytest.Config, items: list) -> None:
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
+
+
+class CTestFixtureOrder:
+    """Registered at configure time (its hook wraps every plugin's selection): the
+    selected items with the setup and cleanup tests their CTest fixtures need, in an
+    order that runs setups first and cleanups last, and who waits for whom
+    (fixtures.py)."""
+
+    def __init__(self, state: HeapState):
+        self.state = state
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list):
+        result = yield
+        if self.state.active:
+            items.extend(bring_back(self.state.collected_items or items, items))
+            items[:] = ordered(items)
+            self.state.fixture_plan = plan(items, self.state.run_id,
+                                           lambda item: item.get_closest_marker("skip") is None)
+        return result
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -145,7 +167,8 @@ class BudgetFileNode(pytest.File):
             spec = RunSpec(command=case.command, cwd=case.cwd, env=case.env, timeout=timeout,
                            expect="nonzero" if case.will_fail else 0, where=f"CTest test {case.test}",
                            ctest_test=case.test,
-                           locks=locks_of(settings.build_dir, case.resource_locks, case.run_serial, tree_has_serial))
+                           locks=locks_of(settings.build_dir, case.resource_locks, case.run_serial, tree_has_serial),
+                           fixtures=roles_from_properties(settings.build_dir, case.fixtures))
             item = BudgetItem.from_parent(self, name=case.name, spec=spec, budget=budget, line=settings.line)
             if case.skip_reason:
                 item.add_marker(pytest.mark.skip(reason=case.skip_reason))
@@ -180,6 +203,17 @@ class BudgetItem(pytest.Item):
 
     def runtest(self) -> None:
         state: HeapState = self.config.stash[STATE]
+        fixtures = state.fixture_plan
+        self._program_ran = False  # as expected: what the tests of a CTest fixture's setup wait for
+        try:
+            if fixtures and self.nodeid in fixtures.waits:
+                self._wait_for_fixtures(fixtures)
+            self._run_with_locks(state)
+        finally:
+            if fixtures and self.nodeid in fixtures.awaited:
+                fixtures.board(self.nodeid).leave_mark(self.nodeid, self._program_ran)
+
+    def _run_with_locks(self, state: HeapState) -> None:
         budget = self.budget.named(self.nodeid)
         try:
             with self.spec.locks.held() if self.spec.locks else contextlib.nullcontext():
@@ -189,6 +223,22 @@ class BudgetItem(pytest.Item):
         remember(self, record)
         if failure:
             raise HeapBudgetFailure(failure)
+
+    def _wait_for_fixtures(self, fixtures) -> None:
+        """Until the setups of this test's CTest fixtures (and, for a cleanup, the
+        fixture's tests) have ended, in whichever worker; not run when a setup failed."""
+        awaited = fixtures.waits[self.nodeid]
+        try:
+            outcomes = fixtures.board(self.nodeid).wait_for(awaited)
+        except TimeoutError as e:
+            raise HeapBudgetFailure(f"{self.nodeid} ({self.spec.where}): not run: {e}") from None
+        # as ctest: a failed setup stops the tests requiring its fixture, not its cleanups
+        cleans_up = set(self.spec.fixtures.cleanup) if self.spec.fixtures else set()
+        failed = [a for a in awaited if a.is_setup and not outcomes[a.nodeid] and a.fixture not in cleans_up]
+        if failed:
+            setups = "; ".join(f"{a.test} (fixture '{a.fixture}')" for a in failed)
+            raise HeapBudgetFailure(f"{self.nodeid} ({self.spec.where}): not run: the setup test of a CTest fixture "
+                                    f"it requires failed: {setups}")
 
     def _run_and_judge(self, state: HeapState, budget: hb.Budget) -> tuple[dict, str]:
         try:
@@ -213,6 +263,7 @@ class BudgetItem(pytest.Item):
             if failure and quick and process_problem(run, budget.test) is None:
                 record, failure, run = self._judge_with_call_paths(state, budget, record, failure, run)
             failure = with_failure_page(record, failure, run)
+            self._program_ran = process_problem(run, budget.test) is None
         except RunProblem as e:
             raise HeapBudgetFailure(f"{self.nodeid} ({self.spec.where}): {e}\n  command: "
                                     f"{shlex.join(self.spec.command)}") from None

@@ -40,6 +40,7 @@ class CTestCase:
     skip_reason: str | None = None
     resource_locks: list[str] = dataclasses.field(default_factory=list)  # RESOURCE_LOCK (see locks.py)
     run_serial: bool = False                                             # RUN_SERIAL
+    fixtures: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # FIXTURES_* (see fixtures.py)
 
 
 def discover_ctest(settings: hb.CTestSettings, session_id: str | None = None) -> list[CTestCase]:
@@ -144,6 +145,9 @@ def _selected(name: str, settings: hb.CTestSettings) -> bool:
         not any(hb.name_matches(g, name) for g in settings.exclude)
 
 
+FIXTURE_PROPERTIES = ("FIXTURES_SETUP", "FIXTURES_CLEANUP", "FIXTURES_REQUIRED")
+
+
 def _properties(test: dict) -> dict[str, Any]:
     return {p.get("name"): p.get("value") for p in test.get("properties", []) if isinstance(p, dict)}
 
@@ -157,8 +161,9 @@ def _cases(test: dict, settings: hb.CTestSettings) -> list[CTestCase]:
     command = test.get("command")
     locks = [str(r) for r in props.get("RESOURCE_LOCK") or []]
     serial = bool(props.get("RUN_SERIAL"))
+    fixtures = {key: [str(v) for v in props[key]] for key in FIXTURE_PROPERTIES if props.get(key)}
     case = CTestCase(name, name, list(command or []), cwd, env, timeout, bool(props.get("WILL_FAIL")),
-                     resource_locks=locks, run_serial=serial)
+                     resource_locks=locks, run_serial=serial, fixtures=fixtures)
     if not command:
         case.skip_reason = f"CTest test {name} has no command in this configuration"
         return [case]
@@ -169,7 +174,8 @@ def _cases(test: dict, settings: hb.CTestSettings) -> list[CTestCase]:
         names = list_gtest_cases(command, cwd, env)
         if names:
             return [CTestCase(f"{name}[{case_name}]", name, command + [f"--gtest_filter={case_name}"], cwd, env,
-                              timeout, False, resource_locks=locks, run_serial=serial) for case_name in names]
+                              timeout, False, resource_locks=locks, run_serial=serial, fixtures=fixtures)
+                    for case_name in names]
     return [case]
 
 

@@ -110,9 +110,17 @@ class HeapState:
         self.shard = self._shard(option.heap_shard)
         self._ctest_build_dirs: set[Path] | None = None
         self.discovery = None  # the xdist controller's CTest discovery thread
+        self.collected_items: list = []  # every item, before -k, -m and --heap-shard deselect
+        self.fixture_plan = None  # who waits for whom among CTest fixtures' tests (fixtures.py)
+        self._own_run_id = uuid.uuid4().hex
         self._runtime: InProcessRuntime | None | bool = False  # looked for when first needed
         if "heaptype" in os.environ.get("LD_PRELOAD", ""):
             self.runtime()  # preloaded: stop recording pytest itself until a test asks
+
+    @property
+    def run_id(self) -> str:
+        """This test run's id: the one its xdist workers share, else this process's."""
+        return getattr(self.config, "workerinput", {}).get("testrunuid") or self._own_run_id
 
     def _path(self, option: str | None, ini: str | None) -> Path | None:
         """A path from the command line (relative to where pytest was started) or from
@@ -235,6 +243,9 @@ def pytest_configure(config: pytest.Config) -> None:
     state = HeapState(config)
     config.stash[STATE] = state
     config.pluginmanager.register(HeapSession(state), "heaptype-session")
+    from .collection import CTestFixtureOrder  # collection imports this module
+
+    config.pluginmanager.register(CTestFixtureOrder(state), "heaptype-ctest-fixtures")
     state.discovery = _discover_for_workers(config, state)
 
 

@@ -15,6 +15,7 @@ from ..budget.session import SessionNames
 from ..run.runner import NOT_INSTRUMENTED_FIX, RunError, exit_text, run_for_budget, script_path
 
 if TYPE_CHECKING:
+    from .fixtures import FixtureRoles
     from .locks import TestLocks
 
 
@@ -30,6 +31,7 @@ class RunSpec:
     where: str = ""
     ctest_test: str | None = None  # the CTest test it runs, for [ctest] items
     locks: TestLocks | None = None  # CTest's RESOURCE_LOCK and RUN_SERIAL (locks.py)
+    fixtures: FixtureRoles | None = None  # CTest's FIXTURES_* (fixtures.py)
 
 
 class RunProblem(Exception):

@@ -17,6 +17,8 @@
 //   claim=NAME create $TEST_TMPDIR/NAME, which must not exist yet (exit 4 otherwise), as a
 //              test that keeps a fixed file in its temporary directory does
 //   release=NAME  remove $TEST_TMPDIR/NAME
+//   need=NAME  exit 5 unless $TEST_TMPDIR/NAME exists (a test of a CTest fixture whose
+//              setup claims it)
 //
 // It also speaks GoogleTest's command line, so that budget tests can split it per test
 // case like a real GoogleTest binary: --gtest_list_tests lists Alloc.Small (small=100),
@@ -89,6 +91,15 @@ int claim_in_test_tmpdir(const char* name) {
   return 0;
 }
 
+// 0 when $TEST_TMPDIR/name exists, else 5.
+int need_in_test_tmpdir(const char* name) {
+  char path[4096];
+  std::snprintf(path, sizeof path, "%s/%s", std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : ".", name);
+  if (access(path, F_OK) == 0) return 0;
+  std::fprintf(stderr, "workload: %s does not exist\n", path);
+  return 5;
+}
+
 void release_in_test_tmpdir(const char* name) {
   char path[4096];
   std::snprintf(path, sizeof path, "%s/%s", std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : ".", name);
@@ -124,6 +135,7 @@ int main(int argc, char** argv) {
     else if (is("say")) say_in_log(eq + 1);
     else if (is("claim")) { if (int status = claim_in_test_tmpdir(eq + 1)) return status; }
     else if (is("release")) release_in_test_tmpdir(eq + 1);
+    else if (is("need")) { if (int status = need_in_test_tmpdir(eq + 1)) return status; }
     else { std::fprintf(stderr, "workload: unknown argument %s\n", argv[i]); return 2; }
   }
   std::printf("workload: done (%ld)\n", total);

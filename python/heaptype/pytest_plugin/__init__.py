@@ -25,7 +25,8 @@ is done once per process (``heaptype.budget.session``).
 
 The parts, one module each: ``options`` (command line, ini keys, the run's settings),
 ``collection`` (budget files and their items), ``ctest`` (CTest discovery),
-``running`` (a profiled program), ``judging`` (verdicts and records), ``fixture``
+``locks`` and ``fixtures`` (CTest's RESOURCE_LOCK, RUN_SERIAL and FIXTURES_* across xdist
+workers), ``running`` (a profiled program), ``judging`` (verdicts and records), ``fixture``
 (heap_profile and the heap_budget marker) and ``summary`` (the end of the run). pytest
 finds the hooks and the fixture here, where they are imported.
 """

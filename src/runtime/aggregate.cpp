@@ -229,11 +229,12 @@ __attribute__((always_inline)) inline void remove_block(SiteTally* tally) {
 }
 
 // Everyone takes the lock from now on; returns when the owner is out of its count.
-void end_ownership() {
-  if (g_shared.load(std::memory_order_acquire)) return;
+// Whether the owner was counting without the lock until now.
+bool end_ownership() {
+  if (g_shared.load(std::memory_order_acquire)) return false;
   g_shared.store(true, std::memory_order_seq_cst);
   // The owner itself (the program's exit, its dump()) is not inside a count: no fence.
-  if (tls_thread_state && tls_thread_state == g_owner_state.load(std::memory_order_acquire)) return;
+  if (tls_thread_state && tls_thread_state == g_owner_state.load(std::memory_order_acquire)) return true;
   syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   ThreadState* owner = g_owner_state.load(std::memory_order_acquire);
   for (int spins = 0; owner && owner->counting.load(std::memory_order_acquire); ++spins) {
@@ -242,7 +243,28 @@ void end_ownership() {
     else
       sched_yield();  // the owner may have been preempted inside its count
   }
+  return true;
 }
+
+// The counts, read or held still under the lock by someone who counts nothing (the
+// ticker writing a set, a dump, fork()): the owner's lock-free counts pause meanwhile
+// and resume after. A long one-thread run writes a set every few seconds: ending the
+// ownership for good there made every later count take the lock (a fifth of the loop's
+// time). Handing it back under the lock is safe: no count is under way (counts that
+// are not the owner's hold the lock), and one that waits for the lock ends the
+// ownership itself once it has it (Counting::take_lock).
+class PausedOwnership {
+ public:
+  PausedOwnership() : paused_(end_ownership()) {}
+  // Call with the lock held, before it is released.
+  void resume() {
+    if (paused_) g_shared.store(false, std::memory_order_release);
+    paused_ = false;
+  }
+
+ private:
+  bool paused_;
+};
 
 // One count of thread `t`: without the lock when it owns the counts (claiming them if
 // no one has), else under it.
@@ -270,9 +292,12 @@ class Counting {
  private:
   __attribute__((noinline)) void take_lock() {
     locked_ = true;
-    end_ownership();
     bool waited = !g_lock.try_lock();
     if (waited) g_lock.lock();
+    // Under the lock: the ownership may have been handed back while this count waited
+    // for it (PausedOwnership). Another thread counts: it ends. The owner here only
+    // met a pause.
+    if (g_owner.load(std::memory_order_relaxed) != t_->number) end_ownership();
     ++g_heap.locked_counts;
     g_heap.waited_counts += waited;
   }
@@ -396,14 +421,7 @@ void write_summary(uint64_t time, uint8_t* buffer, size_t capacity) {
   writer_chunk(format::ChunkKind::kAggregate, 0, buffer, static_cast<size_t>(p - buffer));
 }
 
-}  // namespace
-
-// The counts are written as they stand at one moment: the lock is held throughout
-// (signals blocked: a handler's allocation on this thread would wait for it forever).
-void write_aggregate(uint64_t time) {
-  BlockedSignals blocked;
-  end_ownership();
-  LockGuard guard(g_lock);
+void write_counts_locked(uint64_t time) {
   confirm_peak();  // the moment written counts as a moment of the run
   size_t most_sites = 0;  // the buffer holds the largest chunk, no more
   for (uint32_t thread = 0; thread < g_threads_capacity; ++thread)
@@ -425,11 +443,30 @@ void write_aggregate(uint64_t time) {
   unmap_pages(buffer, buffer_size, MemoryUse::kWriter);
 }
 
+bool g_paused_for_fork = false;
+
+}  // namespace
+
+// The counts are written as they stand at one moment: the lock is held throughout
+// (signals blocked: a handler's allocation on this thread would wait for it forever).
+void write_aggregate(uint64_t time) {
+  BlockedSignals blocked;
+  PausedOwnership paused;
+  LockGuard guard(g_lock);
+  write_counts_locked(time);
+  paused.resume();
+}
+
 void aggregate_lock_for_fork() {
-  end_ownership();
+  g_paused_for_fork = end_ownership();
   g_lock.lock();
 }
-void aggregate_unlock_after_fork() { g_lock.unlock(); }
+// In the parent; the child starts afresh (aggregate_reset_in_child).
+void aggregate_unlock_after_fork() {
+  if (g_paused_for_fork) g_shared.store(false, std::memory_order_release);
+  g_paused_for_fork = false;
+  g_lock.unlock();
+}
 
 // The child's profile starts empty: the parent's blocks are not its own (see fork_child).
 void aggregate_reset_in_child() {

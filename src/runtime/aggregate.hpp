@@ -22,10 +22,12 @@
 //
 // Most programs that run long on one thread pay no lock: the first thread to count owns
 // the counts and skips it, until anything else needs them (another thread's first event,
-// a snapshot, dump(), fork()). That one sets `shared` and waits until the owner is out
-// of its count: a membarrier(2) makes the owner's "inside" flag visible to it, or the
-// flag `shared` visible to the owner (an asymmetric fence: the owner's side is a plain
-// store and load). From then on everyone takes the lock. Without membarrier, always.
+// a set of counts written, a snapshot, dump(), fork()). That one sets `shared` and waits
+// until the owner is out of its count: a membarrier(2) makes the owner's "inside" flag
+// visible to it, or the flag `shared` visible to the owner (an asymmetric fence: the
+// owner's side is a plain store and load). Another thread's count ends the ownership
+// for good: from then on everyone takes the lock. A writer of the counts only pauses
+// it, and hands it back when done. Without membarrier, everyone always takes the lock.
 #ifndef HEAPTYPE_RUNTIME_AGGREGATE_HPP
 #define HEAPTYPE_RUNTIME_AGGREGATE_HPP
 

@@ -8,12 +8,20 @@
 //                           ChildT, deletes 7 of them and one inherited ParentT, then
 //                           exit(0); the parent waits, prints "child <pid>" and does
 //                           2 x new AfterFork (live). Exit status 4 if the child failed.
+//   control dump_then_threads SNAPSHOT
+//                           the main thread: 1,000 x new + delete Before, dump(SNAPSHOT)
+//                           twice (the aggregated mode pauses the main thread's lock-free
+//                           counts and hands them back), 1,000 more; then it and 3
+//                           threads at once each 20,000 x new After, every second one
+//                           deleted at once, the rest at the end, and 5 x new Kept (live).
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 static inline void keep(const void* p) { asm volatile("" : : "g"(p) : "memory"); }
 
@@ -32,6 +40,40 @@ static int run_dump(const char* snapshot) {
   if (!heaptype::dump(snapshot)) return 3;
   for (int i = 0; i < 20; ++i) keep(new After);
   for (int i = 0; i < 5; ++i) delete before[i];
+  return 0;
+}
+
+struct Kept { long v[3]; };
+
+static void churn_after(int rounds) {
+  std::vector<After*> kept;
+  kept.reserve(static_cast<size_t>(rounds));
+  for (int i = 0; i < rounds; ++i) {
+    After* a = new After;
+    keep(a);
+    if (i % 2) delete a;
+    else kept.push_back(a);
+  }
+  for (After* a : kept) delete a;
+  for (int i = 0; i < 5; ++i) keep(new Kept);
+}
+
+static int run_dump_then_threads(const char* snapshot) {
+  for (int i = 0; i < 1000; ++i) {
+    Before* b = new Before;
+    keep(b);
+    delete b;
+  }
+  if (!heaptype::dump(snapshot) || !heaptype::dump(snapshot)) return 3;
+  for (int i = 0; i < 1000; ++i) {
+    Before* b = new Before;
+    keep(b);
+    delete b;
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) threads.emplace_back(churn_after, 20000);
+  churn_after(20000);
+  for (std::thread& t : threads) t.join();
   return 0;
 }
 
@@ -74,5 +116,6 @@ int main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], "fork") == 0) return run_fork(false);
   if (argc == 2 && std::strcmp(argv[1], "fork_exit") == 0) return run_fork(true);
   if (argc == 2 && std::strcmp(argv[1], "deref") == 0) return run_deref();
+  if (argc == 3 && std::strcmp(argv[1], "dump_then_threads") == 0) return run_dump_then_threads(argv[2]);
   return 2;
 }

@@ -222,6 +222,23 @@ def test_dump_and_fork_write_the_counts_of_their_moment_and_process(cpp_programs
             assert a_profile.totals.peak_bytes == f_profile.totals.peak_bytes
 
 
+def test_counts_stay_exact_when_threads_start_after_a_dump_handed_the_counts_back(cpp_programs, tmp_path):
+    """A written set of counts (dump(), the ticker's periodic set) only pauses the lock-free
+    counts of the thread that owns them; the threads that start later end that for good,
+    while the owner counts (tests/cpp/control.cpp dump_then_threads): the counts at exit
+    are the full profile's."""
+    profiles = {}
+    for mode in ("full", "aggregate"):
+        directory = tmp_path / mode
+        run_control(cpp_programs, directory, mode, "dump_then_threads", str(directory / "mid.htp"))
+        profiles[mode] = heaptype.load(directory / "control.htp")
+    full, aggregated = profiles["full"], profiles["aggregate"]
+    assert aggregated.aggregated and aggregated.complete and aggregated.warnings == []
+    assert_same_counts(full, aggregated, COUNTS)
+    rows = {g.label: g for g in aggregated.by_type()}
+    assert (rows["Before"].allocations, rows["After"].allocations, rows["Kept"].live_blocks) == (2000, 80000, 20)
+
+
 def test_heaptype_check_judges_what_the_counts_hold_and_names_what_they_do_not(cpp_programs, tmp_path):
     _, aggregated = record(cpp_programs, tmp_path, "steady_loop", ROUNDS)
     budget = tmp_path / "heap-budget.toml"

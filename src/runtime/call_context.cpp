@@ -184,23 +184,26 @@ int walk_callers(FrameRules& rules, uintptr_t frame, uintptr_t high, uintptr_t* 
     sp = cfa;
   }
   uintptr_t below = sp - 1, fp = rbp;
-  // fp in (below, limit]: one unsigned comparison for the range.
-  while (fp - below - 1 < limit - below) {
+  uintptr_t* at = out + n;
+  uintptr_t* const end = out + kMaxWalkedFrames;
+  const uintptr_t stack_span = high - frame;
+  // fp in (below, limit]: each frame lies above the one before, inside the stack.
+  while (fp > below && fp <= limit) {
     const uintptr_t* f = reinterpret_cast<const uintptr_t*>(fp);
     uintptr_t ra = f[1];
     // Code that uses rbp for its own ends the chain (libffi's call frames, code
     // built without frame pointers): a "return address" inside the stack is data.
-    if (!ra || ra - frame < high - frame) break;
+    if (!ra || ra - frame < stack_span) break;
     // So is one in the first pages, read where such code kept rbp pointing into a
     // frame of its caller: the chain goes on from there, without that word.
     if (ra >= kLowestCode) {
-      out[n] = ra;
-      if (++n == kMaxWalkedFrames) break;
+      *at = ra;
+      if (++at == end) break;
     }
     below = fp;
     fp = f[0];
   }
-  return n;
+  return static_cast<int>(at - out);
 }
 
 inline uint64_t path_hash(const uintptr_t* ras, uint32_t depth) {
@@ -208,10 +211,9 @@ inline uint64_t path_hash(const uintptr_t* ras, uint32_t depth) {
   return ((ras[0] * 0x9E3779B97F4A7C15ull) ^ (ras[depth - 1] + depth)) * 0xC2B2AE3D27D4EB4Full;
 }
 
+// memcmp compares a word a step where this loop took five instructions (callgrind).
 inline bool same_path(const uintptr_t* a, const uintptr_t* b, uint32_t depth) {
-  for (uint32_t i = 0; i < depth; ++i)
-    if (a[i] != b[i]) return false;
-  return true;
+  return std::memcmp(a, b, depth * sizeof(uintptr_t)) == 0;
 }
 
 struct UnwindState {

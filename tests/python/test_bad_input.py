@@ -70,6 +70,9 @@ def test_a_profile_cut_short_loads_what_it_holds_with_a_warning(tmp_path, capsys
     assert status == 0 and "allocated  0 blocks" in out
     assert err == (f"heaptype: warning: {path}: the file ends inside a chunk header at offset 64; loaded the "
                    "64 bytes before it (6 bytes dropped)\n")
+    # what was live when it ended is what its last records say, not what lived at an exit
+    assert "  at cut-off 0 B still live in 0 blocks" in out and "at exit" not in out
+    assert load(path).end_cause == "cut-off"
 
 
 def test_damaged_events_are_a_warning_after_the_report(tmp_path, capsys):

@@ -186,10 +186,12 @@ class Profile:
     @property
     def end_cause(self) -> str:
         """What ended the profile, and so when its "live at the end" blocks were live:
-        "exit", "exec" (an exec replaced the process's image) or "dump" (heaptype_dump()'s
-        copy of a running process). A profile without an end says "exit"."""
+        "exit", "exec" (an exec replaced the process's image), "dump" (heaptype_dump()'s
+        copy of a running process) or "cut-off": a profile without an end (the process
+        was killed, crashed, or still runs), whose live blocks are those of its last
+        records (of its last set of counts, aggregated)."""
         end = self._raw.end
-        return end.get("cause", "exit") if end else "exit"
+        return end.get("cause", "exit") if end else "cut-off"
 
     @property
     def runtime_summary(self) -> dict | None:

@@ -14,7 +14,7 @@ def header_lines(profile: Profile) -> list[str]:
         f"  mode       {mode_text(profile)}",
         f"  allocated  {format_count(t.allocations)} blocks, {format_bytes(t.bytes)} in all",
         f"  peak       {format_bytes(t.peak_bytes)} live at {format_seconds(t.peak_time_us)}",
-        f"  at {profile.end_cause:<4}    {format_bytes(t.live_bytes)} still live in {format_count(t.live_blocks)} blocks",
+        f"  {'at ' + profile.end_cause:<11}{format_bytes(t.live_bytes)} still live in {format_count(t.live_blocks)} blocks",
     ]
     lines.append(f"  profile    {profile_size_text(profile)}")
     if profile.aggregated:
@@ -119,7 +119,7 @@ def report_json_head(profile: Profile, by: str) -> dict:
         "profile": profile.path,
         "executable": profile.executable,
         "complete": profile.complete,
-        "ended_by": profile.end_cause,  # when the totals' live blocks were live: "exit", "exec" or "dump"
+        "ended_by": profile.end_cause,  # when the totals' live blocks were live: "exit", "exec", "dump", "cut-off"
         "mode": profile.mode,
         "aggregated": profile.aggregated,
         "by": by,

@@ -78,16 +78,20 @@ std::atomic<ThreadState*> g_owner_state{nullptr};
 Heap g_heap;
 ThreadTallies* g_threads = nullptr;  // by thread number
 size_t g_threads_capacity = 0;
-TypeTally* g_types = nullptr;        // open addressing by tag
+// Types in the order first counted: a site's tally names its type by its place here,
+// which never changes (a rehash moves the index's entries, not the types).
+TypeTally* g_types = nullptr;
 size_t g_types_capacity = 0;
 size_t g_types_used = 0;
+uint32_t* g_type_index = nullptr;    // open addressing by tag: place in g_types + 1 (0: empty)
+size_t g_type_index_capacity = 0;    // a power of two, at least twice the types
 
 template <class T>
-bool grow(T** array, size_t* capacity, size_t needed, size_t first) {
+bool grow(T** array, size_t* capacity, size_t needed, size_t first, MemoryUse use = MemoryUse::kSites) {
   if (needed <= *capacity) return true;
   size_t bigger = *capacity ? *capacity : first;
   while (bigger < needed) bigger *= 2;
-  T* fresh = static_cast<T*>(grow_pages(*array, *capacity * sizeof(T), bigger * sizeof(T), MemoryUse::kSites));
+  T* fresh = static_cast<T*>(grow_pages(*array, *capacity * sizeof(T), bigger * sizeof(T), use));
   if (!fresh) return false;
   *array = fresh;
   *capacity = bigger;
@@ -101,39 +105,47 @@ ThreadTallies* thread_tallies(uint32_t thread) {
 
 inline uint64_t hash_tag(uint64_t tag) { return (tag * 0x9E3779B97F4A7C15ull) >> 20; }
 
-// The slot of `tag` in a table of `capacity` (a power of two): its own, or the empty
-// one where it goes.
-size_t type_probe(const TypeTally* table, size_t capacity, uint64_t tag) {
+// The index slot of `tag` in an index of `capacity` (a power of two): its own, or the
+// empty one where it goes.
+size_t type_probe(const uint32_t* index, size_t capacity, uint64_t tag) {
   size_t i = hash_tag(tag) & (capacity - 1);
-  while (table[i].tag && table[i].tag != tag) i = (i + 1) & (capacity - 1);
+  while (index[i] && g_types[index[i] - 1].tag != tag) i = (i + 1) & (capacity - 1);
   return i;
 }
 
+// Room for one more type: the list grows in place or moves (its places stay), the index
+// is built again at twice the size (touched all over: present at once, as
+// call_site_types' is).
 bool grow_types() {
-  size_t capacity = g_types_capacity ? g_types_capacity * 2 : 256;
-  // A grown table is touched all over by the rehash: present at once, as call_site_types' is.
-  size_t bytes = capacity * sizeof(TypeTally);
-  TypeTally* fresh = static_cast<TypeTally*>(g_types_capacity ? map_pages_present(bytes, MemoryUse::kTypes)
-                                                              : map_pages(bytes, MemoryUse::kTypes));
+  if (g_types_used == g_types_capacity &&
+      !grow(&g_types, &g_types_capacity, g_types_used + 1, 128, MemoryUse::kTypes))
+    return false;
+  if ((g_types_used + 1) * 2 <= g_type_index_capacity) return true;
+  size_t capacity = g_type_index_capacity ? g_type_index_capacity * 2 : 256;
+  size_t bytes = capacity * sizeof(uint32_t);
+  uint32_t* fresh = static_cast<uint32_t*>(g_type_index_capacity ? map_pages_present(bytes, MemoryUse::kTypes)
+                                                                  : map_pages(bytes, MemoryUse::kTypes));
   if (!fresh) return false;
-  for (size_t i = 0; i < g_types_capacity; ++i)
-    if (g_types[i].tag) fresh[type_probe(fresh, capacity, g_types[i].tag)] = g_types[i];
-  if (g_types) unmap_pages(g_types, g_types_capacity * sizeof(TypeTally), MemoryUse::kTypes);
-  g_types = fresh;
-  g_types_capacity = capacity;
+  if (g_type_index) unmap_pages(g_type_index, g_type_index_capacity * sizeof(uint32_t), MemoryUse::kTypes);
+  g_type_index = fresh;
+  g_type_index_capacity = capacity;
+  for (size_t place = 0; place < g_types_used; ++place)
+    g_type_index[type_probe(g_type_index, capacity, g_types[place].tag)] = static_cast<uint32_t>(place + 1);
   return true;
 }
 
-// The type's slot + 1 (0: untyped, or no memory for it).
+// The type's place in g_types + 1 (0: untyped, or no memory for it).
 uint32_t type_slot(uint64_t tag) {
   if (!tag) return 0;
-  if ((g_types_used + 1) * 2 > g_types_capacity && !grow_types()) return 0;
-  size_t i = type_probe(g_types, g_types_capacity, tag);
-  if (!g_types[i].tag) {
-    g_types[i] = {tag, 0, 0, 0};
-    ++g_types_used;
+  if (g_type_index_capacity) {
+    size_t i = type_probe(g_type_index, g_type_index_capacity, tag);
+    if (g_type_index[i]) return g_type_index[i];
   }
-  return static_cast<uint32_t>(i + 1);
+  if (!grow_types()) return 0;
+  g_types[g_types_used] = {tag, 0, 0, 0};
+  uint32_t place = static_cast<uint32_t>(++g_types_used);
+  g_type_index[type_probe(g_type_index, g_type_index_capacity, tag)] = place;
+  return place;
 }
 
 // The tally of an existing (thread, site); nullptr when it was never counted.
@@ -410,9 +422,8 @@ void write_summary(uint64_t time, uint8_t* buffer, size_t capacity) {
   for (uint64_t v : {time, g_heap.bytes, g_heap.blocks, g_heap.peak_bytes, g_heap.peak_time, g_heap.peak_blocks})
     p = put_varint(p, v);
   p = put_varint(p, g_types_used);
-  for (size_t i = 0; i < g_types_capacity; ++i) {
+  for (size_t i = 0; i < g_types_used; ++i) {
     const TypeTally& type = g_types[i];
-    if (!type.tag) continue;
     if (static_cast<size_t>(p - buffer) + 3 * format::kMaxVarint > capacity) break;  // cannot happen: sized below
     p = put_varint(p, type.tag);
     p = put_varint(p, type.peak_bytes);
@@ -474,10 +485,13 @@ void aggregate_reset_in_child() {
     if (g_threads[i].capacity) unmap_pages(g_threads[i].sites, g_threads[i].capacity * sizeof(SiteTally), MemoryUse::kSites);
   if (g_threads) unmap_pages(g_threads, g_threads_capacity * sizeof(ThreadTallies), MemoryUse::kSites);
   if (g_types) unmap_pages(g_types, g_types_capacity * sizeof(TypeTally), MemoryUse::kTypes);
+  if (g_type_index) unmap_pages(g_type_index, g_type_index_capacity * sizeof(uint32_t), MemoryUse::kTypes);
   g_threads = nullptr;
   g_threads_capacity = 0;
   g_types = nullptr;
   g_types_capacity = g_types_used = 0;
+  g_type_index = nullptr;
+  g_type_index_capacity = 0;
   g_heap = Heap();
   g_owner.store(0);
   g_owner_state.store(nullptr);

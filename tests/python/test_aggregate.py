@@ -95,6 +95,19 @@ def test_threads_counts_equal_the_full_profile(cpp_programs, tmp_path):
     assert_same_counts(full, aggregated, COUNTS)
 
 
+def test_type_peaks_stay_exact_past_the_first_type_table(cpp_programs, tmp_path):
+    """300 types, more than the first table of types holds (tests/cpp/many_types.cpp):
+    blocks counted before it grows and freed after still take their bytes from their own
+    type (a grown table once moved the types under the sites' feet: a type's peak came out
+    doubled on fmt's format-test)."""
+    full, aggregated = record(cpp_programs, tmp_path, "many_types", "300")
+    assert_same_counts(full, aggregated, COUNTS)
+    own_peaks = {g.label: g.peak_bytes for g in aggregated.by_type() if not g.peak_at_heap_peak}
+    assert own_peaks == {g.label: g.peak_bytes for g in full.by_type() if g.label in own_peaks}
+    assert (own_peaks["Early"], own_peaks["Late"], own_peaks["Kind<4>"]) == (3 * 24, 2 * 40, 2 * 40)
+    assert sum(1 for label in own_peaks if label.startswith("Kind<")) == 300
+
+
 def test_peak_under_cross_thread_frees_stays_within_the_bound(cpp_programs, tmp_path):
     bound, parcel, producers, per_producer = 48, 1000, 8, 5000  # tests/cpp/handoff.cpp
     program = cpp_programs.program("handoff")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...analyze.labels import INFERRED_SUFFIX
 from ...analyze.profile import Profile
 from ..tables import render_table
 from ..units import format_bytes, format_count
@@ -52,8 +53,25 @@ def diff_rows(a: Profile, b: Profile, by: str = "type", *, infer: bool = True) -
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         before, after = pool.map(lambda profile: _groups(profile, by, infer), (a, b))
-    rows = [DiffRow(name, before.get(name, ZERO), after.get(name, ZERO)) for name in set(before) | set(after)]
+    rows = [DiffRow(name, before[name], after[name]) for name in set(before) & set(after)]
+    rows += _inferred_on_one_side(before, after) if by == "type" else []
+    rows += [DiffRow(name, before.get(name, ZERO), after.get(name, ZERO))
+             for name in set(before) ^ set(after) if name in before or name in after]
     return sorted(rows, key=lambda r: (-abs(r.delta["peak_bytes"]), -abs(r.delta["bytes"]), r.name))
+
+
+def _inferred_on_one_side(before: dict[str, dict], after: dict[str, dict]) -> list[DiffRow]:
+    """A type exact in one profile and inferred in the other (a linked build against the
+    same program preloaded, ``heaptype run``): one row, named for where it was inferred.
+    Its entries leave ``before`` and ``after``; rows both profiles name alike stay apart."""
+    rows = []
+    for inferred, exact, side in ((before, after, "A"), (after, before, "B")):
+        for name in [n for n in inferred if n.endswith(INFERRED_SUFFIX) and n not in exact]:
+            base = name[:-len(INFERRED_SUFFIX)]
+            if base in exact and base + INFERRED_SUFFIX not in exact and base not in inferred:
+                a, b = (inferred.pop(name), exact.pop(base)) if side == "A" else (exact.pop(base), inferred.pop(name))
+                rows.append(DiffRow(f"{base} (inferred in {side})", a, b))
+    return rows
 
 
 def over_threshold(rows: list[DiffRow], threshold: float | None) -> list[DiffRow]:

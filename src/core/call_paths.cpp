@@ -28,10 +28,17 @@ bool is_runtime_module(const std::string& path) {
   return false;
 }
 
-bool is_startup_function(const std::string& name) {
+// Where a walk of a whole stack ends: the function that started the process or thread.
+bool is_entry_function(const std::string& name) {
   for (const char* exact : {"_start", "__libc_start_main", "__libc_start_call_main", "clone", "clone3",
                             "start_thread", "execute_native_thread_routine"})
     if (name == exact) return true;
+  return false;
+}
+
+// What lies between that entry and the program's first function.
+bool is_startup_function(const std::string& name) {
+  if (is_entry_function(name)) return true;
   for (const char* prefix : {"std::", "__gnu_cxx::", "__cxxabiv1::", "void std::", "__libc_"})
     if (starts_with(name, prefix)) return true;
   return false;
@@ -39,12 +46,21 @@ bool is_startup_function(const std::string& name) {
 
 }  // namespace
 
+bool CallPaths::is_entry_frame(const PathFrame& frame) {
+  const std::string& name = strings_->get(frame.name);
+  if (is_entry_function(name)) return true;
+  // std::thread's entry (execute_native_thread_routine) is a local symbol of
+  // libstdc++, which ships without a symbol table: an unnamed frame of a runtime library.
+  const std::string& module = strings_->get(frame.module);
+  return !module.empty() && is_runtime_module(module) && starts_with(name, (base_name(module) + "+0x").c_str());
+}
+
 CallPaths::CallPaths(CodeNames* names, StringTable* strings, bool inlined)
     : names_(names), strings_(strings), inlined_(inlined), no_call_site_(strings->intern("(no call site)")) {}
 
 std::vector<const PathFrame*> CallPaths::frames(uint32_t path) const {
   std::vector<const PathFrame*> out;
-  for (uint32_t c = path; c != kNone; c = cells_[c].prev) out.push_back(&cells_[c].frame);
+  for (uint32_t c = path; !is_empty(c); c = cells_[c].prev) out.push_back(&cells_[c].frame);
   std::reverse(out.begin(), out.end());
   return out;
 }
@@ -65,7 +81,9 @@ bool CallPaths::is_startup_frame(const PathFrame& frame) {
 }
 
 uint32_t CallPaths::push(uint32_t path, const PathFrame& frame, bool walked) {
-  if (walked && path == kNone && is_startup_frame(frame)) return path;
+  if (walked && path == kNone && is_entry_frame(frame)) return kStartupOnly;
+  if (walked && path == kStartupOnly && is_startup_frame(frame)) return kStartupOnly;
+  if (is_empty(path)) path = kNone;
   uint32_t depth = path == kNone ? 1 : cells_[path].depth + 1;
   cells_.push_back({frame, path, depth});
   return static_cast<uint32_t>(cells_.size() - 1);
@@ -103,7 +121,7 @@ std::vector<PathFrame> CallPaths::chain_frames(const CodeInfo& info, uint64_t pc
 // is a frame of its own, as in a recursion.
 uint32_t CallPaths::merge_chain(uint32_t path, const std::vector<PathFrame>& chain, bool keep_inlined, bool walked) {
   std::vector<uint32_t> trailing;  // hooked cells at the end of the path, innermost first
-  for (uint32_t c = path; c != kNone && cells_[c].frame.hooked && trailing.size() < chain.size(); c = cells_[c].prev)
+  for (uint32_t c = path; !is_empty(c) && cells_[c].frame.hooked && trailing.size() < chain.size(); c = cells_[c].prev)
     trailing.push_back(c);
   size_t k = std::min(trailing.size(), chain.size());
   for (; k > 0; --k) {
@@ -131,7 +149,7 @@ uint32_t CallPaths::merge_chain(uint32_t path, const std::vector<PathFrame>& cha
 uint32_t CallPaths::extend_node(uint32_t path, const format::NodeDef& def, bool walked) {
   const CodeInfo* call = def.call_site ? &names_->call_site(def.call_site) : nullptr;
   if (!def.function) return call ? merge_chain(path, chain_frames(*call, def.call_site - 1), inlined_, walked) : path;
-  if (path != kNone && call && cells_[path].frame.hooked && call->function_address &&
+  if (!is_empty(path) && call && cells_[path].frame.hooked && call->function_address &&
       cells_[path].frame.pc == call->function_address) {
     // The call into this node lies in the parent: place the parent there.
     PathFrame placed = cells_[path].frame;
@@ -184,7 +202,7 @@ uint32_t CallPaths::context_path(uint32_t thread, const std::vector<format::Node
   uint32_t path = in_tree ? node_path(thread, nodes, node) : kNone;
   bool walked = in_tree && nodes[node].function == 0;
   if (call_site) path = merge_chain(path, chain_frames(names_->call_site(call_site), call_site - 1), inlined_, walked);
-  if (path == kNone) {
+  if (is_empty(path)) {
     PathFrame f;
     f.name = no_call_site_;
     path = push(kNone, f, false);

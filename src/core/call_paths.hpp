@@ -74,6 +74,15 @@ class CallPaths {
   std::vector<PathFrame> chain_frames(const CodeInfo& info, uint64_t pc);
   uint32_t function_key(uint32_t name);
   bool is_startup_frame(const PathFrame& frame);
+  bool is_entry_frame(const PathFrame& frame);
+
+  // A walked path begins with the frames that start a process or thread (_start,
+  // __libc_start_call_main, start_thread, std::thread's machinery...), left out: from
+  // its entry frame on, the path is this mark until the first frame of the program's
+  // own. A walk that never reached an entry (cut short in code that keeps no frame
+  // pointer) keeps every frame it found.
+  static constexpr uint32_t kStartupOnly = kNone - 1;
+  static bool is_empty(uint32_t path) { return path >= kStartupOnly; }
 
   CodeNames* names_;
   StringTable* strings_;

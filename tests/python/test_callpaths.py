@@ -30,6 +30,8 @@ from collections import Counter
 
 import pytest
 
+import heaptype
+
 from callpath_programs import ALLOC_BENCH_ARGS, callpath_programs  # noqa: F401 (fixture)
 from heaptype import _core
 from heaptype.analyze.patterns import matches_any
@@ -129,14 +131,32 @@ def test_exception_object_is_allocated_below_the_throwing_frames(known, known_op
     assert paths.get(path) == 2, paths
 
 
-@pytest.mark.xfail(strict=True, reason="the analysis (src/core/call_paths.cpp) drops the leading frames of a "
-                   "walked stack that lie in runtime libraries, the allocation's own call site included")
 def test_start_up_allocation_keeps_its_call_site(callpath_programs):
     # libstdc++ allocates its emergency exception pool from ld.so's _dl_init, before
-    # main and before any hook: a walked stack wholly in ld.so and libstdc++.so. Its
-    # path may start at the call site, but it must have one.
+    # main and before any hook: a walked stack wholly in ld.so and libstdc++.so, that
+    # reaches no entry function (_start, start_thread): every frame found stays.
     profile = callpath_programs.load("known")
     assert all(row.path and row.path != ("(no call site)",) for row in profile.call_paths())
+    pool = [row for row in profile.call_paths() if row.type_label == "libstdc++: emergency exception pool"]
+    assert len(pool) == 1 and pool[0].path[-1].startswith("libstdc++")
+
+
+def test_a_walk_cut_short_in_a_runtime_library_keeps_the_frames_it_found(cpp_programs, tmp_path):
+    """A stack that leaves the program for libstdc++'s compiled code (built without frame
+    pointers, tests/cpp/cut_walk.cpp: std::put_time into an ostringstream) can end the
+    frame-pointer walk there. Only a walk that reached an entry (_start, start_thread)
+    loses its start-up frames: this one keeps what it found, down to the allocation's
+    own call site (it was "(no call site)", every frame a std:: one: fmt's chrono-test
+    put 84% of its bytes there)."""
+    from conftest import run_profiled
+
+    output = tmp_path / "cut.htp"
+    done = run_profiled(cpp_programs.program("cut_walk"), output, "200")
+    assert done.returncode == 0, done.stderr
+    rows = [row for row in heaptype.load(output).call_paths() if row.type_label == "char[] of std::string"]
+    assert rows and all(row.path and row.path != ("(no call site)",) for row in rows)
+    assert sum(row.figures.allocations for row in rows) >= 200
+    assert all(any("long_date" in f or "time_put" in f or "basic_string" in f for f in row.path) for row in rows)
 
 
 def test_threads_are_merged_by_frame_not_by_thread(known):

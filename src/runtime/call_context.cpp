@@ -1,5 +1,6 @@
 #include "call_context.hpp"
 
+#include <link.h>
 #include <unwind.h>
 
 #include <cstring>
@@ -154,56 +155,88 @@ constexpr uintptr_t kMaxStackSpan = uintptr_t{1} << 30;
 // there is data read from a frame that code without frame pointers laid out its own way.
 constexpr uintptr_t kLowestCode = uintptr_t{1} << 16;
 
+// Finds the executable segment holding `data` (the runtime's own code): g_framed_code.
+int note_framed_code(dl_phdr_info* info, size_t, void* data) {
+  uintptr_t here = reinterpret_cast<uintptr_t>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_LOAD || !(segment.p_flags & PF_X)) continue;
+    uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+    if (here - start < segment.p_memsz) {
+      g_framed_code = start;
+      g_framed_code_bytes = segment.p_memsz;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 // The return addresses of the callers of the function whose frame is `frame` (an
 // allocation function: its own return address is the call site), innermost first.
-// Functions without frame pointers at the start (the allocation made inside a
-// system library) are stepped over by their frame rules; then the frame-pointer
-// chain. Every word read lies above the stack pointer of the frame before it and
-// below the top of the thread's stack (`high`): memory that is mapped, whatever a
-// register that code without frame pointers used for something else held.
-int walk_callers(FrameRules& rules, uintptr_t frame, uintptr_t high, uintptr_t* out) {
+// Functions without frame pointers (the allocation made inside a system library, or
+// such a library's code between the program's functions) are stepped over by their
+// frame rules; the others by the frame-pointer chain. Every word read lies above the
+// stack pointer of the frame before it and below the top of the thread's stack
+// (`high`): memory that is mapped, whatever a register that code without frame
+// pointers used for something else held.
+__attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintptr_t frame, uintptr_t high,
+                                                       uintptr_t* out) {
   if (!high || frame >= high || high - frame > kMaxStackSpan) return 0;
   const uintptr_t limit = high - 2 * sizeof(uintptr_t);
-  const uintptr_t* hook = reinterpret_cast<const uintptr_t*>(frame);
-  uintptr_t sp = frame + 2 * sizeof(uintptr_t), rbp = hook[0], pc = hook[1];
-  int n = 0;
-  for (;;) {
-    FrameRule rule = frame_rule(rules, pc);
-    if (rule.kind == FrameKind::kFramePointer) break;
-    if (rule.kind != FrameKind::kStackOffset || n == kMaxWalkedFrames) return n;
-    uintptr_t cfa = sp + static_cast<uintptr_t>(rule.cfa_offset);
-    if (cfa > limit) return n;
-    if (rule.saved_rbp != kRbpKept) {
-      uintptr_t at = cfa + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
-      if (at < sp || at > limit) return n;
-      rbp = *reinterpret_cast<const uintptr_t*>(at);
-    }
-    pc = reinterpret_cast<const uintptr_t*>(cfa)[-1];
-    if (pc < kLowestCode) return n;
-    out[n++] = pc;
-    sp = cfa;
-  }
-  uintptr_t below = sp - 1, fp = rbp;
-  uintptr_t* at = out + n;
-  uintptr_t* const end = out + kMaxWalkedFrames;
   const uintptr_t stack_span = high - frame;
-  // fp in (below, limit]: each frame lies above the one before, inside the stack.
-  while (fp > below && fp <= limit) {
-    const uintptr_t* f = reinterpret_cast<const uintptr_t*>(fp);
-    uintptr_t ra = f[1];
-    // Code that uses rbp for its own ends the chain (libffi's call frames, code
-    // built without frame pointers): a "return address" inside the stack is data.
-    if (!ra || ra - frame < stack_span) break;
-    // So is one in the first pages, read where such code kept rbp pointing into a
-    // frame of its caller: the chain goes on from there, without that word.
-    if (ra >= kLowestCode) {
-      *at = ra;
-      if (++at == end) break;
+  const uintptr_t framed = g_framed_code, framed_bytes = g_framed_code_bytes;  // see in_framed_code
+  const uintptr_t* hook = reinterpret_cast<const uintptr_t*>(frame);
+  // pc: a return address into a function; sp: its stack pointer at that call; rbp:
+  // its frame pointer register then.
+  uintptr_t sp = frame + 2 * sizeof(uintptr_t), rbp = hook[0], pc = hook[1];
+  uintptr_t* at = out;
+  uintptr_t* const end = out + kMaxWalkedFrames;
+  for (;;) {
+    for (;;) {  // functions without a frame pointer, by their rules
+      FrameRule rule = frame_rule(rules, pc);
+      if (rule.kind == FrameKind::kFramePointer) break;
+      if (rule.kind == FrameKind::kEnd) rules.last_end = pc;
+      // kOpaque, kEnd: the walk ends here
+      if (rule.kind != FrameKind::kStackOffset || at == end) return static_cast<int>(at - out);
+      uintptr_t cfa = sp + static_cast<uintptr_t>(rule.cfa_offset);
+      if (cfa > limit) return static_cast<int>(at - out);
+      if (rule.saved_rbp != kRbpKept) {
+        uintptr_t saved = cfa + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
+        if (saved < sp || saved > limit) return static_cast<int>(at - out);
+        rbp = *reinterpret_cast<const uintptr_t*>(saved);
+      }
+      pc = reinterpret_cast<const uintptr_t*>(cfa)[-1];
+      if (pc < kLowestCode) return static_cast<int>(at - out);
+      *at++ = pc;
+      sp = cfa;
     }
-    below = fp;
-    fp = f[0];
+    // The frame-pointer chain: fp in (below, limit], each frame above the one before.
+    uintptr_t below = sp - 1, fp = rbp;
+    for (;;) {
+      if (fp <= below || fp > limit) return static_cast<int>(at - out);
+      const uintptr_t* f = reinterpret_cast<const uintptr_t*>(fp);
+      uintptr_t ra = f[1];
+      // Code that uses rbp for its own ends the chain (libffi's call frames, code
+      // built without frame pointers): a "return address" inside the stack is data.
+      if (!ra || ra - frame < stack_span) return static_cast<int>(at - out);
+      below = fp;
+      fp = f[0];
+      // So is one in the first pages, read where such code kept rbp pointing into a
+      // frame of its caller: the chain goes on from there, without that word.
+      if (ra < kLowestCode) continue;
+      *at = ra;
+      if (++at == end) return kMaxWalkedFrames;
+      // A return into code outside the framed module: its rule decides the next step
+      // (its frame record, or its own rule if it keeps no frame pointer).
+      if (ra - framed >= framed_bytes) {
+        if (ra == rules.last_end) return static_cast<int>(at - out);  // the thread's start, as always
+        pc = ra;
+        sp = below + 2 * sizeof(uintptr_t);
+        rbp = fp;
+        break;
+      }
+    }
   }
-  return static_cast<int>(at - out);
 }
 
 inline uint64_t path_hash(const uintptr_t* ras, uint32_t depth) {
@@ -280,6 +313,8 @@ bool g_hooks_enabled = true;
 bool g_contexts_enabled = true;
 
 void set_callstack_mode(CallstackMode mode) {
+  // dl_iterate_phdr allocates nothing (the profile writer asks it at the same moment).
+  if (!g_framed_code_bytes) dl_iterate_phdr(note_framed_code, reinterpret_cast<void*>(&allocation_context));
   g_mode = mode;
   g_hooks_enabled = mode == CallstackMode::kAuto || mode == CallstackMode::kInstrument;
   g_contexts_enabled = mode != CallstackMode::kNone;

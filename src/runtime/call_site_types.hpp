@@ -45,7 +45,7 @@ struct SiteMemo {
   uint32_t offset;      // of the objects in the block (typed only)
 };
 
-constexpr unsigned kMemoBits = 9;
+constexpr unsigned kMemoBits = 9;  // entries, in sets of two
 
 struct CallSiteTypes {
   CallSiteType* slots;
@@ -75,9 +75,28 @@ void learn_untyped(CallSiteType& c);
 // A type arrived for a block committed untyped.
 void learn_late_type(CallSiteTypes& types, CallSiteType& c);
 
-inline SiteMemo& memo_slot(CallSiteTypes& types, uintptr_t call_site, uint32_t node, uint64_t size) {
+// The memo's set of two entries for a (call site, context, size): two keys a program
+// uses at once that hash alike both stay (one entry a key thrashed when they did).
+inline SiteMemo* memo_set(CallSiteTypes& types, uintptr_t call_site, uint32_t node, uint64_t size) {
   uint64_t h = (call_site ^ (uint64_t{node} << 32) ^ (size * 0x9E3779B97F4A7C15ull)) * 0xC2B2AE3D27D4EB4Full;
-  return types.memo[h >> (64 - kMemoBits)];
+  return &types.memo[(h >> (64 - kMemoBits + 1)) * 2];
+}
+
+// The set's entry of the key, or nullptr.
+inline SiteMemo* memo_find(SiteMemo* set, uintptr_t call_site, uint32_t node, uint64_t size) {
+  if (set[0].call_site == call_site && set[0].node == node && set[0].size == size) return &set[0];
+  if (set[1].call_site == call_site && set[1].node == node && set[1].size == size) return &set[1];
+  return nullptr;
+}
+
+// Learns `entry`: in place of `known` (the key's own entry) if there is one, else
+// first in the set, the older first entry moving second.
+inline void memo_learn(SiteMemo* set, SiteMemo* known, const SiteMemo& entry) {
+  if (!known) {
+    set[1] = set[0];
+    known = &set[0];
+  }
+  *known = entry;
 }
 
 void reset_call_site_types(CallSiteTypes& types);

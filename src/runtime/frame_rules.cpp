@@ -11,6 +11,10 @@ namespace runtime {
 namespace {
 
 constexpr int kMaxFrames = 64;
+// The most frames between a thread's start and its first function of the program's own:
+// __libc_start_call_main, __libc_start_main, _start; execute_native_thread_routine,
+// start_thread, clone3.
+constexpr int kMostStartFrames = 4;
 constexpr int kRbpRegister = 6;  // DWARF register number of rbp on x86-64
 
 // What the unwinder says about one frame. In the context _Unwind_Backtrace hands
@@ -98,6 +102,28 @@ FrameRule rule_of(const Backtrace& b, int i) {
   return rule;
 }
 
+// Whether frame `i` of a backtrace that reached the bottom of the stack starts the
+// thread: it and its callers (the last one aside: _start, clone3) lie outside the
+// program's framed code, a few frames at most.
+bool starts_the_thread(const Backtrace& b, int i) {
+  int last = b.count - 1;
+  if (last >= 0 && b.frames[last].ip == 0) --last;  // where the unwinder found no caller
+  if (b.count == kMaxFrames || last - i + 1 > kMostStartFrames) return false;
+  for (int j = i; j < last; ++j)
+    if (in_framed_code(b.frames[j].ip)) return false;
+  return true;
+}
+
+// The rule of frame `i`, where the frames that start the thread are left out of every
+// path (the analysis drops them): the walk ends at the first, and need not step over
+// the others.
+FrameRule learned_rule(const Backtrace& b, int i) {
+  FrameRule rule = rule_of(b, i);
+  if (rule.kind == FrameKind::kStackOffset && g_framed_code_bytes && starts_the_thread(b, i))
+    rule.kind = FrameKind::kEnd;
+  return rule;
+}
+
 // Asks the unwinder about the current stack and learns the rules of the frame at
 // `pc` and of its callers up to the first one with a frame pointer.
 FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
@@ -108,16 +134,19 @@ FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
   while (i < b.count && b.frames[i].ip != pc) ++i;
   FrameRule first = {pc, 0, kRbpKept, FrameKind::kFramePointer};  // unknown to the unwinder: walk on
   if (i >= b.count) return first;
-  first = rule_of(b, i);
+  first = learned_rule(b, i);
   store(rules, first);
   for (FrameRule r = first; r.kind == FrameKind::kStackOffset && ++i < b.count;) {
-    r = rule_of(b, i);
+    r = learned_rule(b, i);
     store(rules, r);
   }
   return first;
 }
 
 }  // namespace
+
+uintptr_t g_framed_code = 0;
+uintptr_t g_framed_code_bytes = 0;
 
 FrameRule find_frame_rule(FrameRules& rules, uintptr_t pc) {
   if (__builtin_expect(!rules.slots, 0)) {
@@ -133,6 +162,7 @@ FrameRule find_frame_rule(FrameRules& rules, uintptr_t pc) {
 void reset_frame_rules(FrameRules& rules) {
   if (rules.slots) std::memset(rules.slots, 0, sizeof(FrameRule) * capacity_of(rules.shift));
   rules.used = 0;
+  rules.last_end = 0;
 }
 
 }  // namespace runtime

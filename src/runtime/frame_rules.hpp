@@ -25,6 +25,7 @@ enum class FrameKind : uint8_t {
   kFramePointer,  // the function keeps a frame pointer here (or the unwinder knows nothing)
   kStackOffset,   // its canonical frame address is the stack pointer plus cfa_offset
   kOpaque,        // no way to step over it: the walk ends
+  kEnd,           // the thread's start (__libc_start_call_main, start_thread...): the walk ends
 };
 
 constexpr int32_t kRbpKept = INT32_MIN;  // the function left the caller's frame pointer in its register
@@ -48,12 +49,21 @@ struct FrameRules {
   FrameRule* slots;     // open addressing, 1 << (64 - shift) of them
   uint32_t used;
   uint32_t shift;       // 64 - log2(slots): a pc's slot is its hash's top bits
+  uintptr_t last_end;   // the pc whose rule last said kEnd: where every walk of the thread ends
 };
 
 // The slot a pc hashes to in a table of 1 << (64 - shift) slots.
 inline size_t frame_rule_slot(uintptr_t pc, uint32_t shift) {
   return static_cast<size_t>((pc * 0x9E3779B97F4A7C15ull) >> shift);
 }
+
+// The code of the module the runtime is linked into, built with frame pointers as the
+// runtime is (`heaptype --cflags`): a return address there needs no frame rule.
+// Elsewhere (libstdc++ calling back into the program, a preloaded runtime's plain
+// program) the function's rule says whether it keeps one. Empty: every address asks.
+extern uintptr_t g_framed_code;
+extern uintptr_t g_framed_code_bytes;
+inline bool in_framed_code(uintptr_t pc) { return pc - g_framed_code < g_framed_code_bytes; }
 
 // The rule of a pc not in its own slot: probed for, else learned from the unwinder.
 FrameRule find_frame_rule(FrameRules& rules, uintptr_t pc);

@@ -35,14 +35,14 @@ __attribute__((always_inline)) inline void leave_runtime(ThreadState* t) {
 // The allocation's records for a call site the memo knows; false when it does not.
 __attribute__((always_inline)) inline bool record_known_allocation(ThreadState* t, uintptr_t p, size_t size, uintptr_t call_site, uint32_t node,
                                     uint64_t* owner) {
-  const SiteMemo& memo = memo_slot(t->call_sites, call_site, node, size);
-  if (__builtin_expect(memo.call_site != call_site || memo.node != node || memo.size != size, 0)) return false;
-  if (memo.type_tag)
-    set_hint(t, p, p + memo.offset, memo.type_tag);
+  const SiteMemo* memo = memo_find(memo_set(t->call_sites, call_site, node, size), call_site, node, size);
+  if (__builtin_expect(!memo, 0)) return false;
+  if (memo->type_tag)
+    set_hint(t, p, p + memo->offset, memo->type_tag);
   else if (t->hint_block)
     clear_hint(t);
-  emit_alloc(t, memo.site, p, event_tick());
-  *owner = t->owner_base | memo.site | (memo.type_tag ? kOwnerTyped : 0);
+  emit_alloc(t, memo->site, p, event_tick());
+  *owner = t->owner_base | memo->site | (memo->type_tag ? kOwnerTyped : 0);
   return true;
 }
 
@@ -78,14 +78,14 @@ __attribute__((always_inline)) inline void on_typed_block(void* p, size_t size, 
   t->busy = true;
   uintptr_t address = reinterpret_cast<uintptr_t>(p);
   uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
-  SiteMemo& memo = memo_slot(t->call_sites, call_site, node, size);
+  SiteMemo* set = memo_set(t->call_sites, call_site, node, size);
+  SiteMemo* memo = memo_find(set, call_site, node, size);
   uint32_t site;
-  if (__builtin_expect(memo.call_site == call_site && memo.node == node && memo.size == size &&
-                           memo.type_tag == type_tag, 1)) {
-    site = memo.site;
+  if (__builtin_expect(memo && memo->type_tag == type_tag, 1)) {
+    site = memo->site;
   } else {
     site = site_number(t, {size, count, type_tag, call_site, node});
-    memo = {call_site, size, type_tag, node, site, 0};
+    memo_learn(set, memo, {call_site, size, type_tag, node, site, 0});
   }
   if (t->hint_block) clear_hint(t);
   emit_alloc(t, site, address, event_tick());

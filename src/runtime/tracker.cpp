@@ -192,12 +192,13 @@ void type_constructor_threw(ThreadState* t, uint32_t index) {
 // learned type decides, and the memo learns the answer unless the block goes on
 // probation.
 uint64_t record_new_call_site(ThreadState* t, uintptr_t p, size_t size, uintptr_t call_site, uint32_t node) {
-  SiteMemo& memo = memo_slot(t->call_sites, call_site, node, size);
+  SiteMemo* set = memo_set(t->call_sites, call_site, node, size);
+  SiteMemo* known = memo_find(set, call_site, node, size);
   CallSiteType* c = call_site_type(t->call_sites, call_site);
   uint64_t count;
   if (c && c->state == CallSiteState::kTyped && typed_count(*c, size, &count)) {
     uint32_t site = site_number(t, {size, count, c->type_tag, call_site, node});
-    memo = {call_site, size, c->type_tag, node, site, c->offset};
+    memo_learn(set, known, {call_site, size, c->type_tag, node, site, c->offset});
     set_hint(t, p, p + c->offset, c->type_tag);
     emit_alloc(t, site, p, event_tick());
     return make_owner(t->number, site, true);
@@ -207,7 +208,7 @@ uint64_t record_new_call_site(ThreadState* t, uintptr_t p, size_t size, uintptr_
   emit_alloc(t, site, p, event_tick());
   uint64_t owner = make_owner(t->number, site, false);
   if (c && c->state == CallSiteState::kUntyped) {
-    memo = {call_site, size, 0, node, site, 0};
+    memo_learn(set, known, {call_site, size, 0, node, site, 0});
     return owner;
   }
   put_on_probation(t, p, call_site, node, site);

@@ -155,9 +155,21 @@ constexpr uintptr_t kMaxStackSpan = uintptr_t{1} << 30;
 // there is data read from a frame that code without frame pointers laid out its own way.
 constexpr uintptr_t kLowestCode = uintptr_t{1} << 16;
 
-// Finds the executable segment holding `data` (the runtime's own code): g_framed_code.
-int note_framed_code(dl_phdr_info* info, size_t, void* data) {
+// Whether a loaded object is one of the libraries a thread or the process starts in
+// (libc, the loader, libstdc++ for std::thread): by its file name.
+bool starts_threads(const char* path) {
+  const char* name = std::strrchr(path, '/');
+  name = name ? name + 1 : path;
+  for (const char* prefix : {"libc.so", "libc-", "ld-linux", "ld-", "libpthread", "libstdc++"})
+    if (std::strncmp(name, prefix, std::strlen(prefix)) == 0) return true;
+  return false;
+}
+
+// The executable segments of the object holding `data` (the runtime's own code:
+// g_framed_code) and of the libraries threads start in (g_start_code).
+int note_code(dl_phdr_info* info, size_t, void* data) {
   uintptr_t here = reinterpret_cast<uintptr_t>(data);
+  bool starts = info->dlpi_name && starts_threads(info->dlpi_name);
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& segment = info->dlpi_phdr[i];
     if (segment.p_type != PT_LOAD || !(segment.p_flags & PF_X)) continue;
@@ -165,7 +177,8 @@ int note_framed_code(dl_phdr_info* info, size_t, void* data) {
     if (here - start < segment.p_memsz) {
       g_framed_code = start;
       g_framed_code_bytes = segment.p_memsz;
-      return 1;
+    } else if (starts && g_start_code_count < kMostStartCode) {
+      g_start_code[g_start_code_count++] = {start, segment.p_memsz};
     }
   }
   return 0;
@@ -314,7 +327,7 @@ bool g_contexts_enabled = true;
 
 void set_callstack_mode(CallstackMode mode) {
   // dl_iterate_phdr allocates nothing (the profile writer asks it at the same moment).
-  if (!g_framed_code_bytes) dl_iterate_phdr(note_framed_code, reinterpret_cast<void*>(&allocation_context));
+  if (!g_framed_code_bytes) dl_iterate_phdr(note_code, reinterpret_cast<void*>(&allocation_context));
   g_mode = mode;
   g_hooks_enabled = mode == CallstackMode::kAuto || mode == CallstackMode::kInstrument;
   g_contexts_enabled = mode != CallstackMode::kNone;

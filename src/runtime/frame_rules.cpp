@@ -103,14 +103,15 @@ FrameRule rule_of(const Backtrace& b, int i) {
 }
 
 // Whether frame `i` of a backtrace that reached the bottom of the stack starts the
-// thread: it and its callers (the last one aside: _start, clone3) lie outside the
-// program's framed code, a few frames at most.
+// thread: it and its callers (the last one aside: _start, clone3) lie in the libraries
+// threads start in, a few frames at most. (A function of the program at the bottom of
+// a stack may be called from deeper code too: its callers would be lost there.)
 bool starts_the_thread(const Backtrace& b, int i) {
   int last = b.count - 1;
   if (last >= 0 && b.frames[last].ip == 0) --last;  // where the unwinder found no caller
   if (b.count == kMaxFrames || last - i + 1 > kMostStartFrames) return false;
   for (int j = i; j < last; ++j)
-    if (in_framed_code(b.frames[j].ip)) return false;
+    if (!in_start_code(b.frames[j].ip)) return false;
   return true;
 }
 
@@ -119,7 +120,7 @@ bool starts_the_thread(const Backtrace& b, int i) {
 // the others.
 FrameRule learned_rule(const Backtrace& b, int i) {
   FrameRule rule = rule_of(b, i);
-  if (rule.kind == FrameKind::kStackOffset && g_framed_code_bytes && starts_the_thread(b, i))
+  if (rule.kind == FrameKind::kStackOffset && starts_the_thread(b, i))
     rule.kind = FrameKind::kEnd;
   return rule;
 }
@@ -147,6 +148,8 @@ FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
 
 uintptr_t g_framed_code = 0;
 uintptr_t g_framed_code_bytes = 0;
+CodeRange g_start_code[kMostStartCode];
+int g_start_code_count = 0;
 
 FrameRule find_frame_rule(FrameRules& rules, uintptr_t pc) {
   if (__builtin_expect(!rules.slots, 0)) {

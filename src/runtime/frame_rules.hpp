@@ -65,6 +65,20 @@ extern uintptr_t g_framed_code;
 extern uintptr_t g_framed_code_bytes;
 inline bool in_framed_code(uintptr_t pc) { return pc - g_framed_code < g_framed_code_bytes; }
 
+// The code of the libraries a thread or the process starts in (libc, the loader,
+// libstdc++), found with g_framed_code: only their frames can be a thread's start.
+struct CodeRange {
+  uintptr_t start, bytes;
+};
+constexpr int kMostStartCode = 8;
+extern CodeRange g_start_code[kMostStartCode];
+extern int g_start_code_count;
+inline bool in_start_code(uintptr_t pc) {
+  for (int i = 0; i < g_start_code_count; ++i)
+    if (pc - g_start_code[i].start < g_start_code[i].bytes) return true;
+  return false;
+}
+
 // The rule of a pc not in its own slot: probed for, else learned from the unwinder.
 FrameRule find_frame_rule(FrameRules& rules, uintptr_t pc);
 

@@ -49,3 +49,22 @@ def test_each_return_address_is_learned_once_and_every_path_is_whole(tmp_path):
             assert row.path[:-1] == ("main",), row.path
             paths[leaf] = row.figures.allocations
     assert len(paths) == SITES and set(paths.values()) == {ROUNDS}
+
+
+def test_a_threads_first_function_called_deeper_keeps_its_callers(tmp_path):
+    """Under `heaptype run`, every frame of a program built without frame pointers is
+    stepped over by its rule, and the frames a thread starts in end the walk. worker()
+    starts a thread and is called by main through relay() too: only libc's and
+    libstdc++'s frames may be taken for a thread's start, or the rule learned for
+    worker's call of helper() on the thread would end the main thread's walks there
+    (tests/cpp/thread_helper.cpp)."""
+    exe = tmp_path / "thread_helper"
+    subprocess.run([require_tool("g++"), "-std=c++17", "-O2", "-fomit-frame-pointer", "-pthread",
+                    str(CPP_DIR / "thread_helper.cpp"), "-o", str(exe)], check=True, capture_output=True, timeout=600)
+    output = tmp_path / "thread.htp"
+    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    paths = {tuple(f.split("(")[0] for f in row.path): row.figures.allocations
+             for row in heaptype.load(output).call_paths(infer=False) if row.path[-1].startswith("helper(")}
+    assert paths == {("worker", "helper"): 3, ("main", "relay", "worker", "helper"): 3}

@@ -15,9 +15,12 @@
 //
 // Without the hooks (the default build: -fno-omit-frame-pointer
 // -mno-omit-leaf-frame-pointer), each allocation walks the frame-pointer chain, a
-// cost per allocation rather than per call. The walk stays inside the thread's
-// stack, so a register that code without frame pointers used for something else
-// ends it instead of faulting. The return addresses are mapped to the thread's tree
+// cost per allocation rather than per call. Frames of code without frame pointers
+// (libstdc++ and libc: where an allocation is made, or calling back into the
+// program) are stepped over by their frame rules (frame_rules.hpp), asked for every
+// return address outside the module the runtime is linked into; the frames a thread
+// starts in end the walk. The walk stays inside the thread's stack, so a register
+// that code without frame pointers used for something else ends it instead of faulting. The return addresses are mapped to the thread's tree
 // through the path of the previous walk: the frames two allocations share from the
 // outermost in (most of them) cost one comparison each, and NODE records carry the
 // return address only (function 0); the symbolizer recovers the functions, inlined

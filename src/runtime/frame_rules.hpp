@@ -1,10 +1,11 @@
 // frame_rules.hpp: how to step over a frame of code built without frame pointers.
 //
-// A frame-pointer walk that starts in such code (an allocation made inside
-// libstdc++.so or libc, which Debian builds without frame pointers: std::string's
-// buffer, __cxa_allocate_exception) skips that function's caller: the frame
+// A frame-pointer walk through such code (an allocation made inside libstdc++.so or
+// libc, which Debian builds without frame pointers: std::string's buffer,
+// __cxa_allocate_exception; or such code calling back into the program, as
+// std::time_put into an ostringstream does) skips that function's caller: the frame
 // pointer register still holds the caller's frame, whose saved return address is
-// one level further out. The compiler's call frame information (DWARF CFI) says
+// one level further out, unless the function used the register for something else. The compiler's call frame information (DWARF CFI) says
 // where such a frame keeps its return address: at a fixed distance from the stack
 // pointer at each instruction, since a function without a frame pointer has no
 // variable-size frame. The runtime asks the unwinder (_Unwind_Backtrace) once per

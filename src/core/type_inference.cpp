@@ -96,6 +96,8 @@ const LibraryRow kLibraryRows[] = {
     {"std::locale::_Impl::", "{lib}: std::locale"},
     {"std::locale::__imp::", "{lib}: std::locale"},
     {"std::numpunct::", "{lib}: std::locale"},
+    {"std::__numpunct_cache::", "{lib}: std::locale"},
+    {"std::__moneypunct_cache::", "{lib}: std::locale"},
     {"std::moneypunct::", "{lib}: std::locale"},
     {"std::__timepunct::", "{lib}: std::locale"},
     {"std::thread::", "{lib}: std::thread state"},

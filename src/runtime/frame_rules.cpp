@@ -10,7 +10,9 @@ namespace heaptype {
 namespace runtime {
 namespace {
 
-constexpr int kMaxFrames = 64;
+// A walk stops at kMaxWalkedFrames (128); the backtrace also holds the runtime's own
+// frames and the allocator's.
+constexpr int kMaxFrames = 160;
 // The most frames between a thread's start and its first function of the program's own:
 // __libc_start_call_main, __libc_start_main, _start; execute_native_thread_routine,
 // start_thread, clone3.
@@ -133,13 +135,25 @@ FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
   _Unwind_Backtrace(record_frame, &b);
   int i = 1;
   while (i < b.count && b.frames[i].ip != pc) ++i;
-  FrameRule first = {pc, 0, kRbpKept, FrameKind::kFramePointer};  // unknown to the unwinder: walk on
-  if (i >= b.count) return first;
-  first = learned_rule(b, i);
+  if (i >= b.count) {
+    // Not a return address of this stack as the unwinder sees it: past the frames a
+    // full backtrace holds, the walk ends there; else (code the unwinder knows nothing
+    // of) it walks on by the frame pointer. Either way the next walk meeting it does
+    // not ask again (a walk that asked at every meeting took a backtrace each time).
+    FrameKind kind = b.count == kMaxFrames ? FrameKind::kOpaque : FrameKind::kFramePointer;
+    FrameRule unknown = {pc, 0, kRbpKept, kind};
+    store(rules, unknown);
+    return unknown;
+  }
+  FrameRule first = learned_rule(b, i);
   store(rules, first);
-  for (FrameRule r = first; r.kind == FrameKind::kStackOffset && ++i < b.count;) {
+  // The walk asks the rule of every return address outside the runtime's module: one
+  // backtrace teaches the rules of the whole stack above (a preloaded test suite's
+  // walks asked for a third more backtraces when only the frames up to the first one
+  // with a frame pointer were learned). A frame the unwinder ended at is not learned.
+  for (FrameRule r = first; r.kind != FrameKind::kEnd && ++i < b.count && b.frames[i].ip;) {
     r = learned_rule(b, i);
-    store(rules, r);
+    if (!in_framed_code(r.pc)) store(rules, r);
   }
   return first;
 }

@@ -19,6 +19,9 @@ class DiffRow:
     name: str
     a: dict
     b: dict
+    # An aggregated profile's peak of a row that is not typed: what it had live at the
+    # heap's peak, not its own most (docs/aggregate.md). Its peak change is no growth.
+    peak_approximate: bool = False
 
     @property
     def delta(self) -> dict:
@@ -36,9 +39,14 @@ def _figures(f) -> dict:
     return {name: getattr(f, name) for name in FIELDS}
 
 
+APPROXIMATE = "peak_approximate"  # in a type group's figures until diff_rows takes it out
+
+
 def _groups(profile: Profile, by: str, infer: bool) -> dict[str, dict]:
     if by == "type":
-        return {g.label: _figures(g) for g in profile.by_type(infer=infer)}
+        aggregated = getattr(profile, "aggregated", False)
+        return {g.label: {**_figures(g), APPROXIMATE: aggregated and getattr(g, "peak_at_heap_peak", False)}
+                for g in profile.by_type(infer=infer)}
     if by == "function":
         return {g.function: _figures(g.total) for g in profile.by_function(infer=infer)}
     if by == "thread":
@@ -57,6 +65,9 @@ def diff_rows(a: Profile, b: Profile, by: str = "type", *, infer: bool = True) -
     rows += _inferred_on_one_side(before, after) if by == "type" else []
     rows += [DiffRow(name, before.get(name, ZERO), after.get(name, ZERO))
              for name in set(before) ^ set(after) if name in before or name in after]
+    for r in rows:
+        r.a, r.b = dict(r.a), dict(r.b)
+        r.peak_approximate = bool(r.a.pop(APPROXIMATE, False)) | bool(r.b.pop(APPROXIMATE, False))
     return sorted(rows, key=lambda r: (-abs(r.delta["peak_bytes"]), -abs(r.delta["bytes"]), r.name))
 
 
@@ -75,10 +86,12 @@ def _inferred_on_one_side(before: dict[str, dict], after: dict[str, dict]) -> li
 
 
 def over_threshold(rows: list[DiffRow], threshold: float | None) -> list[DiffRow]:
-    """Rows whose peak grew by more than `threshold` percent (new groups count)."""
+    """Rows whose peak grew by more than `threshold` percent (new groups count); not a
+    row whose peak is approximate on either side."""
     if threshold is None:
         return []
-    return [r for r in rows if r.delta["peak_bytes"] > 0 and (r.growth() is None or r.growth() > threshold)]
+    return [r for r in rows if not r.peak_approximate and r.delta["peak_bytes"] > 0 and
+            (r.growth() is None or r.growth() > threshold)]
 
 
 def diff_json(a: Profile, b: Profile, by: str = "type", *, threshold: float | None = None, infer: bool = True,
@@ -87,7 +100,8 @@ def diff_json(a: Profile, b: Profile, by: str = "type", *, threshold: float | No
     key = "type" if by == "type" else "name"
     grown = over_threshold(rows, threshold)
     return {"a": a.path, "b": b.path, "by": by, "threshold_percent": threshold,
-            "rows": [{key: r.name, "a": r.a, "b": r.b, "delta": r.delta, "growth_percent": r.growth()}
+            "rows": [{key: r.name, "a": r.a, "b": r.b, "delta": r.delta, "growth_percent": r.growth(),
+                      "peak_approximate": r.peak_approximate}
                      for r in (rows[:top] if top else rows)],
             "over_threshold": [r.name for r in grown]}
 
@@ -104,13 +118,17 @@ def render_diff_text(a: Profile, b: Profile, by: str = "type", *, threshold: flo
     body = []
     for r in shown:
         growth = r.growth()
-        body.append((format_bytes(r.a["peak_bytes"]), format_bytes(r.b["peak_bytes"]),
+        mark = "*" if r.peak_approximate else ""
+        body.append((format_bytes(r.a["peak_bytes"]) + mark, format_bytes(r.b["peak_bytes"]) + mark,
                      _signed_bytes(r.delta["peak_bytes"]), "new" if growth is None else f"{growth:+.1f}%",
                      format_count(r.a["allocations"]), format_count(r.b["allocations"]), r.name))
     lines += render_table(("peak A", "peak B", "delta", "change", "allocs A", "allocs B", by), body,
                           numeric=range(0, 6))
     if len(rows) > len(shown):
         lines.append(f"... {len(rows) - len(shown)} more (--top to show more)")
+    if any(r.peak_approximate for r in shown):
+        lines.append("* an aggregated profile keeps no own peak for this row: what it had live at the heap's peak "
+                     "(docs/aggregate.md); --threshold leaves it out")
     grown = over_threshold(rows, threshold)
     if threshold is not None:
         lines.append("")

@@ -259,24 +259,16 @@ bool end_ownership() {
 }
 
 // The counts, read or held still under the lock by someone who counts nothing (the
-// ticker writing a set, a dump, fork()): the owner's lock-free counts pause meanwhile
-// and resume after. A long one-thread run writes a set every few seconds: ending the
-// ownership for good there made every later count take the lock (a fifth of the loop's
-// time). Handing it back under the lock is safe: no count is under way (counts that
-// are not the owner's hold the lock), and one that waits for the lock ends the
-// ownership itself once it has it (Counting::take_lock).
-class PausedOwnership {
- public:
-  PausedOwnership() : paused_(end_ownership()) {}
-  // Call with the lock held, before it is released.
-  void resume() {
-    if (paused_) g_shared.store(false, std::memory_order_release);
-    paused_ = false;
-  }
-
- private:
-  bool paused_;
-};
+// ticker writing a set, a dump, fork()) only pause the owner's lock-free counts:
+// end_ownership() before taking the lock, this with the lock held, before it is
+// released (`paused`: what end_ownership() returned). A long one-thread run writes a
+// set every few seconds: ending the ownership for good there made every later count
+// take the lock (a fifth of the loop's time). Handing it back under the lock is safe:
+// no count is under way (counts that are not the owner's hold the lock), and one that
+// waits for the lock ends the ownership itself once it has it (Counting::take_lock).
+void resume_ownership(bool paused) {
+  if (paused) g_shared.store(false, std::memory_order_release);
+}
 
 // One count of thread `t`: without the lock when it owns the counts (claiming them if
 // no one has), else under it.
@@ -307,7 +299,7 @@ class Counting {
     bool waited = !g_lock.try_lock();
     if (waited) g_lock.lock();
     // Under the lock: the ownership may have been handed back while this count waited
-    // for it (PausedOwnership). Another thread counts: it ends. The owner here only
+    // for it (resume_ownership). Another thread counts: it ends. The owner here only
     // met a pause.
     if (g_owner.load(std::memory_order_relaxed) != t_->number) end_ownership();
     ++g_heap.locked_counts;
@@ -462,10 +454,10 @@ bool g_paused_for_fork = false;
 // (signals blocked: a handler's allocation on this thread would wait for it forever).
 void write_aggregate(uint64_t time) {
   BlockedSignals blocked;
-  PausedOwnership paused;
+  bool paused = end_ownership();
   LockGuard guard(g_lock);
   write_counts_locked(time);
-  paused.resume();
+  resume_ownership(paused);
 }
 
 void aggregate_lock_for_fork() {
@@ -474,7 +466,7 @@ void aggregate_lock_for_fork() {
 }
 // In the parent; the child starts afresh (aggregate_reset_in_child).
 void aggregate_unlock_after_fork() {
-  if (g_paused_for_fork) g_shared.store(false, std::memory_order_release);
+  resume_ownership(g_paused_for_fork);
   g_paused_for_fork = false;
   g_lock.unlock();
 }

@@ -128,7 +128,7 @@ FrameRule learned_rule(const Backtrace& b, int i) {
 }
 
 // Asks the unwinder about the current stack and learns the rules of the frame at
-// `pc` and of its callers up to the first one with a frame pointer.
+// `pc` and of its callers.
 FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
   Backtrace b;
   b.count = 0;

@@ -5,13 +5,13 @@
 // __cxa_allocate_exception; or such code calling back into the program, as
 // std::time_put into an ostringstream does) skips that function's caller: the frame
 // pointer register still holds the caller's frame, whose saved return address is
-// one level further out, unless the function used the register for something else. The compiler's call frame information (DWARF CFI) says
-// where such a frame keeps its return address: at a fixed distance from the stack
-// pointer at each instruction, since a function without a frame pointer has no
-// variable-size frame. The runtime asks the unwinder (_Unwind_Backtrace) once per
-// call site and thread, learns that distance (and where the function saved the
-// caller's frame pointer, if it used the register), and from then on steps over
-// the frame with two loads.
+// one level further out, unless the function used the register for something else.
+// The compiler's call frame information (DWARF CFI) says where such a frame keeps
+// its return address: at a fixed distance from the stack pointer at each
+// instruction, since a function without a frame pointer has no variable-size frame.
+// The runtime asks the unwinder (_Unwind_Backtrace) once per call site and thread,
+// learns that distance (and where the function saved the caller's frame pointer, if
+// it used the register), and from then on steps over the frame with two loads.
 #ifndef HEAPTYPE_RUNTIME_FRAME_RULES_HPP
 #define HEAPTYPE_RUNTIME_FRAME_RULES_HPP
 

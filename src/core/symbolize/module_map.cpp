@@ -123,10 +123,11 @@ uint64_t load_bias(const std::vector<Segment>& segments, const std::vector<Mappi
     uint64_t bias;
     if (bias_from(first, *candidate, &bias) && segments_fit(segments, mappings, bias)) return bias;
   }
+  // None fits (a file changed since): the lowest mapping holds the first segment.
   const Mapping& lowest = *by_address.front();
-  uint64_t rounding = first.offset - lowest.offset;  // "negative" wraps to huge
-  if (first.offset < lowest.offset || rounding >= kMaxPageSize) rounding = first.vaddr % kFallbackPageSize;
-  return lowest.start - (first.vaddr - rounding);
+  uint64_t bias;
+  if (bias_from(first, lowest, &bias)) return bias;
+  return lowest.start - (first.vaddr - first.vaddr % kFallbackPageSize);
 }
 
 std::string base_name(const std::string& path) {

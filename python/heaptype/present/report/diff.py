@@ -39,19 +39,22 @@ def _figures(f) -> dict:
     return {name: getattr(f, name) for name in FIELDS}
 
 
-APPROXIMATE = "peak_approximate"  # in a type group's figures until diff_rows takes it out
-
-
-def _groups(profile: Profile, by: str, infer: bool) -> dict[str, dict]:
+def _groups(profile: Profile, by: str, infer: bool) -> dict[str, tuple[dict, bool]]:
+    """Each group's figures, and whether its peak is approximate (DiffRow.peak_approximate)."""
     if by == "type":
         aggregated = getattr(profile, "aggregated", False)
-        return {g.label: {**_figures(g), APPROXIMATE: aggregated and getattr(g, "peak_at_heap_peak", False)}
+        return {g.label: (_figures(g), aggregated and getattr(g, "peak_at_heap_peak", False))
                 for g in profile.by_type(infer=infer)}
     if by == "function":
-        return {g.function: _figures(g.total) for g in profile.by_function(infer=infer)}
+        return {g.function: (_figures(g.total), False) for g in profile.by_function(infer=infer)}
     if by == "thread":
-        return {str(g.thread): _figures(g) for g in profile.by_thread()}
-    return {" > ".join(r.path) + f" [{r.type_label}]": _figures(r.figures) for r in profile.call_paths(infer=infer)}
+        return {str(g.thread): (_figures(g), False) for g in profile.by_thread()}
+    return {" > ".join(r.path) + f" [{r.type_label}]": (_figures(r.figures), False)
+            for r in profile.call_paths(infer=infer)}
+
+
+def _row(name: str, a: tuple[dict, bool], b: tuple[dict, bool]) -> DiffRow:
+    return DiffRow(name, a[0], b[0], a[1] or b[1])
 
 
 def diff_rows(a: Profile, b: Profile, by: str = "type", *, infer: bool = True) -> list[DiffRow]:
@@ -61,17 +64,14 @@ def diff_rows(a: Profile, b: Profile, by: str = "type", *, infer: bool = True) -
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         before, after = pool.map(lambda profile: _groups(profile, by, infer), (a, b))
-    rows = [DiffRow(name, before[name], after[name]) for name in set(before) & set(after)]
+    rows = [_row(name, before[name], after[name]) for name in set(before) & set(after)]
     rows += _inferred_on_one_side(before, after) if by == "type" else []
-    rows += [DiffRow(name, before.get(name, ZERO), after.get(name, ZERO))
-             for name in set(before) ^ set(after) if name in before or name in after]
-    for r in rows:
-        r.a, r.b = dict(r.a), dict(r.b)
-        r.peak_approximate = bool(r.a.pop(APPROXIMATE, False)) | bool(r.b.pop(APPROXIMATE, False))
+    rows += [_row(name, before.get(name, (ZERO, False)), after.get(name, (ZERO, False)))
+             for name in set(before) ^ set(after)]
     return sorted(rows, key=lambda r: (-abs(r.delta["peak_bytes"]), -abs(r.delta["bytes"]), r.name))
 
 
-def _inferred_on_one_side(before: dict[str, dict], after: dict[str, dict]) -> list[DiffRow]:
+def _inferred_on_one_side(before: dict[str, tuple], after: dict[str, tuple]) -> list[DiffRow]:
     """A type exact in one profile and inferred in the other (a linked build against the
     same program preloaded, ``heaptype run``): one row, named for where it was inferred.
     Its entries leave ``before`` and ``after``; rows both profiles name alike stay apart."""
@@ -81,7 +81,7 @@ def _inferred_on_one_side(before: dict[str, dict], after: dict[str, dict]) -> li
             base = name[:-len(INFERRED_SUFFIX)]
             if base in exact and base + INFERRED_SUFFIX not in exact and base not in inferred:
                 a, b = (inferred.pop(name), exact.pop(base)) if side == "A" else (exact.pop(base), inferred.pop(name))
-                rows.append(DiffRow(f"{base} (inferred in {side})", a, b))
+                rows.append(_row(f"{base} (inferred in {side})", a, b))
     return rows
 
 

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "call_frame_info.hpp"
 #include "internal_memory.hpp"
 
 namespace heaptype {
@@ -85,22 +86,24 @@ FrameRule rule_of(const Backtrace& b, int i) {
   if (i + 1 >= b.count) return rule;
   const UnwoundFrame& caller = b.frames[i + 1];
   uintptr_t cfa = caller.sp;
-  if (f.rbp + 2 * sizeof(uintptr_t) == cfa) return rule;  // it keeps a frame pointer
-  if (cfa < f.sp || cfa - f.sp > (uintptr_t{1} << 20)) {
-    rule.kind = FrameKind::kOpaque;
-    return rule;
-  }
-  rule.kind = FrameKind::kStackOffset;
-  rule.cfa_offset = static_cast<int32_t>(cfa - f.sp);
-  if (caller.rbp == f.rbp) return rule;
-  // The function used the register: the caller's value is saved in its frame.
-  for (uintptr_t at = f.sp; at + sizeof(uintptr_t) <= cfa; at += sizeof(uintptr_t)) {
-    if (*reinterpret_cast<const uintptr_t*>(at) == caller.rbp) {
-      rule.saved_rbp = static_cast<int32_t>(static_cast<intptr_t>(at - cfa));
+  // The function's call frame information says how its CFA is computed and where it
+  // saved the caller's rbp; the CFA must be the one the unwinder found. A rule the
+  // walk cannot follow exactly ends the walk there.
+  FrameCfi cfi;
+  if (read_frame_cfi(f.ip, &cfi) && cfi.cfa_base == CfaBase::kStackPointer) {
+    bool exact = cfa >= f.sp && static_cast<uintptr_t>(cfi.cfa_offset) == cfa - f.sp &&
+                 (cfi.rbp == SavedRbp::kAtCfa || (cfi.rbp == SavedRbp::kKept && caller.rbp == f.rbp));
+    if (!exact) {
+      rule.kind = FrameKind::kOpaque;
       return rule;
     }
+    rule.kind = FrameKind::kStackOffset;
+    rule.cfa_offset = cfi.cfa_offset;
+    if (cfi.rbp == SavedRbp::kAtCfa) rule.saved_rbp = cfi.rbp_offset;
+    return rule;
   }
-  rule.kind = FrameKind::kOpaque;
+  // A frame pointer (also a realigned frame, such as main's, whose CFA is an expression).
+  if (f.rbp + 2 * sizeof(uintptr_t) != cfa) rule.kind = FrameKind::kOpaque;
   return rule;
 }
 

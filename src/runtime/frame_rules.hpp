@@ -10,8 +10,9 @@
 // its return address: at a fixed distance from the stack pointer at each
 // instruction, since a function without a frame pointer has no variable-size frame.
 // The runtime asks the unwinder (_Unwind_Backtrace) once per call site and thread,
-// learns that distance (and where the function saved the caller's frame pointer, if
-// it used the register), and from then on steps over the frame with two loads.
+// reads that distance and where the function saved the caller's frame pointer, if it
+// used the register, from the function's CFI (call_frame_info.hpp), checks the
+// distance against the unwinder's, and from then on steps over the frame with two loads.
 #ifndef HEAPTYPE_RUNTIME_FRAME_RULES_HPP
 #define HEAPTYPE_RUNTIME_FRAME_RULES_HPP
 

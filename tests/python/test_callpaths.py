@@ -160,6 +160,32 @@ def test_a_walk_goes_through_a_runtime_library_without_frame_pointers(cpp_progra
     assert path[0] == "main" and path[1].startswith("long_date") and "::put(" in path[2] and "::do_put(" in path[3]
 
 
+def test_a_saved_frame_pointer_is_read_where_the_call_frame_information_puts_it(cpp_programs, tmp_path):
+    """A function outside the program's module that saved its caller's rbp and reused the
+    register (tests/cpp/stale_slot_lib.S), whose frame also holds a copy of that rbp in a
+    local slot at the first call only. The rule learned at that call used to take the
+    first slot holding the value, the stale one: every later walk read a wrong frame
+    pointer there and lost main and relay() (fmt's chrono-test: 20,784 tzset allocations
+    under glibc's __tz_convert rooted at the test body). The call frame information
+    names the pushed slot."""
+    from conftest import CPP_DIR, run_profiled
+
+    cxx = cpp_programs.cxx
+    library = tmp_path / "libstale.so"
+    subprocess.run([cxx, "-shared", "-fPIC", str(CPP_DIR / "stale_slot_lib.S"), "-o", str(library)],
+                   check=True, capture_output=True)
+    program = tmp_path / "stale_slot"
+    subprocess.run([cxx, "-O2", "-g", *cpp_programs.compile_flags(), str(CPP_DIR / "stale_slot.cpp"),
+                    f"-L{tmp_path}", "-lstale", f"-Wl,-rpath,{tmp_path}", *cpp_programs.link_flags(),
+                    "-o", str(program)], check=True, capture_output=True)
+    output = tmp_path / "stale.htp"
+    done = run_profiled(program, output, "100")
+    assert done.returncode == 0 and done.stdout.strip() == "101", done.stderr
+    paths = {row.path: row.figures.allocations for row in heaptype.load(output).call_paths()
+             if row.type_label == "Item"}
+    assert paths == {("main", "relay(long)", "call_with_stale_slot", "allocate()"): 101}, paths
+
+
 def test_threads_are_merged_by_frame_not_by_thread(known):
     root = known.call_tree(types=["Thread*"])
     assert sorted(c.name for c in root.children) == ["worker_a()", "worker_b()", "worker_c()", "worker_d()"]

@@ -98,11 +98,24 @@ class CTestFixtureOrder:
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list):
         result = yield
         if self.state.active:
-            items.extend(bring_back(self.state.collected_items or items, items))
+            back = bring_back(self.state.collected_items or items, items)
+            items.extend(back)
+            _no_longer_deselected(config, back)
             items[:] = ordered(items)
             self.state.fixture_plan = plan(items, self.state.run_id,
                                            lambda item: item.get_closest_marker("skip") is None)
         return result
+
+
+def _no_longer_deselected(config: pytest.Config, items: list) -> None:
+    """Items -k, -m or --heap-shard deselected (and pytest counted) that run after all,
+    as setups and cleanups of a selected test's CTest fixtures: out of the count, so
+    that the summary's "N deselected" and "M passed" add up to what was collected."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    counted = reporter.stats.get("deselected") if reporter is not None else None
+    if items and counted:
+        back = {id(item) for item in items}
+        counted[:] = [item for item in counted if id(item) not in back]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -237,8 +237,10 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
       // So is one in the first pages, read where such code kept rbp pointing into a
       // frame of its caller: the chain goes on from there, without that word.
       if (ra < kLowestCode) continue;
-      *at = ra;
-      if (++at == end) return kMaxWalkedFrames;
+      // Full: the rule loop above may have filled it (its last frame's caller keeps a
+      // frame pointer), so the test comes before the write.
+      if (at == end) return kMaxWalkedFrames;
+      *at++ = ra;
       // A return into code outside the framed module: its rule decides the next step
       // (its frame record, or its own rule if it keeps no frame pointer).
       if (ra - framed >= framed_bytes) {

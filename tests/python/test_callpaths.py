@@ -186,6 +186,31 @@ def test_a_saved_frame_pointer_is_read_where_the_call_frame_information_puts_it(
     assert paths == {("main", "relay(long)", "call_with_stale_slot", "allocate()"): 101}, paths
 
 
+def test_a_walk_deeper_than_its_buffer_stops_at_its_end(cpp_programs, tmp_path):
+    """Recursions deeper than a walk keeps (128 return addresses) whose frames alternate
+    between the program's functions and a library function stepped over by its frame
+    rule (tests/cpp/deep_mixed.cpp): at some depth the rule steps fill the buffer right
+    before a frame with a frame pointer, and the frame-pointer loop wrote on past it,
+    over the runtime's saved registers (GCC's cc1plus crashed so under `heaptype run`).
+    Every depth runs to the end, and each allocation keeps the innermost 128 frames."""
+    from conftest import CPP_DIR, run_profiled
+
+    cxx = cpp_programs.cxx
+    library = tmp_path / "libstale.so"
+    subprocess.run([cxx, "-shared", "-fPIC", str(CPP_DIR / "stale_slot_lib.S"), "-o", str(library)],
+                   check=True, capture_output=True)
+    program = tmp_path / "deep_mixed"
+    subprocess.run([cxx, "-O2", "-g", *cpp_programs.compile_flags(), str(CPP_DIR / "deep_mixed.cpp"),
+                    f"-L{tmp_path}", "-lstale", f"-Wl,-rpath,{tmp_path}", *cpp_programs.link_flags(),
+                    "-o", str(program)], check=True, capture_output=True)
+    output = tmp_path / "deep.htp"
+    done = run_profiled(program, output, "50", "80")
+    assert done.returncode == 0 and done.stdout.strip() == str(31 * 2), (done.returncode, done.stderr[-2000:])
+    paths = [row.path for row in heaptype.load(output).call_paths() if row.type_label == "Leaf"]
+    assert sum(1 for path in paths if path[0] == "main") > 0  # the shallow ones reach main
+    assert max(len(path) for path in paths) == 129  # the call site and 128 callers
+
+
 def test_threads_are_merged_by_frame_not_by_thread(known):
     root = known.call_tree(types=["Thread*"])
     assert sorted(c.name for c in root.children) == ["worker_a()", "worker_b()", "worker_c()", "worker_d()"]

@@ -139,11 +139,21 @@ uint32_t CallPaths::merge_chain(uint32_t path, const std::vector<PathFrame>& cha
     f.hooked = old.hooked;
     merged = push(merged, f, walked);
   }
+  // A start-up frame that has the program's own code inlined into it (std::thread's
+  // _M_run with the thread's lambda) is where the thread's code begins: dropping it
+  // would root the path at what the lambda called.
+  bool drops = walked && !(merged == kStartupOnly && inlines_program_code(chain));
   for (size_t i = k; i < chain.size(); ++i) {
     if (chain[i].inlined && !keep_inlined) continue;
-    merged = push(merged, chain[i], walked);
+    merged = push(merged, chain[i], drops);
   }
   return merged;
+}
+
+bool CallPaths::inlines_program_code(const std::vector<PathFrame>& chain) {
+  for (const PathFrame& f : chain)
+    if (f.inlined && !is_startup_frame(f)) return true;
+  return false;
 }
 
 uint32_t CallPaths::extend_node(uint32_t path, const format::NodeDef& def, bool walked) {

@@ -74,6 +74,8 @@ class CallPaths {
   std::vector<PathFrame> chain_frames(const CodeInfo& info, uint64_t pc);
   uint32_t function_key(uint32_t name);
   bool is_startup_frame(const PathFrame& frame);
+  // Whether a chain of frames at one address has code other than start-up code inlined.
+  bool inlines_program_code(const std::vector<PathFrame>& chain);
   bool is_entry_frame(const PathFrame& frame);
 
   // A walked path begins with the frames that start a process or thread (_start,

@@ -211,6 +211,26 @@ def test_a_walk_deeper_than_its_buffer_stops_at_its_end(cpp_programs, tmp_path):
     assert max(len(path) for path in paths) == 129  # the call site and 128 callers
 
 
+def test_a_thread_started_with_a_lambda_is_rooted_where_the_lambda_runs(cpp_programs, tmp_path):
+    """std::thread's machinery (libstdc++'s execute_native_thread_routine, the program's
+    _State_impl::_M_run and what is inlined into it) is left out of a thread's paths, so
+    that a thread started with a function is rooted at that function. A lambda is
+    inlined into _M_run: leaving that frame out rooted the thread's paths at what the
+    lambda called (spdlog's thread pool: 40% of its bytes under flush_() and
+    process_next_msg_() as if they had no caller). tests/cpp/thread_lambda.cpp."""
+    from conftest import run_profiled
+
+    output = tmp_path / "lambda.htp"
+    done = run_profiled(cpp_programs.program("thread_lambda"), output)
+    assert done.returncode == 0, done.stderr
+    profile = heaptype.load(output)
+    paths = {row.path: row.figures.allocations for row in profile.call_paths() if row.type_label == "Job"}
+    lambda_run = "std::thread::_State_impl<std::thread::_Invoker<std::tuple<main::{lambda()#1}> > >::_M_run()"
+    assert paths == {(lambda_run, "work(int)"): 7, ("work(int)",): 5, ("main", "work(int)"): 3}, paths
+    inlined = {row.path: row.figures.allocations for row in profile.call_paths(inlined=True) if row.type_label == "Job"}
+    assert {path[0]: n for path, n in inlined.items()} == {lambda_run: 7, "work(int)": 5, "main": 3}
+
+
 def test_threads_are_merged_by_frame_not_by_thread(known):
     root = known.call_tree(types=["Thread*"])
     assert sorted(c.name for c in root.children) == ["worker_a()", "worker_b()", "worker_c()", "worker_d()"]

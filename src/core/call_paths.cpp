@@ -56,7 +56,8 @@ bool CallPaths::is_entry_frame(const PathFrame& frame) {
 }
 
 CallPaths::CallPaths(CodeNames* names, StringTable* strings, bool inlined)
-    : names_(names), strings_(strings), inlined_(inlined), no_call_site_(strings->intern("(no call site)")) {}
+    : names_(names), strings_(strings), inlined_(inlined), no_call_site_(strings->intern("(no call site)")),
+      walk_cut_(strings->intern("(more callers: a walk keeps 128 frames)")) {}
 
 std::vector<const PathFrame*> CallPaths::frames(uint32_t path) const {
   std::vector<const PathFrame*> out;
@@ -157,6 +158,11 @@ bool CallPaths::inlines_program_code(const std::vector<PathFrame>& chain) {
 }
 
 uint32_t CallPaths::extend_node(uint32_t path, const format::NodeDef& def, bool walked) {
+  if (!def.function && def.call_site == format::kWalkCut) {
+    PathFrame cut;
+    cut.name = walk_cut_;
+    return push(path, cut, false);
+  }
   const CodeInfo* call = def.call_site ? &names_->call_site(def.call_site) : nullptr;
   if (!def.function) return call ? merge_chain(path, chain_frames(*call, def.call_site - 1), inlined_, walked) : path;
   if (!is_empty(path) && call && cells_[path].frame.hooked && call->function_address &&

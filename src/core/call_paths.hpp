@@ -94,6 +94,7 @@ class CallPaths {
   std::unordered_map<uint32_t, uint32_t> function_keys_;  // name -> name without parameters
   std::unordered_map<uint32_t, bool> startup_modules_;
   uint32_t no_call_site_;
+  uint32_t walk_cut_;  // the root frame of a stack walked only to its 128 innermost frames
 };
 
 }  // namespace core

@@ -53,6 +53,10 @@
 namespace heaptype {
 namespace format {
 
+// The call site of the outermost node of a walked stack whose callers went on past the
+// frames a walk keeps (128): no code lies in the first page.
+constexpr uint64_t kWalkCut = 1;
+
 constexpr char kFileMagic[8] = {'H', 'E', 'A', 'P', 'T', 'Y', 'P', 'E'};
 constexpr uint32_t kVersion = 3;
 constexpr uint32_t kOldestVersion = 2;  // the oldest the reader reads
@@ -175,7 +179,8 @@ enum class ControlOp : uint8_t {
                      // site (the return address in the caller)
                      // version 3: the new node's number minus the parent's, then
                      // function and call site as zigzag distances from the stream's
-                     // previous function and code address
+                     // previous function and code address. Call site kWalkCut: a
+                     // walked stack's callers past the frames a walk keeps.
   kFreeRemote = 4,   // varint thread, varint site: a block of another thread's site
   kDerivedSite = 5,  // defines this thread's next site number as another thread's site
                      // with a new type: varint thread, varint site, varint type tag,

@@ -131,8 +131,8 @@ bool ensure_frames(CallContext& c) {
   c.cache = static_cast<ChildCacheEntry*>(map_pages(kChildCacheSize * sizeof(ChildCacheEntry), MemoryUse::kCallPaths));
   if (!c.cache) return false;
   c.known_paths = static_cast<KnownPath*>(map_pages(sizeof(KnownPath) << kKnownPathBits, MemoryUse::kCallPaths));
-  c.walk_path = static_cast<uintptr_t*>(map_pages(kMaxWalkedFrames * sizeof(uintptr_t), MemoryUse::kCallPaths));
-  c.walk_nodes = static_cast<uint32_t*>(map_pages(kMaxWalkedFrames * sizeof(uint32_t), MemoryUse::kCallPaths));
+  c.walk_path = static_cast<uintptr_t*>(map_pages((kMaxWalkedFrames + 1) * sizeof(uintptr_t), MemoryUse::kCallPaths));
+  c.walk_nodes = static_cast<uint32_t*>(map_pages((kMaxWalkedFrames + 1) * sizeof(uint32_t), MemoryUse::kCallPaths));
   c.frames = static_cast<CallFrame*>(map_pages(kMaxShadowDepth * sizeof(CallFrame), MemoryUse::kCallPaths));
   return c.frames && c.walk_path && c.walk_nodes && c.known_paths;
 }
@@ -188,10 +188,18 @@ int note_code(dl_phdr_info* info, size_t, void* data) {
 // allocation function: its own return address is the call site), innermost first.
 // Functions without frame pointers (the allocation made inside a system library, or
 // such a library's code between the program's functions) are stepped over by their
-// frame rules; the others by the frame-pointer chain. Every word read lies above the
+// frame rules; the others by the frame-pointer chain. `out` holds kMaxWalkedFrames + 1:
+// a stack with more callers keeps the innermost and kWalkCut after them. Every word read lies above the
 // stack pointer of the frame before it and below the top of the thread's stack
 // (`high`): memory that is mapped, whatever a register that code without frame
 // pointers used for something else held.
+// A walk with callers left past its kMaxWalkedFrames: the marker goes in the slot after
+// them, as the path's outermost "return address".
+inline int cut_walk(uintptr_t* end) {
+  *end = kWalkCut;
+  return kMaxWalkedFrames + 1;
+}
+
 __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintptr_t frame, uintptr_t high,
                                                        uintptr_t* out) {
   if (!high || frame >= high || high - frame > kMaxStackSpan) return 0;
@@ -210,7 +218,7 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
       if (rule.kind == FrameKind::kFramePointer) break;
       if (rule.kind == FrameKind::kEnd) rules.last_end = pc;
       // kOpaque, kEnd: the walk ends here
-      if (rule.kind != FrameKind::kStackOffset || at == end) return static_cast<int>(at - out);
+      if (rule.kind != FrameKind::kStackOffset) return static_cast<int>(at - out);
       uintptr_t cfa = sp + static_cast<uintptr_t>(rule.cfa_offset);
       if (cfa > limit) return static_cast<int>(at - out);
       if (rule.saved_rbp != kRbpKept) {
@@ -220,6 +228,7 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
       }
       pc = reinterpret_cast<const uintptr_t*>(cfa)[-1];
       if (pc < kLowestCode) return static_cast<int>(at - out);
+      if (at == end) return cut_walk(at);
       *at++ = pc;
       sp = cfa;
     }
@@ -239,7 +248,7 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
       if (ra < kLowestCode) continue;
       // Full: the rule loop above may have filled it (its last frame's caller keeps a
       // frame pointer), so the test comes before the write.
-      if (at == end) return kMaxWalkedFrames;
+      if (at == end) return cut_walk(at);
       *at++ = ra;
       // A return into code outside the framed module: its rule decides the next step
       // (its frame record, or its own rule if it keeps no frame pointer).
@@ -307,7 +316,7 @@ uint32_t node_from_walk(ThreadState* t, uintptr_t call_site, const uintptr_t* ra
 // of known paths.
 uint32_t walked_context(ThreadState* t, uintptr_t frame) {
   CallContext& c = t->context;
-  uintptr_t ras[kMaxWalkedFrames];
+  uintptr_t ras[kMaxWalkedFrames + 1];
   uint32_t depth = static_cast<uint32_t>(walk_callers(c.frame_rules, frame, t->stack.high, ras));
   if (depth > kKnownPathFrames) return node_of_path(t, ras, depth);
   uint64_t hash = path_hash(ras, depth);

@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../format/profile_format.hpp"
 #include "frame_rules.hpp"
 
 namespace heaptype {
@@ -84,6 +85,8 @@ struct ChildCacheEntry {
 };
 
 constexpr int kMaxWalkedFrames = 128;
+// The outermost "return address" of a walk that left callers out past kMaxWalkedFrames.
+constexpr uintptr_t kWalkCut = format::kWalkCut;
 
 // A walked stack seen before, and its node: most allocations repeat one of a few
 // stacks, which then cost their walk and one comparison per frame.

@@ -149,12 +149,19 @@ FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
     return unknown;
   }
   FrameRule first = learned_rule(b, i);
+  // The last frame of a backtrace cut at kMaxFrames has no caller in it: its rule is
+  // unknown (it keeps a frame pointer or not): this walk ends there, and the next
+  // one meeting it asks again.
+  if (i + 1 >= b.count) return {pc, 0, kRbpKept, FrameKind::kOpaque};
   store(rules, first);
   // The walk asks the rule of every return address outside the runtime's module: one
   // backtrace teaches the rules of the whole stack above (a preloaded test suite's
   // walks asked for a third more backtraces when only the frames up to the first one
-  // with a frame pointer were learned). A frame the unwinder ended at is not learned.
-  for (FrameRule r = first; r.kind != FrameKind::kEnd && ++i < b.count && b.frames[i].ip;) {
+  // with a frame pointer were learned). A frame the unwinder ended at is not learned,
+  // nor the last one of a backtrace cut at kMaxFrames (a deep recursion's): a rule
+  // taken for it without its caller made every later walk through it end there
+  // (399 of GCC's allocations compiling a template-heavy file were rooted at one).
+  for (FrameRule r = first; r.kind != FrameKind::kEnd && ++i + 1 < b.count && b.frames[i].ip;) {
     r = learned_rule(b, i);
     if (!in_framed_code(r.pc)) store(rules, r);
   }

@@ -6,8 +6,10 @@
 // there, not write past the buffer (GCC's cc1plus, whose code keeps no frame pointers
 // but calls back into framed code, crashed so under `heaptype run`).
 //
-// Usage: deep_mixed [FROM TO] (default 50 80): each depth in [FROM, TO], allocating once
-// in the innermost level itself and once a frame further in. Prints the allocations.
+// Usage: deep_mixed [FROM TO [further]] (default 50 80): each depth from FROM to TO (either
+// way), allocating once in the innermost level itself and once a frame further in (first,
+// with "further"). Prints the allocations. Deepest first, the first walks ask the unwinder from deeper than its
+// backtrace holds (160 frames): the last frame it holds has no caller to learn a rule from.
 #include <cstdio>
 #include <cstdlib>
 
@@ -46,8 +48,10 @@ __attribute__((noinline)) void level() {
 
 int main(int argc, char** argv) {
   int from = argc > 2 ? std::atoi(argv[1]) : 50, to = argc > 2 ? std::atoi(argv[2]) : 80;
-  for (int depth = from; depth <= to; ++depth) {
-    for (bool further : {false, true}) {
+  bool further_first = argc > 3 && argv[3][0] == 'f';
+  int step = from <= to ? 1 : -1;  // deepest first: the first walks meet backtraces cut short
+  for (int depth = from; depth != to + step; depth += step) {
+    for (bool further : {further_first, !further_first}) {
       g_levels_left = depth;
       g_one_frame_further = further;
       level();

@@ -192,7 +192,8 @@ def test_a_walk_deeper_than_its_buffer_stops_at_its_end(cpp_programs, tmp_path):
     rule (tests/cpp/deep_mixed.cpp): at some depth the rule steps fill the buffer right
     before a frame with a frame pointer, and the frame-pointer loop wrote on past it,
     over the runtime's saved registers (GCC's cc1plus crashed so under `heaptype run`).
-    Every depth runs to the end, and each allocation keeps the innermost 128 frames."""
+    Every depth runs to the end; a path keeps its innermost 128 callers, and one cut there
+    starts with a frame that says so (else it would look like a path that starts there)."""
     from conftest import CPP_DIR, run_profiled
 
     cxx = cpp_programs.cxx
@@ -203,12 +204,17 @@ def test_a_walk_deeper_than_its_buffer_stops_at_its_end(cpp_programs, tmp_path):
     subprocess.run([cxx, "-O2", "-g", *cpp_programs.compile_flags(), str(CPP_DIR / "deep_mixed.cpp"),
                     f"-L{tmp_path}", "-lstale", f"-Wl,-rpath,{tmp_path}", *cpp_programs.link_flags(),
                     "-o", str(program)], check=True, capture_output=True)
-    output = tmp_path / "deep.htp"
-    done = run_profiled(program, output, "50", "80")
-    assert done.returncode == 0 and done.stdout.strip() == str(31 * 2), (done.returncode, done.stderr[-2000:])
-    paths = [row.path for row in heaptype.load(output).call_paths() if row.type_label == "Leaf"]
-    assert sum(1 for path in paths if path[0] == "main") > 0  # the shallow ones reach main
-    assert max(len(path) for path in paths) == 129  # the call site and 128 callers
+    for order in (("50", "80"), ("80", "50"), ("80", "50", "further")):
+        output = tmp_path / f"deep-{'-'.join(order)}.htp"
+        done = run_profiled(program, output, *order)
+        assert done.returncode == 0 and done.stdout.strip() == str(31 * 2), (done.returncode, done.stderr[-2000:])
+        paths = [row.path for row in heaptype.load(output).call_paths() if row.type_label == "Leaf"]
+        assert sum(1 for path in paths if path[0] == "main") > 0  # the shallow ones reach main
+        deepest = max(paths, key=len)
+        assert len(deepest) == 130 and deepest[0] == "(more callers: a walk keeps 128 frames)", deepest[:3]
+        # Cut, or whole. Deepest first, the unwinder's backtrace (160 frames) ended in the
+        # recursion: a rule guessed for its last frame ended later walks there.
+        assert all(path[0] in ("main", deepest[0]) for path in paths), sorted({p[:2] for p in paths})
 
 
 def test_a_thread_started_with_a_lambda_is_rooted_where_the_lambda_runs(cpp_programs, tmp_path):

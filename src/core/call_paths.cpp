@@ -57,7 +57,8 @@ bool CallPaths::is_entry_frame(const PathFrame& frame) {
 
 CallPaths::CallPaths(CodeNames* names, StringTable* strings, bool inlined)
     : names_(names), strings_(strings), inlined_(inlined), no_call_site_(strings->intern("(no call site)")),
-      walk_cut_(strings->intern("(more callers: a walk keeps 128 frames)")) {}
+      walk_cut_(strings->intern("(more callers: a walk keeps 128 frames)")),
+      main_(strings->intern("main")) {}
 
 std::vector<const PathFrame*> CallPaths::frames(uint32_t path) const {
   std::vector<const PathFrame*> out;
@@ -82,12 +83,27 @@ bool CallPaths::is_startup_frame(const PathFrame& frame) {
 }
 
 uint32_t CallPaths::push(uint32_t path, const PathFrame& frame, bool walked) {
-  if (walked && path == kNone && is_entry_frame(frame)) return kStartupOnly;
-  if (walked && path == kStartupOnly && is_startup_frame(frame)) return kStartupOnly;
+  if (walked && ((path == kNone && is_entry_frame(frame)) || (in_startup(path) && is_startup_frame(frame))))
+    return calls_main(frame) ? kMainNext : kStartupOnly;
+  PathFrame kept = frame;
+  if (path == kMainNext && is_unnamed(frame)) kept.name = main_;  // a stripped program's main
   if (is_empty(path)) path = kNone;
   uint32_t depth = path == kNone ? 1 : cells_[path].depth + 1;
-  cells_.push_back({frame, path, depth});
+  cells_.push_back({kept, path, depth});
   return static_cast<uint32_t>(cells_.size() - 1);
+}
+
+// glibc's functions that call main (__libc_start_call_main, and __libc_start_main
+// before glibc 2.34): the frame after one of them in a path is in main.
+bool CallPaths::calls_main(const PathFrame& frame) const {
+  const std::string& name = strings_->get(frame.name);
+  return name == "__libc_start_call_main" || name == "__libc_start_main";
+}
+
+// A frame named by its module and offset: the module has no symbol for it.
+bool CallPaths::is_unnamed(const PathFrame& frame) const {
+  const std::string& module = strings_->get(frame.module);
+  return !module.empty() && starts_with(strings_->get(frame.name), (base_name(module) + "+0x").c_str());
 }
 
 std::vector<PathFrame> CallPaths::chain_frames(const CodeInfo& info, uint64_t pc) {
@@ -143,7 +159,7 @@ uint32_t CallPaths::merge_chain(uint32_t path, const std::vector<PathFrame>& cha
   // A start-up frame that has the program's own code inlined into it (std::thread's
   // _M_run with the thread's lambda) is where the thread's code begins: dropping it
   // would root the path at what the lambda called.
-  bool drops = walked && !(merged == kStartupOnly && inlines_program_code(chain));
+  bool drops = walked && !(in_startup(merged) && inlines_program_code(chain));
   for (size_t i = k; i < chain.size(); ++i) {
     if (chain[i].inlined && !keep_inlined) continue;
     merged = push(merged, chain[i], drops);

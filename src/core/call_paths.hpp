@@ -84,7 +84,12 @@ class CallPaths {
   // own. A walk that never reached an entry (cut short in code that keeps no frame
   // pointer) keeps every frame it found.
   static constexpr uint32_t kStartupOnly = kNone - 1;
-  static bool is_empty(uint32_t path) { return path >= kStartupOnly; }
+  // The same, right after the frame of glibc's that calls main: the next one is main's.
+  static constexpr uint32_t kMainNext = kNone - 2;
+  static bool is_empty(uint32_t path) { return path >= kMainNext; }
+  static bool in_startup(uint32_t path) { return path == kStartupOnly || path == kMainNext; }
+  bool calls_main(const PathFrame& frame) const;
+  bool is_unnamed(const PathFrame& frame) const;
 
   CodeNames* names_;
   StringTable* strings_;
@@ -94,7 +99,8 @@ class CallPaths {
   std::unordered_map<uint32_t, uint32_t> function_keys_;  // name -> name without parameters
   std::unordered_map<uint32_t, bool> startup_modules_;
   uint32_t no_call_site_;
-  uint32_t walk_cut_;  // the root frame of a stack walked only to its 128 innermost frames
+  uint32_t walk_cut_;
+  uint32_t main_;  // the root frame of a stack walked only to its 128 innermost frames
 };
 
 }  // namespace core

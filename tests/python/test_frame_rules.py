@@ -68,3 +68,20 @@ def test_a_threads_first_function_called_deeper_keeps_its_callers(tmp_path):
     paths = {tuple(f.split("(")[0] for f in row.path): row.figures.allocations
              for row in heaptype.load(output).call_paths(infer=False) if row.path[-1].startswith("helper(")}
     assert paths == {("worker", "helper"): 3, ("main", "relay", "worker", "helper"): 3}
+
+
+def test_a_stripped_programs_main_is_named(tmp_path):
+    """A program without a symbol table (a wheel's cmake, a distribution's binaries) has
+    its functions named by offset (`cut_walk+0x23a4`); glibc's __libc_start_call_main
+    calls main and nothing else, so the frame after it in a walked path is named main.
+    The program's other functions keep their offsets (tests/cpp/cut_walk.cpp, built
+    with -s)."""
+    exe = tmp_path / "cut_walk"
+    subprocess.run([require_tool("g++"), "-std=c++17", "-O2", "-s", str(CPP_DIR / "cut_walk.cpp"), "-o", str(exe)],
+                   check=True, capture_output=True, timeout=600)
+    output = tmp_path / "stripped.htp"
+    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe), "200"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    loop = [row.path for row in heaptype.load(output).call_paths(infer=False) if row.figures.allocations == 200]
+    assert loop and all(path[0] == "main" and re.fullmatch(r"cut_walk\+0x[0-9a-f]+", path[1]) for path in loop), loop

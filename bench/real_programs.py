@@ -17,8 +17,14 @@ Cases (each skipped, and named, when its program is missing):
   cmake-configure   cmake configuring a generated project of 20 C++ files (compiler checks:
                     the children run unprofiled, as they do by default)
   clang-compile     clang++ -O2 -c of the analysis core's largest source (src/core/analysis.cpp)
+  gcc-compile       GCC's C++ compiler proper (cc1plus, as `g++ -O2 -c` runs it) on the same source
 
-Usage:  python bench/real_programs.py [--rounds 5] [--cases cmake-configure,clang-compile] [--json OUT]
+Besides time, memory and counts, HeapType's row gives the share of allocations whose call
+path reaches main ("main"): a walk that stops early, or reads a wrong frame, roots its path
+elsewhere.
+
+Usage:  python bench/real_programs.py [--rounds 5] [--cases cmake-configure,clang-compile,gcc-compile]
+                                      [--json OUT]
 """
 
 import argparse
@@ -80,7 +86,26 @@ def cases(work: str) -> dict:
         found["clang-compile"] = lambda d, clang=clang: [clang, "-std=c++17", "-O2", f"-I{REPO}/src", "-c",
                                                         os.path.join(REPO, "src/core/analysis.cpp"),
                                                         "-o", os.path.join(d, "analysis.o")]
+    cc1plus = gcc_compiler_proper()
+    if cc1plus:
+        found["gcc-compile"] = lambda d, cc1plus=cc1plus: [*cc1plus, "-O2", "-std=c++17", f"-I{REPO}/src",
+                                                          os.path.join(REPO, "src/core/analysis.cpp"),
+                                                          "-o", os.path.join(d, "analysis.s")]
     return found
+
+
+def gcc_compiler_proper() -> list | None:
+    """cc1plus and the options g++'s driver gives it on its own (multiarch include
+    directories): a program of GCC's C++, built without frame pointers, with deep
+    recursion. None when g++ is not installed."""
+    gxx = shutil.which("g++")
+    if not gxx:
+        return None
+    found = subprocess.run([gxx, "-print-prog-name=cc1plus"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(found) or not os.access(found, os.X_OK):
+        return None
+    multiarch = subprocess.run([gxx, "-print-multiarch"], capture_output=True, text=True).stdout.strip()
+    return [found, "-quiet", "-D_GNU_SOURCE", *(["-imultiarch", multiarch] if multiarch else [])]
 
 
 def run_one(tool: str, command: list, work: str, directory: str) -> dict:
@@ -101,7 +126,10 @@ def run_one(tool: str, command: list, work: str, directory: str) -> dict:
     wall = time.monotonic() - start
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
-        sys.exit(f"{tool} failed ({process.returncode}): {' '.join(wrapped)}")
+        # A profiler that cannot run the program is a finding, not the end of the run
+        # (heaptrack 1.4's interpreter throws std::bad_alloc on GCC's compile below).
+        print(f"{tool} failed (exit {process.returncode}): {' '.join(wrapped)}", file=sys.stderr)
+        return {"wall": wall, "rss_kib": usage.ru_maxrss, "files": [], "failed": process.returncode}
     peak = usage.ru_maxrss
     written = [os.path.join(out, f) for f in os.listdir(out)]
     return {"wall": wall, "rss_kib": peak, "files": written}
@@ -118,6 +146,18 @@ def allocations(tool: str, files: list) -> int | None:
         except BenchError:  # heaptrack_print missing or failing: no count, as for a missing trace
             return None
     return None
+
+
+def share_under_main(tool: str, files: list) -> float | None:
+    """The share of HeapType's allocations whose call path starts at main."""
+    if tool != "heaptype" or not files:
+        return None
+    import heaptype
+
+    root = heaptype.load(files[0]).call_tree()
+    total = sum(child.total.allocations for child in root.children)
+    under = sum(child.total.allocations for child in root.children if child.name == "main")
+    return under / total if total else None
 
 
 def load_average() -> str:
@@ -150,21 +190,32 @@ def main() -> int:
                     print(f"  {name} {tool}: {runs[tool][-1]['wall']:.2f} s", file=sys.stderr)
             plain = statistics.median(r["wall"] for r in runs["plain"])
             for tool in tools:
+                failed = [r["failed"] for r in runs[tool] if "failed" in r]
+                if failed:
+                    results.append({"case": name, "tool": tool, "failed": failed})
+                    continue
                 last = runs[tool][-1]
                 wall = statistics.median(r["wall"] for r in runs[tool])
                 rss = [r["rss_kib"] for r in runs[tool]]
                 results.append({"case": name, "tool": tool, "wall_s": wall, "ratio": wall / plain,
                                 "peak_rss_kib": statistics.median(rss),
                                 "profile_bytes": sum(os.path.getsize(f) for f in last["files"]) or None,
-                                "allocations": allocations(tool, last["files"])})
+                                "allocations": allocations(tool, last["files"]),
+                                "under_main": share_under_main(tool, last["files"])})
         after = load_average()
     print(f"load average before: {before}; after: {after}; {args.rounds} rounds interleaved, medians")
-    print(f"{'case':<16} {'tool':<10} {'wall':>8} {'x plain':>8} {'peak RSS':>10} {'profile':>10} {'allocations':>12}")
+    print(f"{'case':<16} {'tool':<10} {'wall':>8} {'x plain':>8} {'peak RSS':>10} {'profile':>10} {'allocations':>12}"
+          f" {'main':>7}")
     for r in results:
+        if "failed" in r:
+            print(f"{r['case']:<16} {r['tool']:<10} failed in {len(r['failed'])} of {args.rounds} rounds "
+                  f"(exit {', '.join(map(str, sorted(set(r['failed']))))})")
+            continue
         rss = f"{r['peak_rss_kib'] / 1024:.1f} MiB" if r["peak_rss_kib"] else "-"
         size = f"{r['profile_bytes'] / 1e6:.2f} MB" if r["profile_bytes"] else "-"
+        main_share = f"{r['under_main']:.2%}" if r["under_main"] is not None else "-"
         print(f"{r['case']:<16} {r['tool']:<10} {r['wall_s']:>7.2f}s {r['ratio']:>7.2f}x {rss:>10} {size:>10} "
-              f"{r['allocations'] or '-':>12}")
+              f"{r['allocations'] or '-':>12} {main_share:>7}")
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"load_before": before, "load_after": after, "rounds": args.rounds, "rows": results}, out,

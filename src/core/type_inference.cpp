@@ -198,6 +198,15 @@ bool type_from_function(const std::string& function, std::string* type, bool* ow
     *own_argument = false;
     return !type->empty();
   }
+  // std::promise<R>'s result (libstdc++: `new _Res_type()` in its constructor, in
+  // <future>, read before the `new` macro) and a task's (_S_allocate_result<R>).
+  if (n >= 3 && ((joined(comps, n) == "std::promise::promise" && comps[n - 2].has_args) ||
+                 (joined(comps, n) == "std::__future_base::_S_allocate_result" && comps[n - 1].has_args))) {
+    std::string result = first_argument(comps[n - 1].has_args ? comps[n - 1] : comps[n - 2]);
+    *type = "std::__future_base::_Result<" + result + ">";
+    *own_argument = false;
+    return !result.empty();
+  }
   if (factories().count(joined(comps, n))) {
     *type = first_argument(comps[n - 1]);
     *own_argument = true;

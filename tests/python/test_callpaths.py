@@ -485,6 +485,10 @@ def test_inferred_types_in_cli_reports(callpath_programs):
     ("std::__shared_count<(__gnu_cxx::_Lock_policy)2>::__shared_count<testing::Expectation*>(testing::Expectation*)",
      "std::_Sp_counted_ptr<testing::Expectation*, (__gnu_cxx::_Lock_policy)2>"),
     ("std::pair<Foo**, long> std::get_temporary_buffer<Foo*>(long)", "Foo*"),
+    ("std::promise<void>::promise()", "std::__future_base::_Result<void>"),
+    ("std::promise<Foo&>::promise()", "std::__future_base::_Result<Foo&>"),
+    ("std::unique_ptr<std::__future_base::_Result<int>, std::__future_base::_Result_base::_Deleter> "
+     "std::__future_base::_S_allocate_result<int, int>(std::allocator<int> const&)", "std::__future_base::_Result<int>"),
     ("std::string::_Rep::_S_create(unsigned long, unsigned long, std::allocator<char> const&)",
      "libstdc++: copy-on-write string (std::runtime_error's message)"),
     ("void std::vector<Foo, std::allocator<Foo> >::_M_realloc_insert<Foo>(Foo&&)", None),

@@ -93,11 +93,11 @@ uint32_t CallPaths::push(uint32_t path, const PathFrame& frame, bool walked) {
   return static_cast<uint32_t>(cells_.size() - 1);
 }
 
-// glibc's functions that call main (__libc_start_call_main, and __libc_start_main
-// before glibc 2.34): the frame after one of them in a path is in main.
+// glibc's function that calls main and nothing else (2.34 on): the frame after it in
+// a path is in main. (__libc_start_main also runs the static constructors, through
+// call_init inlined into it: the frame after it may be one of those.)
 bool CallPaths::calls_main(const PathFrame& frame) const {
-  const std::string& name = strings_->get(frame.name);
-  return name == "__libc_start_call_main" || name == "__libc_start_main";
+  return strings_->get(frame.name) == "__libc_start_call_main";
 }
 
 // A frame named by its module and offset: the module has no symbol for it.

@@ -394,7 +394,14 @@ void finish(bool process_ends, format::EndCause cause) {
     __gnu_cxx::__freeres();
     g_keep_released_memory = false;
   }
-  if (ThreadState* t = tls_thread_state) report_last_stack_depth(t);  // its last tick
+  if (ThreadState* t = tls_thread_state) {
+    // Blocks this thread allocated that other threads freed while they were on
+    // probation wait for it to release them (tracker.cpp), as at a thread's exit: a
+    // thread's std::thread state, which the thread deletes as it ends, stayed "live
+    // at exit" in every program that started threads.
+    if (!t->busy) end_all_probation(t);
+    report_last_stack_depth(t);  // its last tick
+  }
   write_all_now(now_tick());
   uint8_t end[format::kEndFieldsWithCause * format::kMaxVarint];
   writer_chunk(format::ChunkKind::kEnd, 0, end, describe_end(end, cause));

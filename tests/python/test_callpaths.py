@@ -235,6 +235,11 @@ def test_a_thread_started_with_a_lambda_is_rooted_where_the_lambda_runs(cpp_prog
     assert paths == {(lambda_run, "work(int)"): 7, ("work(int)",): 5, ("main", "work(int)"): 3}, paths
     inlined = {row.path: row.figures.allocations for row in profile.call_paths(inlined=True) if row.type_label == "Job"}
     assert {path[0]: n for path, n in inlined.items()} == {lambda_run: 7, "work(int)": 5, "main": 3}
+    # Each thread's state, allocated by main and deleted by the thread as it ends, while
+    # on probation in main (its type comes from its call site, not a new-expression):
+    # main releases it at exit. It was "live at exit" in every program starting threads.
+    state = [row.figures for row in profile.call_paths() if row.type_label == "libstdc++: std::thread state"]
+    assert (sum(f.allocations for f in state), sum(f.live_bytes for f in state)) == (2, 0)
 
 
 def test_threads_are_merged_by_frame_not_by_thread(known):

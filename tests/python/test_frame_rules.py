@@ -85,3 +85,20 @@ def test_a_stripped_programs_main_is_named(tmp_path):
     assert done.returncode == 0, done.stderr
     loop = [row.path for row in heaptype.load(output).call_paths(infer=False) if row.figures.allocations == 200]
     assert loop and all(path[0] == "main" and re.fullmatch(r"cut_walk\+0x[0-9a-f]+", path[1]) for path in loop), loop
+
+
+def test_a_stripped_programs_static_constructors_are_not_main(tmp_path):
+    """glibc's __libc_start_main runs the static constructors too (call_init, inlined
+    into it), so only the frame __libc_start_call_main calls is named main: a stripped
+    ninja_test had its 4,189 static-constructor allocations under main
+    (tests/cpp/static_init.cpp, built with -s)."""
+    exe = tmp_path / "static_init"
+    subprocess.run([require_tool("g++"), "-O2", "-s", str(CPP_DIR / "static_init.cpp"), "-o", str(exe)],
+                   check=True, capture_output=True, timeout=600)
+    output = tmp_path / "static.htp"
+    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    roots = {row.figures.bytes: row.path[0] for row in heaptype.load(output).call_paths(infer=False)
+             if row.figures.bytes in (1000, 2000)}
+    assert roots[2000] == "main" and re.fullmatch(r"static_init\+0x[0-9a-f]+", roots[1000]), roots

@@ -218,9 +218,10 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
       if (rule.kind == FrameKind::kFramePointer) break;
       if (rule.kind == FrameKind::kEnd) rules.last_end = pc;
       // kOpaque, kEnd: the walk ends here
-      if (rule.kind != FrameKind::kStackOffset) return static_cast<int>(at - out);
-      uintptr_t cfa = sp + static_cast<uintptr_t>(rule.cfa_offset);
-      if (cfa > limit) return static_cast<int>(at - out);
+      if (rule.kind != FrameKind::kStackOffset && rule.kind != FrameKind::kRbpOffset)
+        return static_cast<int>(at - out);
+      uintptr_t cfa = (rule.kind == FrameKind::kStackOffset ? sp : rbp) + static_cast<uintptr_t>(rule.cfa_offset);
+      if (cfa <= sp || cfa > limit) return static_cast<int>(at - out);
       if (rule.saved_rbp != kRbpKept) {
         uintptr_t saved = cfa + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
         if (saved < sp || saved > limit) return static_cast<int>(at - out);

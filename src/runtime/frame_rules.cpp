@@ -89,7 +89,7 @@ FrameRule rule_of(const Backtrace& b, int i) {
   // The function's call frame information says how its CFA is computed and where it
   // saved the caller's rbp; the CFA must be the one the unwinder found. A rule the
   // walk cannot follow exactly ends the walk there.
-  FrameCfi cfi;
+  FrameCfi cfi = {CfaBase::kUnknown, SavedRbp::kUnknown, 0, 0};
   if (read_frame_cfi(f.ip, &cfi) && cfi.cfa_base == CfaBase::kStackPointer) {
     bool exact = cfa >= f.sp && static_cast<uintptr_t>(cfi.cfa_offset) == cfa - f.sp &&
                  (cfi.rbp == SavedRbp::kAtCfa || (cfi.rbp == SavedRbp::kKept && caller.rbp == f.rbp));
@@ -103,7 +103,16 @@ FrameRule rule_of(const Backtrace& b, int i) {
     return rule;
   }
   // A frame pointer (also a realigned frame, such as main's, whose CFA is an expression).
-  if (f.rbp + 2 * sizeof(uintptr_t) != cfa) rule.kind = FrameKind::kOpaque;
+  if (f.rbp + 2 * sizeof(uintptr_t) == cfa) return rule;
+  // A CFA at another distance from rbp, the caller's rbp saved at a place the CFI names.
+  if (cfi.cfa_base == CfaBase::kFramePointer && f.rbp + static_cast<uintptr_t>(cfi.cfa_offset) == cfa &&
+      cfa > f.sp && (cfi.rbp == SavedRbp::kAtCfa || (cfi.rbp == SavedRbp::kKept && caller.rbp == f.rbp))) {
+    rule.kind = FrameKind::kRbpOffset;
+    rule.cfa_offset = cfi.cfa_offset;
+    if (cfi.rbp == SavedRbp::kAtCfa) rule.saved_rbp = cfi.rbp_offset;
+    return rule;
+  }
+  rule.kind = FrameKind::kOpaque;
   return rule;
 }
 
@@ -125,7 +134,7 @@ bool starts_the_thread(const Backtrace& b, int i) {
 // the others.
 FrameRule learned_rule(const Backtrace& b, int i) {
   FrameRule rule = rule_of(b, i);
-  if (rule.kind == FrameKind::kStackOffset && starts_the_thread(b, i))
+  if ((rule.kind == FrameKind::kStackOffset || rule.kind == FrameKind::kRbpOffset) && starts_the_thread(b, i))
     rule.kind = FrameKind::kEnd;
   return rule;
 }

@@ -28,14 +28,17 @@ enum class FrameKind : uint8_t {
   kStackOffset,   // its canonical frame address is the stack pointer plus cfa_offset
   kOpaque,        // no way to step over it: the walk ends
   kEnd,           // the thread's start (__libc_start_call_main, start_thread...): the walk ends
+  kRbpOffset,     // its CFA is rbp plus cfa_offset, other than a frame record's 16 (libffi's
+                  // ffi_call_unix64, whose frame holds the call's stack arguments)
 };
 
 constexpr int32_t kRbpKept = INT32_MIN;  // the function left the caller's frame pointer in its register
 
 struct FrameRule {
   uintptr_t pc;         // an address in the function: a call site or a return address
-  int32_t cfa_offset;   // kStackOffset: CFA = stack pointer at pc + cfa_offset; return address at CFA - 8
-  int32_t saved_rbp;    // kStackOffset: the caller's frame pointer at CFA + saved_rbp, or kRbpKept
+  int32_t cfa_offset;   // CFA = stack pointer at pc (kStackOffset) or rbp (kRbpOffset) + cfa_offset;
+                        // the return address at CFA - 8
+  int32_t saved_rbp;    // the caller's frame pointer at CFA + saved_rbp, or kRbpKept
   FrameKind kind;
 };
 

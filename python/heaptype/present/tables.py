@@ -3,12 +3,22 @@ pytest summaries) and its Markdown twin (GitHub job summaries)."""
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, Mapping
+
+# A marker at the end of a name that says what kind of row it is: kept when the name
+# is cut, or a long inferred type reads as an exact one.
+_KEPT_SUFFIX = re.compile(r" \(inferred[^()]*\)$")
 
 
 def shorten(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters, ending in "..." when cut."""
-    return text if len(text) <= width else text[: max(width - 3, 0)] + "..."
+    """``text`` cut to ``width`` characters, ending in "..." when cut (before a
+    trailing "(inferred)" marker, which stays)."""
+    if len(text) <= width:
+        return text
+    marker = _KEPT_SUFFIX.search(text)
+    suffix = marker.group(0) if marker and len(marker.group(0)) + 3 < width else ""
+    return text[: max(width - 3 - len(suffix), 0)] + "..." + suffix
 
 
 def render_table(header: Iterable[str], rows: Iterable[Iterable[str]], *, numeric: Iterable[int] = (),

@@ -184,15 +184,6 @@ int note_code(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
-// The return addresses of the callers of the function whose frame is `frame` (an
-// allocation function: its own return address is the call site), innermost first.
-// Functions without frame pointers (the allocation made inside a system library, or
-// such a library's code between the program's functions) are stepped over by their
-// frame rules; the others by the frame-pointer chain. `out` holds kMaxWalkedFrames + 1:
-// a stack with more callers keeps the innermost and kWalkCut after them. Every word read lies above the
-// stack pointer of the frame before it and below the top of the thread's stack
-// (`high`): memory that is mapped, whatever a register that code without frame
-// pointers used for something else held.
 // A walk with callers left past its kMaxWalkedFrames: the marker goes in the slot after
 // them, as the path's outermost "return address".
 inline int cut_walk(uintptr_t* end) {
@@ -200,6 +191,15 @@ inline int cut_walk(uintptr_t* end) {
   return kMaxWalkedFrames + 1;
 }
 
+// The return addresses of the callers of the function whose frame is `frame` (an
+// allocation function: its own return address is the call site), innermost first.
+// Functions without frame pointers (the allocation made inside a system library, or
+// such a library's code between the program's functions) are stepped over by their
+// frame rules; the others by the frame-pointer chain. `out` holds kMaxWalkedFrames + 1:
+// a stack with more callers keeps the innermost and kWalkCut after them. Every word
+// read lies above the stack pointer of the frame before it and below the top of the
+// thread's stack (`high`): memory that is mapped, whatever a register that code
+// without frame pointers used for something else held.
 __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintptr_t frame, uintptr_t high,
                                                        uintptr_t* out) {
   if (!high || frame >= high || high - frame > kMaxStackSpan) return 0;

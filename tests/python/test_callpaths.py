@@ -160,6 +160,21 @@ def test_a_walk_goes_through_a_runtime_library_without_frame_pointers(cpp_progra
     assert path[0] == "main" and path[1].startswith("long_date") and "::put(" in path[2] and "::do_put(" in path[3]
 
 
+def build_with_stale_slot_lib(cpp_programs, tmp_path, name: str):
+    """tests/cpp/<name>.cpp built with HeapType against tests/cpp/stale_slot_lib.S, a
+    shared library outside the program's module (its frames are stepped over by rules)."""
+    from conftest import CPP_DIR
+
+    cxx = cpp_programs.cxx
+    subprocess.run([cxx, "-shared", "-fPIC", str(CPP_DIR / "stale_slot_lib.S"), "-o", str(tmp_path / "libstale.so")],
+                   check=True, capture_output=True)
+    program = tmp_path / name
+    subprocess.run([cxx, "-O2", "-g", *cpp_programs.compile_flags(), str(CPP_DIR / f"{name}.cpp"),
+                    f"-L{tmp_path}", "-lstale", f"-Wl,-rpath,{tmp_path}", *cpp_programs.link_flags(),
+                    "-o", str(program)], check=True, capture_output=True)
+    return program
+
+
 def test_a_saved_frame_pointer_is_read_where_the_call_frame_information_puts_it(cpp_programs, tmp_path):
     """A function outside the program's module that saved its caller's rbp and reused the
     register (tests/cpp/stale_slot_lib.S), whose frame also holds a copy of that rbp in a
@@ -168,16 +183,9 @@ def test_a_saved_frame_pointer_is_read_where_the_call_frame_information_puts_it(
     pointer there and lost main and relay() (fmt's chrono-test: 20,784 tzset allocations
     under glibc's __tz_convert rooted at the test body). The call frame information
     names the pushed slot."""
-    from conftest import CPP_DIR, run_profiled
+    from conftest import run_profiled
 
-    cxx = cpp_programs.cxx
-    library = tmp_path / "libstale.so"
-    subprocess.run([cxx, "-shared", "-fPIC", str(CPP_DIR / "stale_slot_lib.S"), "-o", str(library)],
-                   check=True, capture_output=True)
-    program = tmp_path / "stale_slot"
-    subprocess.run([cxx, "-O2", "-g", *cpp_programs.compile_flags(), str(CPP_DIR / "stale_slot.cpp"),
-                    f"-L{tmp_path}", "-lstale", f"-Wl,-rpath,{tmp_path}", *cpp_programs.link_flags(),
-                    "-o", str(program)], check=True, capture_output=True)
+    program = build_with_stale_slot_lib(cpp_programs, tmp_path, "stale_slot")
     output = tmp_path / "stale.htp"
     done = run_profiled(program, output, "100")
     assert done.returncode == 0 and done.stdout.strip() == "101", done.stderr
@@ -194,16 +202,9 @@ def test_a_walk_deeper_than_its_buffer_stops_at_its_end(cpp_programs, tmp_path):
     over the runtime's saved registers (GCC's cc1plus crashed so under `heaptype run`).
     Every depth runs to the end; a path keeps its innermost 128 callers, and one cut there
     starts with a frame that says so (else it would look like a path that starts there)."""
-    from conftest import CPP_DIR, run_profiled
+    from conftest import run_profiled
 
-    cxx = cpp_programs.cxx
-    library = tmp_path / "libstale.so"
-    subprocess.run([cxx, "-shared", "-fPIC", str(CPP_DIR / "stale_slot_lib.S"), "-o", str(library)],
-                   check=True, capture_output=True)
-    program = tmp_path / "deep_mixed"
-    subprocess.run([cxx, "-O2", "-g", *cpp_programs.compile_flags(), str(CPP_DIR / "deep_mixed.cpp"),
-                    f"-L{tmp_path}", "-lstale", f"-Wl,-rpath,{tmp_path}", *cpp_programs.link_flags(),
-                    "-o", str(program)], check=True, capture_output=True)
+    program = build_with_stale_slot_lib(cpp_programs, tmp_path, "deep_mixed")
     for order in (("50", "80"), ("80", "50"), ("80", "50", "further")):
         output = tmp_path / f"deep-{'-'.join(order)}.htp"
         done = run_profiled(program, output, *order)

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "../format/profile_format.hpp"
+
 // Exported by libgcc_s and LLVM's libunwind: the FDE covering `pc` (through
 // PT_GNU_EH_FRAME's sorted table, or frames registered by a JIT), with the start of
 // its function in bases->func. Weak: where no unwinder provides it, nothing is read.
@@ -40,14 +42,10 @@ struct Reader {
     }
     return v;
   }
-  uint64_t uleb() {
+  uint64_t uleb() {  // the profile's varints are the same encoding
     uint64_t v = 0;
-    for (unsigned shift = 0; has(1); shift += 7) {
-      uint8_t b = *at++;
-      if (shift < 64) v |= uint64_t{b & 0x7fu} << shift;
-      if (!(b & 0x80)) return v;
-    }
-    return 0;
+    if (!failed && !format::get_varint(&at, end, &v)) failed = true;
+    return v;
   }
   int64_t sleb() {
     uint64_t v = 0;
@@ -148,13 +146,14 @@ struct Row {
 };
 
 struct Program {
+  Program(const Cie& c, uintptr_t start, uintptr_t until) : cie(c), location(start), target(until) {}
   const Cie& cie;
   Row initial;  // after the CIE's instructions: what DW_CFA_restore returns to
   Row row;
   Row remembered[kMostRememberedStates];
   int depth = 0;
-  uintptr_t location;
-  uintptr_t target;
+  uintptr_t location;  // the address the row being built starts at
+  uintptr_t target;    // the address whose row is wanted
 };
 
 void set_rbp(Row& row, SavedRbp how, int64_t offset = 0) {
@@ -278,9 +277,7 @@ bool read_frame_cfi(uintptr_t return_address, FrameCfi* out) {
   r.skip_encoded(cie.fde_encoding & 0x0f);  // its length
   if (cie.has_augmentation_data) r.skip(r.uleb());
   if (r.failed) return false;
-  Program p{cie};
-  p.location = reinterpret_cast<uintptr_t>(bases.func);
-  p.target = call;
+  Program p(cie, reinterpret_cast<uintptr_t>(bases.func), call);
   if (!run(p, cie.instructions)) return false;
   p.initial = p.row;
   if (!run(p, r)) return false;

@@ -79,6 +79,22 @@ void store(FrameRules& rules, const FrameRule& rule) {
   *slot = rule;
 }
 
+// The rule of `kind` the CFI gives a frame, when its CFA is the unwinder's (`cfa_found`)
+// and the caller's rbp can be had exactly: saved where the CFI says, or left in the
+// register as the unwinder saw it. Else the walk ends there.
+FrameRule cfi_rule(FrameRule rule, FrameKind kind, const FrameCfi& cfi, bool cfa_found, const UnwoundFrame& f,
+                   const UnwoundFrame& caller) {
+  bool exact = cfa_found && (cfi.rbp == SavedRbp::kAtCfa || (cfi.rbp == SavedRbp::kKept && caller.rbp == f.rbp));
+  if (!exact) {
+    rule.kind = FrameKind::kOpaque;
+    return rule;
+  }
+  rule.kind = kind;
+  rule.cfa_offset = cfi.cfa_offset;
+  if (cfi.rbp == SavedRbp::kAtCfa) rule.saved_rbp = cfi.rbp_offset;
+  return rule;
+}
+
 // The rule of frame `i` of the backtrace (its caller is frame i + 1).
 FrameRule rule_of(const Backtrace& b, int i) {
   const UnwoundFrame& f = b.frames[i];
@@ -91,29 +107,15 @@ FrameRule rule_of(const Backtrace& b, int i) {
   // walk cannot follow exactly ends the walk there.
   FrameCfi cfi = {CfaBase::kUnknown, SavedRbp::kUnknown, 0, 0};
   if (read_frame_cfi(f.ip, &cfi) && cfi.cfa_base == CfaBase::kStackPointer) {
-    bool exact = cfa >= f.sp && static_cast<uintptr_t>(cfi.cfa_offset) == cfa - f.sp &&
-                 (cfi.rbp == SavedRbp::kAtCfa || (cfi.rbp == SavedRbp::kKept && caller.rbp == f.rbp));
-    if (!exact) {
-      rule.kind = FrameKind::kOpaque;
-      return rule;
-    }
-    rule.kind = FrameKind::kStackOffset;
-    rule.cfa_offset = cfi.cfa_offset;
-    if (cfi.rbp == SavedRbp::kAtCfa) rule.saved_rbp = cfi.rbp_offset;
-    return rule;
+    bool cfa_found = cfa >= f.sp && static_cast<uintptr_t>(cfi.cfa_offset) == cfa - f.sp;
+    return cfi_rule(rule, FrameKind::kStackOffset, cfi, cfa_found, f, caller);
   }
   // A frame pointer (also a realigned frame, such as main's, whose CFA is an expression).
   if (f.rbp + 2 * sizeof(uintptr_t) == cfa) return rule;
   // A CFA at another distance from rbp, the caller's rbp saved at a place the CFI names.
-  if (cfi.cfa_base == CfaBase::kFramePointer && f.rbp + static_cast<uintptr_t>(cfi.cfa_offset) == cfa &&
-      cfa > f.sp && (cfi.rbp == SavedRbp::kAtCfa || (cfi.rbp == SavedRbp::kKept && caller.rbp == f.rbp))) {
-    rule.kind = FrameKind::kRbpOffset;
-    rule.cfa_offset = cfi.cfa_offset;
-    if (cfi.rbp == SavedRbp::kAtCfa) rule.saved_rbp = cfi.rbp_offset;
-    return rule;
-  }
-  rule.kind = FrameKind::kOpaque;
-  return rule;
+  bool cfa_found = cfi.cfa_base == CfaBase::kFramePointer && cfa > f.sp &&
+                   f.rbp + static_cast<uintptr_t>(cfi.cfa_offset) == cfa;
+  return cfi_rule(rule, FrameKind::kRbpOffset, cfi, cfa_found, f, caller);
 }
 
 // Whether frame `i` of a backtrace that reached the bottom of the stack starts the

@@ -51,8 +51,7 @@ bool CallPaths::is_entry_frame(const PathFrame& frame) {
   if (is_entry_function(name)) return true;
   // std::thread's entry (execute_native_thread_routine) is a local symbol of
   // libstdc++, which ships without a symbol table: an unnamed frame of a runtime library.
-  const std::string& module = strings_->get(frame.module);
-  return !module.empty() && is_runtime_module(module) && starts_with(name, (base_name(module) + "+0x").c_str());
+  return is_unnamed(frame) && is_runtime_module(strings_->get(frame.module));
 }
 
 CallPaths::CallPaths(CodeNames* names, StringTable* strings, bool inlined)

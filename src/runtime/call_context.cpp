@@ -274,16 +274,25 @@ inline bool same_path(const uintptr_t* a, const uintptr_t* b, uint32_t depth) {
   return std::memcmp(a, b, depth * sizeof(uintptr_t)) == 0;
 }
 
+// The unwinder's backtrace holds the runtime's own frames before the call site (a
+// handful), then the callers a walk keeps, and one slot to learn that more follow.
+constexpr int kUnwoundFrames = kMaxWalkedFrames + 32;
+
 struct UnwindState {
   uintptr_t* out;
   int n;
   int max;
+  bool more;  // a frame came past `max`
 };
 
 _Unwind_Reason_Code collect_frame(struct _Unwind_Context* context, void* arg) {
   UnwindState* s = static_cast<UnwindState*>(arg);
   uintptr_t ip = _Unwind_GetIP(context);
-  if (!ip || s->n >= s->max) return _URC_END_OF_STACK;
+  if (!ip) return _URC_END_OF_STACK;
+  if (s->n >= s->max) {
+    s->more = true;
+    return _URC_END_OF_STACK;
+  }
   s->out[s->n++] = ip;
   return _URC_NO_REASON;
 }
@@ -304,13 +313,21 @@ uint32_t node_of_path(ThreadState* t, const uintptr_t* ras, uint32_t depth) {
   return node;
 }
 
-// The node of a walked stack (innermost first), which starts with the
-// allocation's own call site (unwinder) or with its caller (frame pointers).
-uint32_t node_from_walk(ThreadState* t, uintptr_t call_site, const uintptr_t* ras, int n) {
+// The node of the unwinder's backtrace (innermost first, `ras` holding kUnwoundFrames + 1),
+// whose callers start after the allocation's own call site. As with frame pointers, a path
+// keeps kMaxWalkedFrames callers and says so when the stack had more (`more`: the
+// backtrace stopped before its end).
+uint32_t node_from_backtrace(ThreadState* t, uintptr_t call_site, uintptr_t* ras, int n, bool more) {
   int start = 0;
   while (start < n && ras[start] != call_site) ++start;
   if (start == n) return 0;
-  return node_of_path(t, ras + start + 1, static_cast<uint32_t>(n - 1 - start));
+  uintptr_t* callers = ras + start + 1;
+  int depth = n - 1 - start;
+  if (more || depth > kMaxWalkedFrames) {
+    if (depth > kMaxWalkedFrames) depth = kMaxWalkedFrames;
+    callers[depth++] = kWalkCut;  // within ras: depth <= n - 1 - start
+  }
+  return node_of_path(t, callers, static_cast<uint32_t>(depth));
 }
 
 // The node of the stack above an allocation function's frame, through the table
@@ -364,10 +381,10 @@ uint32_t allocation_context(ThreadState* t, uintptr_t call_site, uintptr_t frame
       return walked_context(t, frame);
     case CallstackMode::kUnwind: {
       if (!ensure_frames(c)) return 0;
-      uintptr_t ras[kMaxWalkedFrames];
-      UnwindState s = {ras, 0, kMaxWalkedFrames};
+      uintptr_t ras[kUnwoundFrames + 1];
+      UnwindState s = {ras, 0, kUnwoundFrames, false};
       _Unwind_Backtrace(collect_frame, &s);
-      return node_from_walk(t, call_site, ras, s.n);
+      return node_from_backtrace(t, call_site, ras, s.n, s.more);
     }
   }
   return 0;

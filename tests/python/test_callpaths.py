@@ -537,3 +537,21 @@ def test_type_globs_are_budget_globs():
     assert matches_any(["int [MEM_TYPE_IMGBUF]"], "int [MEM_TYPE_IMGBUF]")  # brackets: themselves
     assert not matches_any(["int [MEM]"], "int M")
     assert matches_any(["Sm?ll"], "Small") and not matches_any(["Sm?ll"], "Smll")
+
+
+def test_the_unwinders_backtrace_says_where_it_was_cut(cpp_programs, tmp_path):
+    """HEAPTYPE_CALLSTACK=unwind (libgcc's unwinder instead of frame pointers) keeps as
+    many callers as a frame-pointer walk, 128, and a path cut there starts with the frame
+    that says so, as in the default mode (it kept 128 frames of the backtrace, the
+    runtime's own among them, and the deepest caller posed as the path's root)."""
+    from conftest import run_profiled
+
+    program = build_with_stale_slot_lib(cpp_programs, tmp_path, "deep_mixed")
+    output = tmp_path / "deep-unwind.htp"
+    done = run_profiled(program, output, "50", "80", env={"HEAPTYPE_CALLSTACK": "unwind"})
+    assert done.returncode == 0 and done.stdout.strip() == str(31 * 2), (done.returncode, done.stderr[-2000:])
+    paths = [row.path for row in heaptype.load(output).call_paths() if row.type_label == "Leaf"]
+    shallow = [path for path in paths if path[0] == "main"]
+    cut = [path for path in paths if path[0] == "(more callers: a walk keeps 128 frames)"]
+    assert shallow and cut and len(shallow) + len(cut) == len(paths), sorted({p[:2] for p in paths})
+    assert {len(path) for path in cut} == {130}, sorted({len(path) for path in cut})

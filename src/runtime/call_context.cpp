@@ -239,11 +239,18 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
       if (fp <= below || fp > limit) return static_cast<int>(at - out);
       const uintptr_t* f = reinterpret_cast<const uintptr_t*>(fp);
       uintptr_t ra = f[1];
+      below = fp;
+      fp = f[0];
+      // A return into the framed module (most of them): code, so none of the tests
+      // below can end the walk there, and its caller keeps a frame pointer too.
+      if (__builtin_expect(ra - framed < framed_bytes, 1)) {
+        if (at == end) return cut_walk(at);
+        *at++ = ra;
+        continue;
+      }
       // Code that uses rbp for its own ends the chain (libffi's call frames, code
       // built without frame pointers): a "return address" inside the stack is data.
       if (!ra || ra - frame < stack_span) return static_cast<int>(at - out);
-      below = fp;
-      fp = f[0];
       // So is one in the first pages, read where such code kept rbp pointing into a
       // frame of its caller: the chain goes on from there, without that word.
       if (ra < kLowestCode) continue;
@@ -253,13 +260,11 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
       *at++ = ra;
       // A return into code outside the framed module: its rule decides the next step
       // (its frame record, or its own rule if it keeps no frame pointer).
-      if (ra - framed >= framed_bytes) {
-        if (ra == rules.last_end) return static_cast<int>(at - out);  // the thread's start, as always
-        pc = ra;
-        sp = below + 2 * sizeof(uintptr_t);
-        rbp = fp;
-        break;
-      }
+      if (ra == rules.last_end) return static_cast<int>(at - out);  // the thread's start, as always
+      pc = ra;
+      sp = below + 2 * sizeof(uintptr_t);
+      rbp = fp;
+      break;
     }
   }
 }

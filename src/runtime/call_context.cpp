@@ -201,7 +201,7 @@ inline int cut_walk(uintptr_t* end) {
 // thread's stack (`high`): memory that is mapped, whatever a register that code
 // without frame pointers used for something else held.
 __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintptr_t frame, uintptr_t high,
-                                                       uintptr_t* out) {
+                                                       uintptr_t* out, uintptr_t& sum) {
   if (!high || frame >= high || high - frame > kMaxStackSpan) return 0;
   const uintptr_t limit = high - 2 * sizeof(uintptr_t);
   const uintptr_t stack_span = high - frame;
@@ -231,6 +231,7 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
       if (pc < kLowestCode) return static_cast<int>(at - out);
       if (at == end) return cut_walk(at);
       *at++ = pc;
+      sum += pc;
       sp = cfa;
     }
     // The frame-pointer chain: fp in (below, limit], each frame above the one before.
@@ -246,6 +247,7 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
       if (__builtin_expect(ra - framed < framed_bytes, 1)) {
         if (at == end) return cut_walk(at);
         *at++ = ra;
+        sum += ra;
         continue;
       }
       // Code that uses rbp for its own ends the chain (libffi's call frames, code
@@ -258,6 +260,7 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
       // frame pointer), so the test comes before the write.
       if (at == end) return cut_walk(at);
       *at++ = ra;
+      sum += ra;
       // A return into code outside the framed module: its rule decides the next step
       // (its frame record, or its own rule if it keeps no frame pointer).
       if (ra == rules.last_end) return static_cast<int>(at - out);  // the thread's start, as always
@@ -269,9 +272,14 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
   }
 }
 
-inline uint64_t path_hash(const uintptr_t* ras, uint32_t depth) {
+// The known paths' hash: of the path's ends, its depth and the sum of its return
+// addresses (which the walk adds up as it goes: an instruction a frame), so that the
+// paths of a recursion, which often share both ends and the depth and differ between
+// them, take different slots.
+inline uint64_t path_hash(const uintptr_t* ras, uint32_t depth, uintptr_t sum) {
   if (!depth) return 0;
-  return ((ras[0] * 0x9E3779B97F4A7C15ull) ^ (ras[depth - 1] + depth)) * 0xC2B2AE3D27D4EB4Full;
+  return ((ras[0] * 0x9E3779B97F4A7C15ull) ^ (ras[depth - 1] + depth) ^ (sum * 0x165667B19E3779F9ull)) *
+         0xC2B2AE3D27D4EB4Full;
 }
 
 // memcmp compares a word a step where this loop took five instructions (callgrind).
@@ -340,9 +348,10 @@ uint32_t node_from_backtrace(ThreadState* t, uintptr_t call_site, uintptr_t* ras
 uint32_t walked_context(ThreadState* t, uintptr_t frame) {
   CallContext& c = t->context;
   uintptr_t ras[kMaxWalkedFrames + 1];
-  uint32_t depth = static_cast<uint32_t>(walk_callers(c.frame_rules, frame, t->stack.high, ras));
+  uintptr_t sum = 0;
+  uint32_t depth = static_cast<uint32_t>(walk_callers(c.frame_rules, frame, t->stack.high, ras, sum));
   if (depth > kKnownPathFrames) return node_of_path(t, ras, depth);
-  uint64_t hash = path_hash(ras, depth);
+  uint64_t hash = path_hash(ras, depth, sum);
   KnownPath& known = c.known_paths[hash >> (64 - kKnownPathBits)];
   if (known.hash == hash && known.depth == depth && same_path(known.return_addresses, ras, depth))
     return known.node;

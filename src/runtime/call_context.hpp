@@ -93,7 +93,7 @@ constexpr uintptr_t kWalkCut = format::kWalkCut;
 constexpr uint32_t kKnownPathFrames = 32;  // deeper stacks skip the table
 constexpr unsigned kKnownPathBits = 7;
 struct KnownPath {
-  uint64_t hash;          // of the innermost and outermost return address and the depth
+  uint64_t hash;          // path_hash: of its ends, depth and the sum of its return addresses
   uint32_t depth;
   uint32_t node;
   uintptr_t return_addresses[kKnownPathFrames];  // innermost first

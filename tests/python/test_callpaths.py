@@ -555,3 +555,19 @@ def test_the_unwinders_backtrace_says_where_it_was_cut(cpp_programs, tmp_path):
     cut = [path for path in paths if path[0] == "(more callers: a walk keeps 128 frames)"]
     assert shallow and cut and len(shallow) + len(cut) == len(paths), sorted({p[:2] for p in paths})
     assert {len(path) for path in cut} == {130}, sorted({len(path) for path in cut})
+
+
+def test_an_inlined_lambda_is_named_by_the_function_that_wrote_it(cpp_programs, tmp_path):
+    """A lambda in a function with internal linkage, inlined into std::thread's invoker
+    (tests/cpp/local_lambda.cpp): GCC's DWARF names its operator() without a linkage name
+    and leaves its closure type unnamed, in the function's body, where the index of
+    namespaces and classes does not look. The --inlined frame said only "operator()"."""
+    from conftest import run_profiled
+
+    output = tmp_path / "local_lambda.htp"
+    done = run_profiled(cpp_programs.program("local_lambda"), output)
+    assert done.returncode == 0 and done.stdout.strip() == "5", done.stderr
+    paths = [row.path for row in heaptype.load(output).call_paths(inlined=True) if row.type_label == "Job"]
+    assert len(paths) == 1, paths
+    assert paths[0][-1] == "run_jobs::(lambda)::operator()", paths[0]
+    assert "operator()" not in paths[0], paths[0]

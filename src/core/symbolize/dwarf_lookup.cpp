@@ -1,5 +1,7 @@
 #include "dwarf_lookup.hpp"
 
+#include "../demangle.hpp"
+
 #include <dwarf.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,6 +16,7 @@ namespace symbolize {
 namespace {
 
 constexpr int kMaxOriginHops = 8;     // abstract_origin / specification chains
+constexpr int kMaxScopeDepth = 64;    // DIEs nested in a unit, looked through for a local class
 constexpr int kMaxTypeHops = 16;      // typedef / qualifier chains
 // Frames whose template argument's size a report may need (type inference);
 // matched against linkage names (mangled) or plain source names.
@@ -447,7 +450,8 @@ std::string DwarfLookup::name_of(Dwarf_Die* die, const Unit& unit) {
     } else if (unit.scoped) {
       if (Unit* owner = unit_of_die(&source_die))  // its scopes are known once its unit is indexed
         if (!owner->indexed) index_unit(*owner);
-      name = qualified(dwarf_dieoffset(&source_die), source_name);
+      name = parents_.count(dwarf_dieoffset(&source_die)) ? qualified(dwarf_dieoffset(&source_die), source_name)
+                                                          : qualified_in_body(&source_die, source_name);
     } else {
       name = source_name;
     }
@@ -464,6 +468,54 @@ std::string DwarfLookup::qualified(Dwarf_Off die, const std::string& name) {
     out = std::string(scope_name != nullptr ? scope_name : "(anonymous namespace)") + "::" + out;
   }
   return out;
+}
+
+// The DIEs that enclose `target`, outermost first (its unit's DIE left out): found by
+// going down from the unit's DIE into the child whose subtree holds the offset.
+bool DwarfLookup::enclosing_dies(Dwarf_Die* target, std::vector<Dwarf_Die>* out) {
+  Dwarf_Die at;
+  if (dwarf_diecu(target, &at, nullptr, nullptr) == nullptr) return false;
+  const Dwarf_Off want = dwarf_dieoffset(target);
+  for (int depth = 0; depth < kMaxScopeDepth; ++depth) {
+    Dwarf_Die child, next;
+    if (dwarf_child(&at, &child) != 0) return false;
+    while (dwarf_dieoffset(&child) != want) {
+      if (dwarf_siblingof(&child, &next) != 0 || dwarf_dieoffset(&next) > want) break;
+      child = next;
+    }
+    if (dwarf_dieoffset(&child) == want) return true;
+    if (dwarf_dieoffset(&child) > want) return false;
+    out->push_back(child);
+    at = child;
+  }
+  return false;
+}
+
+// A name declared inside a function's body, which the scope index (namespaces and
+// classes only) does not hold: a lambda's operator(), in its closure type, in the function
+// that wrote the lambda. GCC gives no linkage name to an operator() it only inlined, and
+// "operator()" alone says nothing: the enclosing function's name (its linkage name,
+// demangled) and the classes between it and the name qualify it, as
+// `run()::<lambda(int)>::operator()` (Clang leaves the closure type unnamed: `(lambda)`).
+std::string DwarfLookup::qualified_in_body(Dwarf_Die* die, const std::string& name) {
+  std::vector<Dwarf_Die> enclosing;
+  if (!enclosing_dies(die, &enclosing)) return name;
+  std::string out;
+  for (Dwarf_Die& scope : enclosing) {
+    int tag = dwarf_tag(&scope);
+    const char* scope_name = string_attribute(&scope, DW_AT_name);
+    if (tag == DW_TAG_subprogram) {
+      Unit* owner = unit_of_die(&scope);
+      if (owner == nullptr) return name;
+      std::string function = name_of(&scope, *owner);
+      out = function.compare(0, 2, "_Z") == 0 ? core::demangle(function) : function;
+    } else if (tag == DW_TAG_namespace) {
+      out += std::string(out.empty() ? "" : "::") + (scope_name != nullptr ? scope_name : "(anonymous namespace)");
+    } else if (is_name_scope(tag)) {
+      out += std::string(out.empty() ? "" : "::") + (scope_name != nullptr ? scope_name : "(lambda)");
+    }  // lexical blocks name nothing
+  }
+  return out.empty() ? name : out + "::" + name;
 }
 
 // sizeof the first template type argument of a function, else of its class.

@@ -89,6 +89,8 @@ class DwarfLookup {
   std::string call_file(Unit& unit, Dwarf_Die* inlined);
   std::string name_of(Dwarf_Die* die, const Unit& unit);
   std::string qualified(Dwarf_Off die, const std::string& name);
+  std::string qualified_in_body(Dwarf_Die* die, const std::string& name);
+  bool enclosing_dies(Dwarf_Die* target, std::vector<Dwarf_Die>* out);
   uint64_t type_argument_size(Dwarf_Die* die);
   uint64_t find_type_argument_size(Dwarf_Die* die);
   uint64_t enclosing_class_argument_size(Dwarf_Die* declaration);

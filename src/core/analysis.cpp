@@ -119,7 +119,7 @@ uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uin
     Context& c = contexts_[context];
     if (!c.inferred_known) {
       c.inferred_known = true;
-      if (c.call_site) c.inferred = infer_type(names_->call_site(c.call_site));
+      if (c.call_site) c.inferred = inferred_at(c.call_site);
     }
     if (!c.inferred.name.empty()) {
       *objects = c.inferred.objects(1, size);
@@ -127,6 +127,14 @@ uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uin
     }
   }
   return group_for_name(0, false, 0);
+}
+
+// The type inferred from a call site's frames: the same for every context there.
+const InferredType& Analysis::inferred_at(uint64_t call_site) {
+  auto known = inferred_at_call_site_.find(call_site);
+  if (known == inferred_at_call_site_.end())
+    known = inferred_at_call_site_.emplace(call_site, infer_type(names_->call_site(call_site))).first;
+  return known->second;
 }
 
 uint32_t Analysis::thread_group(uint32_t thread) {
@@ -199,25 +207,35 @@ bool Analysis::keeps_context(uint32_t context) {
   return keep;
 }
 
+// Contexts of the same path (its nodes defined again under new numbers, or by another
+// thread) share their tree nodes: placing a path costs a lookup per frame, once.
 uint32_t Analysis::tree_frame(uint32_t context) {
   if (contexts_[context].tree_frame != kNone) return contexts_[context].tree_frame;
-  std::vector<const PathFrame*> frames = paths_.frames(context_path(context));
+  uint32_t path = context_path(context);
+  auto placed = tree_frame_of_path_.find(path);
+  if (placed != tree_frame_of_path_.end()) return contexts_[context].tree_frame = placed->second;
+  std::vector<const PathFrame*> frames = paths_.frames(path);
   uint32_t node = 0;
   for (const PathFrame* f : frames) {
     node = tree_.child(node, MergedTree::kFrame, f->name, f->inlined && !f->hooked);
     if (tree_.node(node).group == kNone) tree_.node(node).group = function_group(f->name);
   }
+  tree_frame_of_path_.emplace(path, node);
   contexts_[context].tree_frame = node;
   return node;
 }
 
 uint32_t Analysis::bottom_leaf(uint32_t context) {
   if (contexts_[context].bottom_leaf != kNone) return contexts_[context].bottom_leaf;
+  uint32_t path = context_path(context);
+  auto placed = bottom_leaf_of_path_.find(path);
+  if (placed != bottom_leaf_of_path_.end()) return contexts_[context].bottom_leaf = placed->second;
   uint32_t node = 0;
-  for (uint32_t c = context_path(context); c != kNone; c = paths_.cell(c).prev) {
+  for (uint32_t c = path; c != kNone; c = paths_.cell(c).prev) {
     const PathFrame& f = paths_.cell(c).frame;
     node = bottom_up_.child(node, MergedTree::kFrame, f.name, f.inlined && !f.hooked);
   }
+  bottom_leaf_of_path_.emplace(path, node);
   contexts_[context].bottom_leaf = node;
   return node;
 }

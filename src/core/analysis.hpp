@@ -268,6 +268,7 @@ class Analysis : public BlockLedger {
   void reserve_type_groups();
   uint32_t tag_name(uint64_t tag);
   uint32_t thread_group(uint32_t thread);
+  const InferredType& inferred_at(uint64_t call_site);
   uint32_t function_group(uint32_t name);
   void place_in_trees(Placement* p);
   uint32_t tree_frame(uint32_t context);
@@ -324,6 +325,9 @@ class Analysis : public BlockLedger {
   std::vector<FunctionGroup> functions_;
   std::vector<ThreadGroup> threads_;
   std::vector<Context> contexts_;
+  std::unordered_map<uint64_t, InferredType> inferred_at_call_site_;
+  std::unordered_map<uint32_t, uint32_t> tree_frame_of_path_;   // CallPaths cell -> tree_'s node
+  std::unordered_map<uint32_t, uint32_t> bottom_leaf_of_path_;  // -> bottom_up_'s node
   std::unordered_map<uint32_t, std::vector<Placement>> placements_;
   std::unordered_map<uint64_t, uint32_t> context_index_;
   std::unordered_map<uint64_t, uint32_t> group_of_tag_;

@@ -220,11 +220,19 @@ uint32_t CallPaths::node_path(uint32_t thread, const std::vector<format::NodeDef
     current = nodes[current].parent;  // the decoder checked parent < node
   }
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    const format::NodeDef& def = nodes[*it];
-    path = extend_node(path, def, def.function == 0);
+    path = extended(path, nodes[*it]);
     node_paths_[node_key(thread, *it)] = path;
   }
   return path;
+}
+
+uint32_t CallPaths::extended(uint32_t path, const format::NodeDef& def) {
+  Extension key{path, def.function, def.call_site};
+  auto known = extensions_.find(key);
+  if (known != extensions_.end()) return known->second;
+  uint32_t next = extend_node(path, def, def.function == 0);
+  extensions_.emplace(key, next);
+  return next;
 }
 
 uint32_t CallPaths::context_path(uint32_t thread, const std::vector<format::NodeDef>& nodes, uint64_t node,
@@ -232,12 +240,17 @@ uint32_t CallPaths::context_path(uint32_t thread, const std::vector<format::Node
   bool in_tree = node > 0 && node < nodes.size();
   uint32_t path = in_tree ? node_path(thread, nodes, node) : kNone;
   bool walked = in_tree && nodes[node].function == 0;
+  // As for nodes: the same path, call site and kind of path give the same cells.
+  Extension key{path, walked ? 1u : 0u, call_site};
+  auto known = context_paths_.find(key);
+  if (known != context_paths_.end()) return known->second;
   if (call_site) path = merge_chain(path, chain_frames(names_->call_site(call_site), call_site - 1), inlined_, walked);
   if (is_empty(path)) {
     PathFrame f;
     f.name = no_call_site_;
     path = push(kNone, f, false);
   }
+  context_paths_.emplace(key, path);
   return path;
 }
 

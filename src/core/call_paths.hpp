@@ -69,6 +69,7 @@ class CallPaths {
  private:
   uint32_t node_path(uint32_t thread, const std::vector<format::NodeDef>& nodes, uint64_t node);
   uint32_t extend_node(uint32_t path, const format::NodeDef& def, bool walked);
+  uint32_t extended(uint32_t path, const format::NodeDef& def);
   uint32_t push(uint32_t path, const PathFrame& frame, bool walked);
   uint32_t merge_chain(uint32_t path, const std::vector<PathFrame>& chain, bool keep_inlined, bool walked);
   std::vector<PathFrame> chain_frames(const CodeInfo& info, uint64_t pc);
@@ -96,6 +97,27 @@ class CallPaths {
   bool inlined_;
   std::vector<PathCell> cells_;
   std::unordered_map<uint64_t, uint32_t> node_paths_;  // (thread, node) -> last cell
+  // A path and what extends it -> the extended path's last cell. A runtime that forgets
+  // its nodes writes a path met again under new numbers (and every thread numbers its
+  // own): the same frames get the same cells, so that memory and the trees grow with
+  // the distinct paths, not with the definitions (rapidjson's recursive parser
+  // preloaded: a new definition at nearly every allocation).
+  struct Extension {
+    uint32_t path;
+    uint64_t function;
+    uint64_t call_site;
+    bool operator==(const Extension& o) const {
+      return path == o.path && function == o.function && call_site == o.call_site;
+    }
+  };
+  struct ExtensionHash {
+    size_t operator()(const Extension& e) const {
+      uint64_t h = (e.path * 0x9E3779B97F4A7C15ull) ^ (e.function * 0xC2B2AE3D27D4EB4Full) ^ e.call_site;
+      return static_cast<size_t>(h ^ (h >> 31));
+    }
+  };
+  std::unordered_map<Extension, uint32_t, ExtensionHash> extensions_;
+  std::unordered_map<Extension, uint32_t, ExtensionHash> context_paths_;  // function: walked or not
   std::unordered_map<uint32_t, uint32_t> function_keys_;  // name -> name without parameters
   std::unordered_map<uint32_t, bool> startup_modules_;
   uint32_t no_call_site_;

@@ -218,14 +218,25 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
       if (rule.kind == FrameKind::kFramePointer) break;
       if (rule.kind == FrameKind::kEnd) rules.last_end = pc;
       // kOpaque, kEnd: the walk ends here
-      if (rule.kind != FrameKind::kStackOffset && rule.kind != FrameKind::kRbpOffset)
+      uintptr_t cfa;
+      if (rule.kind == FrameKind::kStackOffset || rule.kind == FrameKind::kRbpOffset) {
+        cfa = (rule.kind == FrameKind::kStackOffset ? sp : rbp) + static_cast<uintptr_t>(rule.cfa_offset);
+        if (cfa <= sp || cfa > limit) return static_cast<int>(at - out);
+        if (rule.saved_rbp != kRbpKept) {
+          uintptr_t saved = cfa + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
+          if (saved < sp || saved > limit) return static_cast<int>(at - out);
+          rbp = *reinterpret_cast<const uintptr_t*>(saved);
+        }
+      } else if (rule.kind == FrameKind::kRbpSlot) {
+        // A realigned frame: the CFA and the caller's rbp are words near rbp, in the frame.
+        uintptr_t cfa_slot = rbp + static_cast<uintptr_t>(static_cast<intptr_t>(rule.cfa_offset));
+        uintptr_t rbp_slot = rbp + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
+        if (cfa_slot < sp || cfa_slot > limit || rbp_slot < sp || rbp_slot > limit) return static_cast<int>(at - out);
+        cfa = *reinterpret_cast<const uintptr_t*>(cfa_slot);
+        if (cfa <= sp || cfa > limit) return static_cast<int>(at - out);
+        rbp = *reinterpret_cast<const uintptr_t*>(rbp_slot);
+      } else {
         return static_cast<int>(at - out);
-      uintptr_t cfa = (rule.kind == FrameKind::kStackOffset ? sp : rbp) + static_cast<uintptr_t>(rule.cfa_offset);
-      if (cfa <= sp || cfa > limit) return static_cast<int>(at - out);
-      if (rule.saved_rbp != kRbpKept) {
-        uintptr_t saved = cfa + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
-        if (saved < sp || saved > limit) return static_cast<int>(at - out);
-        rbp = *reinterpret_cast<const uintptr_t*>(saved);
       }
       pc = reinterpret_cast<const uintptr_t*>(cfa)[-1];
       if (pc < kLowestCode) return static_cast<int>(at - out);

@@ -20,6 +20,9 @@ namespace {
 
 constexpr uint64_t kRbp = 6;  // DWARF register numbers on x86-64
 constexpr uint64_t kRsp = 7;
+constexpr uint64_t kRbpSlotCfa = ~uint64_t{0};  // Row::cfa_register: CFA = [rbp + cfa_offset]
+constexpr uint8_t kOpBregRbp = 0x76;  // DW_OP_breg6
+constexpr uint8_t kOpDeref = 0x06;    // DW_OP_deref
 constexpr int kMostRememberedStates = 8;
 constexpr uint32_t kMostEntryBytes = 1u << 20;
 
@@ -156,6 +159,20 @@ struct Program {
   uintptr_t target;    // the address whose row is wanted
 };
 
+// The one expression form read here: DW_OP_breg6 N, then DW_OP_deref when `deref`, and
+// nothing else (GCC's stack realignment: the CFA saved at rbp - 8, the caller's rbp at
+// rbp). Its N, or false.
+bool rbp_expression(Reader& r, bool deref, int64_t* offset) {
+  uint64_t length = r.uleb();
+  if (r.failed || !r.has(length)) return false;
+  Reader e{r.at, r.at + length};
+  r.skip(length);
+  if (e.u8() != kOpBregRbp) return false;
+  *offset = e.sleb();
+  if (deref && e.u8() != kOpDeref) return false;
+  return !e.failed && e.at == e.end;
+}
+
 void set_rbp(Row& row, SavedRbp how, int64_t offset = 0) {
   row.rbp = how;
   row.rbp_offset = offset;
@@ -233,11 +250,21 @@ bool run(Program& p, Reader r) {
       case 0x13:  // DW_CFA_def_cfa_offset_sf
         p.row.cfa_offset = r.sleb() * p.cie.data_align;
         break;
-      case 0x0f:  // DW_CFA_def_cfa_expression
-        r.skip(r.uleb());
-        p.row.cfa_known = false;
+      case 0x0f: {  // DW_CFA_def_cfa_expression
+        int64_t offset = 0;
+        p.row.cfa_known = rbp_expression(r, true, &offset);
+        p.row.cfa_register = kRbpSlotCfa;
+        p.row.cfa_offset = offset;
         break;
-      case 0x10: case 0x16:  // DW_CFA_expression, DW_CFA_val_expression
+      }
+      case 0x10: {  // DW_CFA_expression: the register saved at the address it computes
+        reg = r.uleb();
+        int64_t offset = 0;
+        bool read = rbp_expression(r, false, &offset);
+        if (reg == kRbp) set_rbp(p.row, read ? SavedRbp::kAtRbp : SavedRbp::kUnknown, offset);
+        break;
+      }
+      case 0x16:  // DW_CFA_val_expression
         reg = r.uleb();
         r.skip(r.uleb());
         if (reg == kRbp) set_rbp(p.row, SavedRbp::kUnknown);
@@ -285,6 +312,7 @@ bool read_frame_cfi(uintptr_t return_address, FrameCfi* out) {
   out->cfa_base = !row.cfa_known ? CfaBase::kUnknown
                 : row.cfa_register == kRsp ? CfaBase::kStackPointer
                 : row.cfa_register == kRbp ? CfaBase::kFramePointer
+                : row.cfa_register == kRbpSlotCfa ? CfaBase::kRbpSlot
                                            : CfaBase::kUnknown;
   out->rbp = row.rbp;
   if (!fits_int32(row.cfa_offset) || !fits_int32(row.rbp_offset)) return false;

@@ -21,11 +21,13 @@ enum class CfaBase : uint8_t {
   kUnknown,       // another register or an expression: nothing the walk can use
   kStackPointer,  // CFA = rsp + cfa_offset at the call
   kFramePointer,  // CFA = rbp + cfa_offset
+  kRbpSlot,       // CFA = the word at rbp + cfa_offset (GCC's realigned frames: DW_OP_breg6 N; DW_OP_deref)
 };
 
 enum class SavedRbp : uint8_t {
   kKept,     // the function leaves the register as its caller had it (no rule, same value)
   kAtCfa,    // the caller's value is in the stack at CFA + rbp_offset
+  kAtRbp,    // at rbp + rbp_offset (a realigned frame: DW_CFA_expression rbp, DW_OP_breg6 N)
   kUnknown,  // in another register, or computed by an expression
 };
 

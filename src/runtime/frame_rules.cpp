@@ -83,7 +83,7 @@ void store(FrameRules& rules, const FrameRule& rule) {
 bool known_from_cfi(FrameRules& rules, uintptr_t pc, FrameRule* rule) {
   const FrameRule* known = find(rules.slots, rules.shift, pc);
   if (known->pc != pc || (known->kind != FrameKind::kStackOffset && known->kind != FrameKind::kRbpOffset &&
-                          known->kind != FrameKind::kEnd))
+                          known->kind != FrameKind::kRbpSlot && known->kind != FrameKind::kEnd))
     return false;
   *rule = *known;
   return true;
@@ -120,6 +120,23 @@ FrameRule rule_of(const Backtrace& b, int i) {
     bool cfa_found = cfa >= f.sp && static_cast<uintptr_t>(cfi.cfa_offset) == cfa - f.sp;
     return cfi_rule(rule, FrameKind::kStackOffset, cfi, cfa_found, f, caller);
   }
+  // A realigned frame: the CFA and the caller's rbp in words its rbp points near, which
+  // must hold what the unwinder found (read within the frame: above its stack pointer,
+  // below its CFA).
+  if (cfi.cfa_base == CfaBase::kRbpSlot && cfi.rbp == SavedRbp::kAtRbp) {
+    uintptr_t cfa_slot = f.rbp + static_cast<uintptr_t>(static_cast<intptr_t>(cfi.cfa_offset));
+    uintptr_t rbp_slot = f.rbp + static_cast<uintptr_t>(static_cast<intptr_t>(cfi.rbp_offset));
+    auto in_frame = [&](uintptr_t slot) { return slot >= f.sp && slot + sizeof(uintptr_t) <= cfa; };
+    if (in_frame(cfa_slot) && in_frame(rbp_slot) && *reinterpret_cast<const uintptr_t*>(cfa_slot) == cfa &&
+        *reinterpret_cast<const uintptr_t*>(rbp_slot) == caller.rbp) {
+      rule.kind = FrameKind::kRbpSlot;
+      rule.cfa_offset = cfi.cfa_offset;
+      rule.saved_rbp = cfi.rbp_offset;
+      return rule;
+    }
+    rule.kind = FrameKind::kOpaque;
+    return rule;
+  }
   // A frame pointer (also a realigned frame, such as main's, whose CFA is an expression).
   if (f.rbp + 2 * sizeof(uintptr_t) == cfa) return rule;
   // A CFA at another distance from rbp, the caller's rbp saved at a place the CFI names.
@@ -146,7 +163,9 @@ bool starts_the_thread(const Backtrace& b, int i) {
 // the others.
 FrameRule learned_rule(const Backtrace& b, int i) {
   FrameRule rule = rule_of(b, i);
-  if ((rule.kind == FrameKind::kStackOffset || rule.kind == FrameKind::kRbpOffset) && starts_the_thread(b, i))
+  if ((rule.kind == FrameKind::kStackOffset || rule.kind == FrameKind::kRbpOffset ||
+       rule.kind == FrameKind::kRbpSlot) &&
+      starts_the_thread(b, i))
     rule.kind = FrameKind::kEnd;
   return rule;
 }

@@ -30,15 +30,20 @@ enum class FrameKind : uint8_t {
   kEnd,           // the thread's start (__libc_start_call_main, start_thread...): the walk ends
   kRbpOffset,     // its CFA is rbp plus cfa_offset, other than a frame record's 16 (libffi's
                   // ffi_call_unix64, whose frame holds the call's stack arguments)
+  kRbpSlot,       // its CFA is the word at rbp + cfa_offset and the caller's rbp the word at
+                  // rbp + saved_rbp (GCC's realigned stack: `and $-32,%rsp` in the prologue,
+                  // for a local aligned past 16 bytes; its frame record holds a copy of the
+                  // return address and sits at a distance from the CFA that varies)
 };
 
 constexpr int32_t kRbpKept = INT32_MIN;  // the function left the caller's frame pointer in its register
 
 struct FrameRule {
   uintptr_t pc;         // an address in the function: a call site or a return address
-  int32_t cfa_offset;   // CFA = stack pointer at pc (kStackOffset) or rbp (kRbpOffset) + cfa_offset;
-                        // the return address at CFA - 8
-  int32_t saved_rbp;    // the caller's frame pointer at CFA + saved_rbp, or kRbpKept
+  int32_t cfa_offset;   // CFA = stack pointer at pc (kStackOffset) or rbp (kRbpOffset) + cfa_offset,
+                        // or the word at rbp + cfa_offset (kRbpSlot); the return address at CFA - 8
+  int32_t saved_rbp;    // the caller's frame pointer at CFA + saved_rbp (at rbp + saved_rbp for
+                        // kRbpSlot), or kRbpKept
   FrameKind kind;
 };
 

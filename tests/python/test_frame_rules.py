@@ -102,3 +102,25 @@ def test_a_stripped_programs_static_constructors_are_not_main(tmp_path):
     roots = {row.figures.bytes: row.path[0] for row in heaptype.load(output).call_paths(infer=False)
              if row.figures.bytes in (1000, 2000)}
     assert roots[2000] == "main" and re.fullmatch(r"static_init\+0x[0-9a-f]+", roots[1000]), roots
+
+
+def test_a_realigned_frame_is_stepped_over_by_its_call_frame_information(tmp_path):
+    """GCC realigns the stack of a function with a local aligned past 16 bytes; its CFI
+    gives the CFA as the word at rbp - 8 (DW_CFA_def_cfa_expression) and the caller's
+    rbp as the word at rbp (DW_CFA_expression). The rule learned for it ended every
+    walk there: the paths of tests/cpp/realigned.cpp, built without frame pointers and
+    run under `heaptype run`, were rooted at realigned(long), as 57 of the 70 roots of
+    rapidjson's unittest built with -march=native were."""
+    exe = tmp_path / "realigned"
+    subprocess.run([require_tool("g++"), "-O2", "-fomit-frame-pointer", str(CPP_DIR / "realigned.cpp"), "-o", str(exe)],
+                   check=True, capture_output=True, timeout=600)
+    disassembly = subprocess.run([require_tool("objdump"), "-d", str(exe)], capture_output=True, text=True).stdout
+    assert re.search(r"and\s+\$0xffffffffffffffe0,%rsp", disassembly)  # the realignment this is about
+    output = tmp_path / "realigned.htp"
+    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    paths = {tuple(f.split("(")[0] for f in row.path): row.figures.allocations
+             for row in heaptype.load(output).call_paths(infer=False) if row.path[-1].startswith("make(")}
+    assert paths == {("main", "near_caller", "realigned", "make"): 3,
+                     ("main", "far_caller", "realigned", "make"): 3}, paths

@@ -217,7 +217,6 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
       FrameRule rule = frame_rule(rules, pc);
       if (rule.kind == FrameKind::kFramePointer) break;
       if (rule.kind == FrameKind::kEnd) rules.last_end = pc;
-      // kOpaque, kEnd: the walk ends here
       uintptr_t cfa;
       if (rule.kind == FrameKind::kStackOffset || rule.kind == FrameKind::kRbpOffset) {
         cfa = (rule.kind == FrameKind::kStackOffset ? sp : rbp) + static_cast<uintptr_t>(rule.cfa_offset);
@@ -236,7 +235,7 @@ __attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintpt
         if (cfa <= sp || cfa > limit) return static_cast<int>(at - out);
         rbp = *reinterpret_cast<const uintptr_t*>(rbp_slot);
       } else {
-        return static_cast<int>(at - out);
+        return static_cast<int>(at - out);  // kOpaque, kEnd: the walk ends here
       }
       pc = reinterpret_cast<const uintptr_t*>(cfa)[-1];
       if (pc < kLowestCode) return static_cast<int>(at - out);

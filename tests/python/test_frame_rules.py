@@ -29,11 +29,23 @@ def build_without_frame_pointers(tmp_path):
     return exe
 
 
+def run_under_heaptype(exe, output, *args):
+    """`heaptype run -o output -- exe args...`: the runtime preloaded into a plain program."""
+    return subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe), *args],
+                          capture_output=True, text=True, timeout=600)
+
+
+def paths_to(output, function):
+    """{path of function names without their parameters: allocations} of the paths that
+    end in `function`."""
+    return {tuple(f.split("(")[0] for f in row.path): row.figures.allocations
+            for row in heaptype.load(output).call_paths(infer=False) if row.path[-1].startswith(function + "(")}
+
+
 def test_each_return_address_is_learned_once_and_every_path_is_whole(tmp_path):
     exe = build_without_frame_pointers(tmp_path)
     output = tmp_path / "sites.htp"
-    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe), str(ROUNDS)],
-                          capture_output=True, text=True, timeout=600)
+    done = run_under_heaptype(exe, output, str(ROUNDS))
     assert done.returncode == 0, done.stderr
     counts = dict(re.findall(r"(\w+)=(\d+)", done.stdout))
     assert (int(counts["sites"]), int(counts["rounds"])) == (SITES, ROUNDS)
@@ -62,11 +74,9 @@ def test_a_threads_first_function_called_deeper_keeps_its_callers(tmp_path):
     subprocess.run([require_tool("g++"), "-std=c++17", "-O2", "-fomit-frame-pointer", "-pthread",
                     str(CPP_DIR / "thread_helper.cpp"), "-o", str(exe)], check=True, capture_output=True, timeout=600)
     output = tmp_path / "thread.htp"
-    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe)],
-                          capture_output=True, text=True, timeout=600)
+    done = run_under_heaptype(exe, output)
     assert done.returncode == 0, done.stderr
-    paths = {tuple(f.split("(")[0] for f in row.path): row.figures.allocations
-             for row in heaptype.load(output).call_paths(infer=False) if row.path[-1].startswith("helper(")}
+    paths = paths_to(output, "helper")
     assert paths == {("worker", "helper"): 3, ("main", "relay", "worker", "helper"): 3}
 
 
@@ -80,8 +90,7 @@ def test_a_stripped_programs_main_is_named(tmp_path):
     subprocess.run([require_tool("g++"), "-std=c++17", "-O2", "-s", str(CPP_DIR / "cut_walk.cpp"), "-o", str(exe)],
                    check=True, capture_output=True, timeout=600)
     output = tmp_path / "stripped.htp"
-    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe), "200"],
-                          capture_output=True, text=True, timeout=600)
+    done = run_under_heaptype(exe, output, "200")
     assert done.returncode == 0, done.stderr
     loop = [row.path for row in heaptype.load(output).call_paths(infer=False) if row.figures.allocations == 200]
     assert loop and all(path[0] == "main" and re.fullmatch(r"cut_walk\+0x[0-9a-f]+", path[1]) for path in loop), loop
@@ -96,8 +105,7 @@ def test_a_stripped_programs_static_constructors_are_not_main(tmp_path):
     subprocess.run([require_tool("g++"), "-O2", "-s", str(CPP_DIR / "static_init.cpp"), "-o", str(exe)],
                    check=True, capture_output=True, timeout=600)
     output = tmp_path / "static.htp"
-    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe)],
-                          capture_output=True, text=True, timeout=600)
+    done = run_under_heaptype(exe, output)
     assert done.returncode == 0, done.stderr
     roots = {row.figures.bytes: row.path[0] for row in heaptype.load(output).call_paths(infer=False)
              if row.figures.bytes in (1000, 2000)}
@@ -117,10 +125,8 @@ def test_a_realigned_frame_is_stepped_over_by_its_call_frame_information(tmp_pat
     disassembly = subprocess.run([require_tool("objdump"), "-d", str(exe)], capture_output=True, text=True).stdout
     assert re.search(r"and\s+\$0xffffffffffffffe0,%rsp", disassembly)  # the realignment this is about
     output = tmp_path / "realigned.htp"
-    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe)],
-                          capture_output=True, text=True, timeout=600)
+    done = run_under_heaptype(exe, output)
     assert done.returncode == 0, done.stderr
-    paths = {tuple(f.split("(")[0] for f in row.path): row.figures.allocations
-             for row in heaptype.load(output).call_paths(infer=False) if row.path[-1].startswith("make(")}
+    paths = paths_to(output, "make")
     assert paths == {("main", "near_caller", "realigned", "make"): 3,
                      ("main", "far_caller", "realigned", "make"): 3}, paths

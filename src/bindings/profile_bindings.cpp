@@ -116,7 +116,7 @@ void bind_profile_file(py::module_& m) {
       .def_property_readonly("end", &end_summary,
                              "The runtime's own counts at exit, or None when the profile was not finished.")
       .def_property_readonly("file_size", &ProfileFile::file_size, "Bytes on disk (compressed or not).")
-      .def_property_readonly("compressed", &ProfileFile::compressed, "The chunks are a zstd stream.")
+      .def_property_readonly("compressed", &ProfileFile::compressed, "The chunks are a zstd stream (from the start, or after a ZSTD_FOLLOWS chunk).")
       .def_property_readonly("aggregated", &ProfileFile::aggregated,
                              "Counts per site instead of events (HEAPTYPE_MODE=aggregate).")
       .def_property_readonly("aggregate_complete", [](const ProfileFile& f) { return f.aggregate().present; },

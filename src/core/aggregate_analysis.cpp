@@ -73,9 +73,7 @@ void Analysis::apply_type_peaks() {
 // a thousand of each): the tables are made that large at once rather than rehashed
 // a dozen times on the way.
 void Analysis::reserve_for_counted_sites(const format::AggregateCounts& counts) {
-  size_t counted = 0;
-  for (const auto& entry : counts.sites)
-    for (const format::SiteCounts& c : entry.second) counted += (c.allocations || c.live) ? 1 : 0;
+  size_t counted = counts.sites.size();
   contexts_.reserve(contexts_.size() + counted);
   context_index_.reserve(context_index_.size() + counted);
   group_of_tag_.reserve(group_of_tag_.size() + counted);
@@ -93,19 +91,15 @@ void Analysis::apply_aggregate() {
   }
   reserve_for_counted_sites(counts);
   uint64_t undefined = 0;
-  for (const auto& entry : counts.sites) {
-    uint32_t thread = entry.first;
-    const std::vector<format::SiteCounts>& sites = entry.second;
-    for (uint32_t site = 0; site < sites.size(); ++site) {
-      const format::SiteCounts& c = sites[site];
-      if (!c.allocations && !c.live) continue;
-      Placement* p = placement(thread, site);
-      if (!p) {
-        undefined += c.allocations;
-        continue;
-      }
-      apply_site_counts(*p, c, counts.peak_time);
+  for (const format::CountedSite& counted : counts.sites) {
+    const format::SiteCounts& c = counted.counts;
+    if (!c.allocations && !c.live) continue;
+    Placement* p = placement(counted.thread, counted.site);
+    if (!p) {
+      undefined += c.allocations;
+      continue;
     }
+    apply_site_counts(*p, c, counts.peak_time);
   }
   if (undefined)
     warnings_.push_back(std::to_string(undefined) + " allocations are counted at sites the profile does not define; "

@@ -26,27 +26,97 @@ std::string AggregateReader::read_tallies(uint32_t thread, const uint8_t* begin,
     return "a TALLIES chunk of thread " + std::to_string(thread) + " is damaged";
   if (count > static_cast<uint64_t>(end - p) / kFieldsPerSite || first + count > UINT32_MAX)
     return "a TALLIES chunk of thread " + std::to_string(thread) + " counts more sites than it holds";
-  // A thread's chunks in a set follow each other from site 0 (aggregate.cpp): the counts
-  // held never outgrow the payloads read, whatever number a damaged chunk starts from.
-  std::vector<SiteCounts>& sites = open_.sites[thread];
-  if (first != sites.size())
+  // A thread's chunks in a set go up its site numbers (aggregate.cpp): a site counted
+  // twice in one set is damage.
+  uint64_t& reached = open_reached_[thread];
+  if (first < reached)
     return "a TALLIES chunk of thread " + std::to_string(thread) + " starts at site " + std::to_string(first) +
-           ", not where the thread's counts reached (" + std::to_string(sites.size()) + ")";
-  sites.resize(first + count);
+           ", below where the thread's counts reached (" + std::to_string(reached) + ")";
+  reached = first + count;
   for (uint64_t i = 0; i < count; ++i) {
-    SiteCounts& s = sites[first + i];
+    CountedSite counted{thread, static_cast<uint32_t>(first + i), {}};
+    SiteCounts& s = counted.counts;
     if (!get_varint(&p, end, &s.allocations) || !get_varint(&p, end, &s.temporaries) ||
         !get_varint(&p, end, &s.live) || !get_varint(&p, end, &s.live_at_peak))
       return "a TALLIES chunk of thread " + std::to_string(thread) + " ends inside site " +
              std::to_string(first + i);
+    if (s.allocations || s.live) open_.sites.push_back(counted);
   }
   return "";
+}
+
+namespace {
+
+// The (thread, site) an entry of a SURVIVORS or RETIRED chunk starts with: distances
+// from the entry before (`previous`: the chunk's first from thread 0, site 0).
+bool get_site(const uint8_t** p, const uint8_t* end, CountedSite* previous, CountedSite* counted) {
+  uint64_t thread_distance = 0, site_distance = 0;
+  if (!get_varint(p, end, &thread_distance) || !get_varint(p, end, &site_distance)) return false;
+  int64_t thread = static_cast<int64_t>(previous->thread) + unzigzag(thread_distance);
+  int64_t site = static_cast<int64_t>(previous->site) + unzigzag(site_distance);
+  if (thread < 0 || thread > UINT32_MAX || site < 0 || site > UINT32_MAX) return false;
+  counted->thread = previous->thread = static_cast<uint32_t>(thread);
+  counted->site = previous->site = static_cast<uint32_t>(site);
+  return true;
+}
+
+}  // namespace
+
+std::string AggregateReader::add_survivors(const uint8_t* begin, const uint8_t* end) {
+  std::string problem = read_survivors(begin, end);
+  if (!problem.empty()) open_damaged_ = true;
+  return problem;
+}
+
+std::string AggregateReader::read_survivors(const uint8_t* begin, const uint8_t* end) {
+  CountedSite previous;
+  for (const uint8_t* p = begin; p < end;) {
+    CountedSite counted;
+    SiteCounts& s = counted.counts;
+    if (!get_site(&p, end, &previous, &counted) || !get_varint(&p, end, &s.allocations) ||
+        !get_varint(&p, end, &s.temporaries) || !get_varint(&p, end, &s.live) ||
+        !get_varint(&p, end, &s.live_at_peak))
+      return "a SURVIVORS chunk is damaged";
+    open_.sites.push_back(counted);
+  }
+  return "";
+}
+
+std::string AggregateReader::add_retired(const uint8_t* begin, const uint8_t* end) {
+  const uint8_t* p = begin;
+  uint64_t peak_bytes = 0;
+  std::vector<Retired> chunk;
+  if (!get_varint(&p, end, &peak_bytes)) return "a RETIRED chunk is damaged; its counts are left out";
+  CountedSite previous;
+  while (p < end) {
+    Retired retired{{}, peak_bytes};
+    SiteCounts& s = retired.site.counts;
+    if (!get_site(&p, end, &previous, &retired.site) || !get_varint(&p, end, &s.allocations) ||
+        !get_varint(&p, end, &s.temporaries) || !get_varint(&p, end, &s.live_at_peak))
+      return "a RETIRED chunk is damaged; its counts are left out";
+    chunk.push_back(retired);
+  }
+  retired_.insert(retired_.end(), chunk.begin(), chunk.end());
+  return "";
+}
+
+void AggregateReader::finish() {
+  if (!last_.present) return;
+  for (size_t i = 0; i < retired_before_last_; ++i) {
+    CountedSite counted = retired_[i].site;
+    if (retired_[i].peak_bytes != last_.peak_bytes) counted.counts.live_at_peak = 0;  // a later peak
+    last_.sites.push_back(counted);
+  }
+  retired_.clear();
+  retired_.shrink_to_fit();
+  retired_before_last_ = 0;
 }
 
 std::string AggregateReader::close_set(const uint8_t* begin, const uint8_t* end) {
   const uint8_t* p = begin;
   AggregateCounts& set = open_;
   uint64_t types = 0;
+  open_reached_.clear();
   if (open_damaged_) {
     open_ = AggregateCounts();
     open_damaged_ = false;
@@ -70,6 +140,8 @@ std::string AggregateReader::close_set(const uint8_t* begin, const uint8_t* end)
   set.present = true;
   last_ = std::move(open_);
   open_ = AggregateCounts();
+  open_reached_.clear();
+  retired_before_last_ = retired_.size();
   return "";
 }
 

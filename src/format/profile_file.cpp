@@ -52,6 +52,9 @@ bool known_kind(uint8_t kind) {
     case ChunkKind::kSnapshot:
     case ChunkKind::kTallies:
     case ChunkKind::kAggregate:
+    case ChunkKind::kRetired:
+    case ChunkKind::kSurvivors:
+    case ChunkKind::kZstdFollows:
       return true;
   }
   return false;
@@ -72,7 +75,8 @@ ProfileFile::ProfileFile(const std::string& path) : path_(path) {
   size_ = static_cast<uint64_t>(st.st_size);
   try {
     read_header();
-    if (damage_.empty() && (header_.flags & kFlagZstd)) inflate();
+    if (damage_.empty() && (header_.flags & kFlagZstd)) inflate(header_.header_size);
+    else if (damage_.empty()) inflate_after_plain_chunks();
   } catch (...) {
     close(fd_);
     fd_ = -1;
@@ -110,13 +114,15 @@ void ProfileFile::read_header() {
 }
 
 // A compressed profile: its chunks, decompressed into a temporary file, stand for it
-// from here on (a copy of the header first, so that offsets stay the file's own).
-void ProfileFile::inflate() {
-  std::vector<uint8_t> prefix(header_.header_size);
-  if (!read_exact(fd_, 0, prefix.data(), prefix.size())) throw ProfileError(path_ + ": cannot read its header");
+// from here on (a copy of what is plain before `from` first, so that offsets stay the
+// file's own).
+void ProfileFile::inflate(uint64_t from) {
+  std::vector<uint8_t> prefix(from);
+  if (!read_exact(fd_, 0, prefix.data(), prefix.size()))
+    throw ProfileError(path_ + ": cannot read its first " + std::to_string(from) + " bytes");
   Inflated inflated;
   try {
-    inflated = inflate_to_temporary(fd_, header_.header_size, size_, prefix.data(), prefix.size());
+    inflated = inflate_to_temporary(fd_, from, size_, prefix.data(), prefix.size());
   } catch (const std::runtime_error& e) {
     throw ProfileError(path_ + ": " + e.what());
   }
@@ -128,6 +134,20 @@ void ProfileFile::inflate() {
   if (!inflated.finished && stream_damage_.empty())
     warnings_.push_back("the compressed stream does not end where a frame ends (the program was still "
                         "running, or stopped without finishing): read up to its last whole block");
+}
+
+// A plain file whose chunks go on as a zstd stream after a ZSTD_FOLLOWS chunk (an
+// aggregated profile that grew large): the chunk headers up to it are read (the rest of
+// the plain part's damage is index_chunks()'s to find and name).
+void ProfileFile::inflate_after_plain_chunks() {
+  ChunkHeader h;
+  for (uint64_t offset = header_.header_size; size_ - offset >= sizeof h;) {
+    if (!read_exact(fd_, offset, &h, sizeof h) || h.magic != kChunkMagic || !known_kind(h.kind) ||
+        h.payload_size > kMaxChunkPayload || size_ - offset - sizeof h < h.payload_size)
+      return;
+    offset += sizeof h + h.payload_size;
+    if (static_cast<ChunkKind>(h.kind) == ChunkKind::kZstdFollows) return inflate(offset);
+  }
 }
 
 void ProfileFile::index_chunks() {
@@ -169,6 +189,11 @@ void ProfileFile::index_chunks() {
   }
   dropped_bytes_ = size_ - offset;
   if (damage_.empty() && !stream_damage_.empty()) damage_ = stream_damage_;
+  aggregate_.finish();
+}
+
+void ProfileFile::add_warning(const std::string& problem) {
+  if (!problem.empty()) warnings_.push_back(problem);
 }
 
 void ProfileFile::read_process_chunk(const ChunkHeader& h, uint64_t offset) {
@@ -228,14 +253,19 @@ void ProfileFile::read_process_chunk(const ChunkHeader& h, uint64_t offset) {
       break;
     }
     case ChunkKind::kTallies:
-    case ChunkKind::kAggregate: {
-      std::string problem = static_cast<ChunkKind>(h.kind) == ChunkKind::kTallies
-                                ? aggregate_.add_tallies(h.thread, begin, end)
-                                : aggregate_.close_set(begin, end);
-      if (!problem.empty()) warnings_.push_back(problem);
+      add_warning(aggregate_.add_tallies(h.thread, begin, end));
       break;
-    }
+    case ChunkKind::kSurvivors:
+      add_warning(aggregate_.add_survivors(begin, end));
+      break;
+    case ChunkKind::kRetired:
+      add_warning(aggregate_.add_retired(begin, end));
+      break;
+    case ChunkKind::kAggregate:
+      add_warning(aggregate_.close_set(begin, end));
+      break;
     case ChunkKind::kEvents:
+    case ChunkKind::kZstdFollows:  // the stream after it is read as the file (inflate)
       break;
   }
 }

@@ -81,7 +81,7 @@ class ProfileFile {
 
   // The profile's size on disk (compressed or not).
   uint64_t file_size() const { return compressed_size_ ? compressed_size_ : size_; }
-  bool compressed() const { return (header_.flags & kFlagZstd) != 0; }
+  bool compressed() const { return compressed_size_ != 0; }
   // Counts instead of events (HEAPTYPE_MODE=aggregate): aggregate() holds them.
   bool aggregated() const { return (header_.flags & kFlagAggregated) != 0; }
   const AggregateCounts& aggregate() const { return aggregate_.counts(); }
@@ -92,9 +92,11 @@ class ProfileFile {
 
  private:
   void read_header();
-  void inflate();
+  void inflate(uint64_t from);
+  void inflate_after_plain_chunks();
   void index_chunks();
   void read_process_chunk(const ChunkHeader& header, uint64_t offset);
+  void add_warning(const std::string& problem);  // "" is none
 
   std::string path_;
   int fd_ = -1;

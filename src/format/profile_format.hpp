@@ -38,11 +38,12 @@
 // defined (zigzag: 0 is that site), and a NODE or SITE names its parent or node by
 // distance from the newest node, its addresses by distance from the stream's
 // previous ones (see StreamDeltas). Version 2 wrote them as they are; the reader
-// reads both.
+// reads both. Version 4 has version 3's records; its aggregated profiles may hold
+// RETIRED and SURVIVORS chunks, and TALLIES that start above site 0 (ChunkKind).
 //
 // With kFlagZstd set, everything after the file header is one zstd stream of the
 // chunks, flushed whole at every write: a file cut short decodes up to its last
-// flush.
+// flush. Without it, a ZSTD_FOLLOWS chunk starts such a stream after plain chunks.
 #ifndef HEAPTYPE_PROFILE_FORMAT_HPP
 #define HEAPTYPE_PROFILE_FORMAT_HPP
 
@@ -58,7 +59,7 @@ namespace format {
 constexpr uint64_t kWalkCut = 1;
 
 constexpr char kFileMagic[8] = {'H', 'E', 'A', 'P', 'T', 'Y', 'P', 'E'};
-constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersion = 4;
 constexpr uint32_t kOldestVersion = 2;  // the oldest the reader reads
 constexpr uint32_t kChunkMagic = 0x4b435448u;  // "HTCK" little-endian
 constexpr uint32_t kMaxChunkPayload = 1u << 24;  // sanity bound for the reader
@@ -110,10 +111,10 @@ enum class ChunkKind : uint8_t {
   kTallies = 7,   // aggregated profiles (kFlagAggregated): the counts of sites of thread
                   //          ChunkHeader::thread: varint first site, varint count, then per
                   //          site varints allocations, temporary allocations, blocks live
-                  //          now, blocks live at the peak. A thread's chunks in a set cover
-                  //          its sites in order from 0, each starting where the last ended.
-                  //          One set of them (every thread's sites) is closed by an AGGREGATE chunk; the last whole set is
-                  //          the profile's.
+                  //          now, blocks live at the peak. A thread's chunks in a set follow
+                  //          each other up its site numbers (each starting at or after where
+                  //          the last ended; before version 4, from 0 without gaps). One set of them (every thread's sites) is closed by an
+                  //          AGGREGATE chunk; the last whole set is the profile's.
   kAggregate = 8, // closes a set of TALLIES: varints time (clock ticks), live bytes, live
                   //          blocks, peak bytes (the whole heap's, exact), peak time, the
                   //          most blocks live at once, then a varint count of types and per
@@ -121,6 +122,20 @@ enum class ChunkKind : uint8_t {
                   //          Event chunks of an aggregated profile hold definitions (SITE,
                   //          NODE, DERIVED_SITE), findings, and the events that came after
                   //          the END chunk (static destructors) as a full profile has them.
+  kRetired = 9,   // aggregated profiles: the final counts of sites no thread counts again
+                  //          (of a generation its thread forgot, with no block live): varint
+                  //          the heap's peak bytes when written, then per site varints
+                  //          thread, site (zigzag distances from the entry before; the first
+                  //          from 0, 0), allocations, temporary allocations, blocks live at
+                  //          that peak (0 if the profile's peak is another). Written once per
+                  //          site, outside sets; those before the last whole set count with it.
+  kSurvivors = 10,// part of a set: the counts of sites of forgotten generations that still
+                  //          have live blocks: per site varints thread, site (as RETIRED's),
+                  //          allocations, temporary allocations, blocks live now, blocks live
+                  //          at the peak.
+  kZstdFollows = 11, // no payload, in a file without kFlagZstd (version 4): everything after
+                  //          it is one zstd stream of chunks, as kFlagZstd's (an aggregated
+                  //          profile that grew large goes on compressed)
   kSnapshot = 16, // payload: varint time (clock ticks since the start): the program was
                   //          asked for a snapshot (HEAPTYPE_SIGNAL); every event before it
                   //          in time is in the file before this chunk

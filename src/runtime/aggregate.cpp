@@ -45,11 +45,24 @@ struct TypeTally {
   uint64_t peak_time;
 };
 
-// A thread's tallies, by its site numbers (which only grow).
+// A thread's tallies: a window of its site numbers (which only grow), from `base`.
+// A thread forgets its sites a generation at a time (thread_state.hpp) and counts a
+// site met again under a new number: the sites below `horizon` are never counted
+// again. retire_sites() writes those with no live block once, as final (RETIRED
+// chunks), moves those with live blocks to the survivors and moves `base` up: memory
+// stays with the sites of the generation in use, not with every site ever met.
 struct ThreadTallies {
-  SiteTally* sites;
+  SiteTally* sites;  // sites[i] counts site base + i
   size_t capacity;
-  size_t used;  // 1 + the highest site number counted
+  size_t used;       // 1 + the highest site counted - base
+  uint32_t base;
+  uint32_t horizon;  // the thread's first site of its generation in use
+};
+
+// A tally of a forgotten site that still has live blocks, by (thread, site).
+struct Survivor {
+  uint64_t key;  // thread << 32 | site; 0: an empty slot (threads count from 1)
+  SiteTally tally;
 };
 
 // The heap as a whole, and the last allocation for the temporary rule.
@@ -85,6 +98,14 @@ size_t g_types_capacity = 0;
 size_t g_types_used = 0;
 uint32_t* g_type_index = nullptr;    // open addressing by tag: place in g_types + 1 (0: empty)
 size_t g_type_index_capacity = 0;    // a power of two, at least twice the types
+// Survivors: open addressing by key, at most half full; a free that empties one
+// leaves it for the next retire_sites(), which writes it as final and removes it.
+Survivor* g_survivors = nullptr;
+size_t g_survivors_capacity = 0;     // a power of two
+size_t g_survivors_used = 0;
+// A thread forgot a generation of sites, or a survivor lost its last block: the ticker
+// retires them (set by the counting threads, read by the ticker).
+std::atomic<bool> g_retire_due{false};
 
 template <class T>
 bool grow(T** array, size_t* capacity, size_t needed, size_t first, MemoryUse use = MemoryUse::kSites) {
@@ -148,10 +169,71 @@ uint32_t type_slot(uint64_t tag) {
   return place;
 }
 
+inline uint64_t survivor_key(uint32_t thread, uint32_t site) { return uint64_t{thread} << 32 | site; }
+inline size_t survivor_home(uint64_t key) { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 24); }
+
+// The survivor slot of `key`: its own, or the empty one where it goes.
+size_t survivor_probe(uint64_t key) {
+  size_t mask = g_survivors_capacity - 1;
+  size_t i = survivor_home(key) & mask;
+  while (g_survivors[i].key && g_survivors[i].key != key) i = (i + 1) & mask;
+  return i;
+}
+
+SiteTally* find_survivor(uint32_t thread, uint32_t site) {
+  if (!g_survivors_used) return nullptr;
+  Survivor& slot = g_survivors[survivor_probe(survivor_key(thread, site))];
+  return slot.key ? &slot.tally : nullptr;
+}
+
+// Room for one more survivor: the table is built again at twice the size.
+bool grow_survivors() {
+  if ((g_survivors_used + 1) * 2 <= g_survivors_capacity) return true;
+  size_t old_capacity = g_survivors_capacity;
+  Survivor* old = g_survivors;
+  size_t capacity = old_capacity ? old_capacity * 2 : 1024;
+  Survivor* fresh = static_cast<Survivor*>(map_pages(capacity * sizeof(Survivor), MemoryUse::kSites));
+  if (!fresh) return false;
+  g_survivors = fresh;
+  g_survivors_capacity = capacity;
+  for (size_t i = 0; i < old_capacity; ++i)
+    if (old[i].key) g_survivors[survivor_probe(old[i].key)] = old[i];
+  if (old) unmap_pages(old, old_capacity * sizeof(Survivor), MemoryUse::kSites);
+  return true;
+}
+
+// Keeps a forgotten site's tally; false without memory for it (its blocks' frees then
+// find no tally and are not counted, as for a site counted without memory).
+bool add_survivor(uint32_t thread, uint32_t site, const SiteTally& tally) {
+  if (!grow_survivors()) return false;
+  uint64_t key = survivor_key(thread, site);
+  g_survivors[survivor_probe(key)] = {key, tally};
+  ++g_survivors_used;
+  return true;
+}
+
+// Removes slot `i`, moving later slots of its probe run back (no tombstones).
+void remove_survivor(size_t i) {
+  size_t mask = g_survivors_capacity - 1;
+  size_t hole = i;
+  for (size_t j = (i + 1) & mask; g_survivors[j].key; j = (j + 1) & mask) {
+    size_t home = survivor_home(g_survivors[j].key) & mask;
+    // Slot j may fill the hole when its home is not cyclically within (hole, j].
+    bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+    if (stays) continue;
+    g_survivors[hole] = g_survivors[j];
+    hole = j;
+  }
+  g_survivors[hole].key = 0;
+  --g_survivors_used;
+}
+
 // The tally of an existing (thread, site); nullptr when it was never counted.
 SiteTally* find_tally(uint32_t thread, uint32_t site) {
-  if (thread >= g_threads_capacity || site >= g_threads[thread].used) return nullptr;
-  return &g_threads[thread].sites[site];
+  if (thread >= g_threads_capacity) return nullptr;
+  const ThreadTallies& own = g_threads[thread];
+  if (site < own.base) return find_survivor(thread, site);
+  return site - own.base < own.used ? &own.sites[site - own.base] : nullptr;
 }
 
 // The size and type a site's blocks have: from its definition (a derived site's size
@@ -174,16 +256,19 @@ SiteTally* new_own_tally(ThreadState* t, uint32_t site);
 __attribute__((always_inline)) inline SiteTally* own_tally(ThreadState* t, uint32_t site) {
   if (__builtin_expect(t->number < g_threads_capacity, 1)) {
     ThreadTallies& own = g_threads[t->number];
-    if (__builtin_expect(site < own.used && own.sites[site].known, 1)) return &own.sites[site];
+    uint32_t i = site - own.base;  // a thread counts its own sites at or above its base
+    if (__builtin_expect(i < own.used && own.sites[i].known, 1)) return &own.sites[i];
   }
   return new_own_tally(t, site);
 }
 
 SiteTally* new_own_tally(ThreadState* t, uint32_t site) {
   ThreadTallies* own = thread_tallies(t->number);
-  if (!own || !grow(&own->sites, &own->capacity, size_t{site} + 1, 1024)) return nullptr;
-  if (site >= own->used) own->used = site + 1;
-  SiteTally* tally = &own->sites[site];
+  if (!own || site < own->base) return nullptr;
+  size_t i = site - own->base;
+  if (!grow(&own->sites, &own->capacity, i + 1, 1024)) return nullptr;
+  if (i >= own->used) own->used = i + 1;
+  SiteTally* tally = &own->sites[i];
   if (!tally->known) {
     tally->peak_index = g_heap.peak_index;
     learn_site(t, site, tally);
@@ -238,6 +323,11 @@ __attribute__((always_inline)) inline void remove_block(SiteTally* tally) {
   g_heap.bytes -= tally->size;
   --g_heap.blocks;
   remove_type_bytes(tally);
+}
+
+// A survivor's last block is gone: the ticker's next retire_sites() writes it as final.
+inline void note_emptied(uint32_t thread, uint32_t site, const SiteTally* tally) {
+  if (!tally->live && site < g_threads[thread].base) g_retire_due.store(true, std::memory_order_relaxed);
 }
 
 // Everyone takes the lock from now on; returns when the owner is out of its count.
@@ -346,6 +436,16 @@ void aggregate_start() {
   g_shared.store(!fence, std::memory_order_release);
 }
 
+void aggregate_forget_sites(ThreadState* t, uint32_t first_kept) {
+  {
+    Counting counting(t);
+    ThreadTallies* own = thread_tallies(t->number);
+    if (own) own->horizon = first_kept;
+  }
+  g_retire_due.store(true, std::memory_order_relaxed);
+  request_tick_work();
+}
+
 void aggregate_alloc(ThreadState* t, uint32_t site) {
   uint64_t time = event_tick();
   Counting counting(t);
@@ -366,6 +466,7 @@ void aggregate_free(ThreadState* t, uint32_t thread, uint32_t site) {
   if (!tally || !tally->live) return;  // not counted (no memory for it then)
   confirm_peak();
   remove_block(tally);
+  note_emptied(thread, site, tally);
   if (g_heap.last_open && g_heap.last_thread == thread && g_heap.last_site == site) ++tally->temporaries;
   g_heap.last_open = false;
 }
@@ -381,6 +482,7 @@ void aggregate_move(ThreadState* t, uint32_t thread, uint32_t site, uint32_t new
   confirm_peak();
   remove_block(from);
   --from->allocations;
+  note_emptied(thread, site, from);
   add_block(to, time);
   // The rule follows the block to its new site (core/temporaries.hpp, TemporaryRule::moved).
   if (g_heap.last_open && thread == t->number && g_heap.last_thread == thread && g_heap.last_site == site)
@@ -389,24 +491,114 @@ void aggregate_move(ThreadState* t, uint32_t thread, uint32_t site, uint32_t new
 
 namespace {
 
+// The blocks a tally had at the last confirmed peak (touch() keeps it lazily).
+inline uint32_t live_at_peak(const SiteTally& s) {
+  return s.peak_index == g_heap.peak_index ? s.live_at_peak : s.live;
+}
+
 // Writes `count` tallies of `thread` from `first`, as one TALLIES chunk.
-void write_tallies(uint32_t thread, uint32_t first, const SiteTally* sites, size_t count, uint64_t peak_index,
-                   uint8_t* buffer) {
+void write_tallies(uint32_t thread, uint32_t first, const SiteTally* sites, size_t count, uint8_t* buffer) {
   uint8_t* p = put_varint(buffer, first);
   p = put_varint(p, count);
   for (size_t i = 0; i < count; ++i) {
     const SiteTally& s = sites[i];
-    uint32_t at_peak = s.peak_index == peak_index ? s.live_at_peak : s.live;
     p = put_varint(p, s.allocations);
     p = put_varint(p, s.temporaries);
     p = put_varint(p, s.live);
-    p = put_varint(p, at_peak);
+    p = put_varint(p, live_at_peak(s));
   }
   writer_chunk(format::ChunkKind::kTallies, thread, buffer, static_cast<size_t>(p - buffer));
 }
 
 constexpr size_t kTalliesPerChunk = 2048;  // a chunk's buffer: 80 KiB at most
 constexpr size_t kTallyBytes = 4 * format::kMaxVarint;
+// RETIRED and SURVIVORS chunks: entries naming their thread and site.
+constexpr size_t kEntryBytes = 6 * format::kMaxVarint;
+constexpr size_t kEntryBufferBytes = kTalliesPerChunk * kEntryBytes + format::kMaxVarint;
+
+// Entries of (thread, site) counts gathered into chunks of `kind` (RETIRED: the peak
+// they count against first; SURVIVORS: their blocks live now too).
+class EntryChunks {
+ public:
+  EntryChunks(format::ChunkKind kind, uint8_t* buffer) : kind_(kind), buffer_(buffer) { start(); }
+  ~EntryChunks() { flush(); }
+  EntryChunks(const EntryChunks&) = delete;
+  EntryChunks& operator=(const EntryChunks&) = delete;
+
+  void add(uint32_t thread, uint32_t site, const SiteTally& s) {
+    // Distances from the entry before: a run of sites of one thread is 0, 1, 1, ...
+    p_ = put_varint(p_, format::zigzag(static_cast<int64_t>(thread) - previous_thread_));
+    p_ = put_varint(p_, format::zigzag(static_cast<int64_t>(site) - previous_site_));
+    previous_thread_ = thread;
+    previous_site_ = site;
+    p_ = put_varint(p_, s.allocations);
+    p_ = put_varint(p_, s.temporaries);
+    if (kind_ == format::ChunkKind::kSurvivors) p_ = put_varint(p_, s.live);
+    p_ = put_varint(p_, live_at_peak(s));
+    if (++count_ == kTalliesPerChunk) flush();
+  }
+
+ private:
+  void start() {
+    p_ = kind_ == format::ChunkKind::kRetired ? put_varint(buffer_, g_heap.peak_bytes) : buffer_;
+    count_ = 0;
+    previous_thread_ = previous_site_ = 0;
+  }
+  void flush() {
+    if (count_) writer_chunk(kind_, 0, buffer_, static_cast<size_t>(p_ - buffer_));
+    start();
+  }
+
+  format::ChunkKind kind_;
+  uint8_t* buffer_;
+  uint8_t* p_ = nullptr;
+  size_t count_ = 0;
+  int64_t previous_thread_ = 0;
+  int64_t previous_site_ = 0;
+};
+
+// The counts of sites no thread will count again, written once as final: those with
+// no live block of the generations threads forgot, and survivors whose last block is
+// gone. Forgotten sites with live blocks become survivors. Under the lock.
+void retire_sites(uint8_t* buffer) {
+  g_retire_due.store(false, std::memory_order_relaxed);
+  EntryChunks retired(format::ChunkKind::kRetired, buffer);
+  for (uint32_t thread = 0; thread < g_threads_capacity; ++thread) {
+    ThreadTallies& own = g_threads[thread];
+    if (own.horizon <= own.base) continue;
+    size_t forgotten = own.horizon - own.base < own.used ? own.horizon - own.base : own.used;
+    for (size_t i = 0; i < forgotten; ++i) {
+      const SiteTally& s = own.sites[i];
+      uint32_t site = own.base + static_cast<uint32_t>(i);
+      if (!s.allocations && !s.live) continue;  // never counted
+      if (s.live && add_survivor(thread, site, s)) continue;
+      retired.add(thread, site, s);  // (with live blocks: no memory to keep it, final as it stands)
+    }
+    if (forgotten) {  // the window moves up: the generation in use first, the rest empty
+      std::memmove(own.sites, own.sites + forgotten, (own.used - forgotten) * sizeof(SiteTally));
+      std::memset(own.sites + (own.used - forgotten), 0, forgotten * sizeof(SiteTally));
+    }
+    own.used -= forgotten;
+    own.base = own.horizon;
+  }
+  for (size_t i = 0; i < g_survivors_capacity;) {
+    Survivor& slot = g_survivors[i];
+    if (!slot.key || slot.tally.live) {
+      ++i;
+      continue;
+    }
+    retired.add(static_cast<uint32_t>(slot.key >> 32), static_cast<uint32_t>(slot.key), slot.tally);
+    remove_survivor(i);  // a later slot may move here: looked at again
+  }
+}
+
+void write_survivors(uint8_t* buffer) {
+  EntryChunks survivors(format::ChunkKind::kSurvivors, buffer);
+  for (size_t i = 0; i < g_survivors_capacity; ++i) {
+    const Survivor& slot = g_survivors[i];
+    if (slot.key) survivors.add(static_cast<uint32_t>(slot.key >> 32), static_cast<uint32_t>(slot.key), slot.tally);
+  }
+}
 
 // The AGGREGATE chunk: the heap's figures and every type's own peak.
 void write_summary(uint64_t time, uint8_t* buffer, size_t capacity) {
@@ -424,24 +616,25 @@ void write_summary(uint64_t time, uint8_t* buffer, size_t capacity) {
   writer_chunk(format::ChunkKind::kAggregate, 0, buffer, static_cast<size_t>(p - buffer));
 }
 
+// A set: what retire_sites() leaves, each thread's window as TALLIES chunks and the
+// survivors, closed by the AGGREGATE chunk. The buffer's pages are touched as far as
+// the largest chunk needs (mapped, not present).
 void write_counts_locked(uint64_t time) {
   confirm_peak();  // the moment written counts as a moment of the run
-  size_t most_sites = 0;  // the buffer holds the largest chunk, no more
-  for (uint32_t thread = 0; thread < g_threads_capacity; ++thread)
-    if (g_threads[thread].used > most_sites) most_sites = g_threads[thread].used;
-  if (most_sites > kTalliesPerChunk) most_sites = kTalliesPerChunk;
-  size_t buffer_size = most_sites * kTallyBytes + 2 * format::kMaxVarint;
+  size_t buffer_size = kEntryBufferBytes;
   size_t summary_size = (8 + 3 * g_types_used) * format::kMaxVarint;
   if (summary_size > buffer_size) buffer_size = summary_size;
   uint8_t* buffer = static_cast<uint8_t*>(map_pages(buffer_size, MemoryUse::kWriter));
   if (!buffer) return;
+  retire_sites(buffer);
   for (uint32_t thread = 0; thread < g_threads_capacity; ++thread) {
     const ThreadTallies& own = g_threads[thread];
     for (size_t first = 0; first < own.used; first += kTalliesPerChunk) {
       size_t count = own.used - first < kTalliesPerChunk ? own.used - first : kTalliesPerChunk;
-      write_tallies(thread, static_cast<uint32_t>(first), own.sites + first, count, g_heap.peak_index, buffer);
+      write_tallies(thread, own.base + static_cast<uint32_t>(first), own.sites + first, count, buffer);
     }
   }
+  write_survivors(buffer);
   write_summary(time, buffer, buffer_size);
   unmap_pages(buffer, buffer_size, MemoryUse::kWriter);
 }
@@ -457,6 +650,18 @@ void write_aggregate(uint64_t time) {
   bool paused = end_ownership();
   LockGuard guard(g_lock);
   write_counts_locked(time);
+  resume_ownership(paused);
+}
+
+void aggregate_retire_when_due() {
+  if (!g_retire_due.load(std::memory_order_relaxed)) return;
+  BlockedSignals blocked;
+  bool paused = end_ownership();
+  LockGuard guard(g_lock);
+  if (uint8_t* buffer = static_cast<uint8_t*>(map_pages(kEntryBufferBytes, MemoryUse::kWriter))) {
+    retire_sites(buffer);
+    unmap_pages(buffer, kEntryBufferBytes, MemoryUse::kWriter);
+  }
   resume_ownership(paused);
 }
 
@@ -478,6 +683,10 @@ void aggregate_reset_in_child() {
   if (g_threads) unmap_pages(g_threads, g_threads_capacity * sizeof(ThreadTallies), MemoryUse::kSites);
   if (g_types) unmap_pages(g_types, g_types_capacity * sizeof(TypeTally), MemoryUse::kTypes);
   if (g_type_index) unmap_pages(g_type_index, g_type_index_capacity * sizeof(uint32_t), MemoryUse::kTypes);
+  if (g_survivors) unmap_pages(g_survivors, g_survivors_capacity * sizeof(Survivor), MemoryUse::kSites);
+  g_survivors = nullptr;
+  g_survivors_capacity = g_survivors_used = 0;
+  g_retire_due.store(false);
   g_threads = nullptr;
   g_threads_capacity = 0;
   g_types = nullptr;

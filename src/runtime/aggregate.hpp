@@ -50,6 +50,12 @@ void aggregate_free(ThreadState* t, uint32_t thread, uint32_t site);
 // The block counted at (thread, site) counts at this thread's `new_site` from now on.
 void aggregate_move(ThreadState* t, uint32_t thread, uint32_t site, uint32_t new_site);
 
+// The thread forgot its sites below `first_kept` (a new generation, thread_state.hpp):
+// they are never counted again, and the ticker retires them (RETIRED chunks).
+void aggregate_forget_sites(ThreadState* t, uint32_t first_kept);
+// On the ticker: writes the final counts of forgotten sites, when some are due.
+void aggregate_retire_when_due();
+
 // At start-up, in aggregated mode: whether the first counting thread may skip the lock.
 void aggregate_start();
 // At the end: a note (HEAPTYPE_LOG) when the program's threads often waited for the lock.

@@ -84,6 +84,8 @@ void learn_late_type(CallSiteTypes& types, CallSiteType& c) {
   forget_memo(types);
 }
 
+void forget_site_memo(CallSiteTypes& types) { forget_memo(types); }
+
 void reset_call_site_types(CallSiteTypes& types) {
   if (types.slots) std::memset(types.slots, 0, types.capacity * sizeof(CallSiteType));
   types.used = 0;

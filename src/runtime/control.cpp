@@ -173,9 +173,13 @@ void periodic_flush() {
     write_snapshot_mark();
   } else if (now - last_flush_ns >= 1000000000ull) {
     flush_all_threads();
-    if (aggregating()) write_aggregate_when_due();
+    if (aggregating()) {
+      aggregate_retire_when_due();
+      write_aggregate_when_due();
+    }
   } else {
     write_handed_buffers();
+    if (aggregating()) aggregate_retire_when_due();
     return;
   }
   last_flush_ns = now;
@@ -322,9 +326,13 @@ int start_up() {
   if (g_aggregating) aggregate_start();
   writer_set_aggregated(g_aggregating);
   // Compressed unless asked otherwise; an aggregated profile holds only definitions and
-  // counts, and its stream's ~1 MiB would be most of the runtime's memory: plain unless asked.
+  // counts, and its stream's ~1 MiB would be most of the runtime's memory: compressed
+  // once it is large (a program with many call paths), unless asked.
   const char* compress = getenv("HEAPTYPE_COMPRESS");
-  writer_set_compression(compress && *compress ? std::strcmp(compress, "0") != 0 : !g_aggregating);
+  if (compress && *compress)
+    writer_set_compression(std::strcmp(compress, "0") != 0 ? Compression::kAlways : Compression::kNever);
+  else
+    writer_set_compression(g_aggregating ? Compression::kWhenLarge : Compression::kAlways);
   // Addresses are the events' (an aggregated profile keeps none).
   if (!writer_open(path, kClockTickNs, env_flag("HEAPTYPE_ADDRESSES") && !g_aggregating)) {
     say("cannot create the profile file ", path, ": ", strerrordesc_np(errno), "; the program runs unprofiled");

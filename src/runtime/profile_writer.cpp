@@ -64,7 +64,7 @@ bool write_all(int fd, const void* data, size_t size);
 constexpr int kZstdLevel = 1;
 constexpr int kZstdWindowLog = 17;
 
-bool g_compress = true;
+Compression g_compression = Compression::kAlways;
 ZSTD_CCtx* g_zstd = nullptr;
 uint8_t* g_zstd_out = nullptr;
 size_t g_zstd_out_capacity = 0;
@@ -139,12 +139,37 @@ bool write_all(int fd, const void* data, size_t size) {
   return true;
 }
 
-bool g_compressing = false;  // the open file is compressed (its header says so)
+bool g_compressing = false;  // the open file's chunks go into the zstd stream now
+uint64_t g_plain_bytes = 0;  // written to the open file before its stream started (or so far)
 bool g_ended = false;        // its END chunk is written: every later chunk ends its own frame
                              // (blocks freed by static destructors), so the file always ends whole
 
+// Starts a fresh stream (a forked child's stream state is its parent's, mid-frame).
+bool start_stream() {
+  return compressor_ready() && !ZSTD_isError(ZSTD_CCtx_reset(g_zstd, ZSTD_reset_session_only));
+}
+
+bool write_plain(int fd, format::ChunkHeader& header, const void* payload, size_t size);
+
+// A plain profile that grew past kPlainBytesBeforeCompressing (Compression::kWhenLarge)
+// goes on compressed: a ZSTD_FOLLOWS chunk, then the stream to the end of the file.
+void compress_when_large(format::ChunkKind next) {
+  if (g_compressing || g_compression != Compression::kWhenLarge || g_plain_bytes < kPlainBytesBeforeCompressing ||
+      next == format::ChunkKind::kEnd || g_ended || !start_stream())
+    return;
+  format::ChunkHeader marker;
+  std::memset(&marker, 0, sizeof marker);
+  marker.magic = format::kChunkMagic;
+  marker.kind = static_cast<uint8_t>(format::ChunkKind::kZstdFollows);
+  if (write_plain(g_fd, marker, nullptr, 0))
+    g_compressing = true;
+  else
+    write_failed(errno);
+}
+
 void write_chunk_locked(int fd, format::ChunkKind kind, uint32_t thread, const void* payload,
                         size_t size) {
+  if (fd == g_fd) compress_when_large(kind);
   format::ChunkHeader header;
   std::memset(&header, 0, sizeof header);
   header.magic = format::kChunkMagic;
@@ -158,6 +183,11 @@ void write_chunk_locked(int fd, format::ChunkKind kind, uint32_t thread, const v
     if (!ok && fd == g_fd) write_failed(errno);
     return;
   }
+  if (fd == g_fd && kind == format::ChunkKind::kEnd) g_ended = true;
+  if (!write_plain(fd, header, payload, size) && fd == g_fd) write_failed(errno);
+}
+
+bool write_plain(int fd, format::ChunkHeader& header, const void* payload, size_t size) {
   iovec parts[2] = {{&header, sizeof header}, {const_cast<void*>(payload), size}};
   ssize_t total = static_cast<ssize_t>(sizeof header + size);
   ssize_t n;
@@ -174,7 +204,8 @@ void write_chunk_locked(int fd, format::ChunkKind kind, uint32_t thread, const v
     }
     ok = ok && write_all(fd, static_cast<const char*>(payload) + (done - sizeof header), total - done);
   }
-  if (!ok && fd == g_fd) write_failed(errno);
+  if (ok && fd == g_fd) g_plain_bytes += static_cast<uint64_t>(total);
+  return ok;
 }
 
 // Reads a whole /proc file into mapped memory; the caller unmaps `*capacity` bytes.
@@ -403,12 +434,11 @@ bool open_locked(const char* path, uint64_t clock_tick_ns, const LoadCounts& loa
   header.clock_tick_ns = clock_tick_ns;
   header.pointer_size = sizeof(void*);
   header.flags = (g_write_addresses ? format::kFlagAddresses : 0) | g_mode_flags | g_aggregated_flag;
-  // A new stream (a forked child's stream state is its parent's, mid-frame).
-  g_compressing = g_compress && compressor_ready() &&
-                  !ZSTD_isError(ZSTD_CCtx_reset(g_zstd, ZSTD_reset_session_only));
+  g_compressing = g_compression == Compression::kAlways && start_stream();
   if (g_compressing) header.flags |= format::kFlagZstd;
   g_ended = false;
   g_fd = fd;
+  g_plain_bytes = sizeof header;
   if (!write_all(fd, &header, sizeof header)) write_failed(errno);
   write_program_chunk();
   write_modules_locked(loads);
@@ -441,7 +471,7 @@ void writer_open_later(const char* path, uint64_t clock_tick_ns) {
 
 void writer_set_mode(format::RuntimeMode mode) { g_mode_flags = format::mode_flags(mode); }
 
-void writer_set_compression(bool compress) { g_compress = compress; }
+void writer_set_compression(Compression compression) { g_compression = compression; }
 
 void writer_set_aggregated(bool aggregated) { g_aggregated_flag = aggregated ? format::kFlagAggregated : 0; }
 

@@ -21,7 +21,12 @@ bool writer_open(const char* path, uint64_t clock_tick_ns, bool addresses);
 // How the runtime came into the process, for the file header (before writer_open).
 void writer_set_mode(format::RuntimeMode mode);
 // Whether the chunks are compressed (zstd, format::kFlagZstd; the default), before writer_open.
-void writer_set_compression(bool compress);
+// When the profile is compressed: from its start, never, or once its plain part passed
+// kPlainBytesBeforeCompressing (aggregated profiles: small ones stay plain and the
+// stream's ~1 MiB is spent only on a program that writes many definitions).
+enum class Compression { kAlways, kNever, kWhenLarge };
+constexpr uint64_t kPlainBytesBeforeCompressing = uint64_t{256} << 10;
+void writer_set_compression(Compression compression);
 // Whether the profile holds counts instead of events (format::kFlagAggregated; see
 // aggregate.hpp), before writer_open.
 void writer_set_aggregated(bool aggregated);

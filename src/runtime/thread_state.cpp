@@ -202,7 +202,11 @@ void emit_control(ThreadState* t, format::ControlOp op, std::initializer_list<ui
 // The number of a site key, defining it (SITE or DERIVED_SITE record) on first use.
 uint32_t site_key_number(ThreadState* t, const SiteKey& key) {
   SiteTable& table = t->sites;
-  if (table.used == kSitesPerGeneration) start_site_generation(table);
+  if (table.used == kSitesPerGeneration) {
+    start_site_generation(table);
+    forget_site_memo(t->call_sites);
+    if (aggregating()) aggregate_forget_sites(t, table.first_site);
+  }
   if ((table.used + 1) * 4 > table.capacity * 3 && !grow_site_index(table)) return 0;
   if (table.used == table.by_id_capacity && !grow_site_definitions(table)) return 0;
   size_t mask = table.capacity - 1;

@@ -43,7 +43,7 @@ def bad_file(tmp_path, name: str, data: bytes | None):
     ("empty.htp", b"", "empty file, not a HeapType profile"),
     ("magic.htp", b"NOTAHEAP" + bytes(56), "not a HeapType profile (no HEAPTYPE magic at the start)"),
     ("version.htp", b"HEAPTYPE" + (9).to_bytes(4, "little") + bytes(52),
-     "profile format version 9, this HeapType reads versions 2 to 3"),
+     "profile format version 9, this HeapType reads versions 2 to 4"),
     ("header.htp", b"HEAPTYPE" + (2).to_bytes(4, "little") + (4096).to_bytes(4, "little") + bytes(48),
      "damaged header (header size 4096 is past the end of the 64-byte file)"),
 ])

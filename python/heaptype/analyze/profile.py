@@ -220,7 +220,8 @@ class Profile:
 
     @property
     def compressed(self) -> bool:
-        """The profile is a zstd stream (the runtime's default; HEAPTYPE_COMPRESS=0: plain)."""
+        """The profile is a zstd stream (the runtime's default; HEAPTYPE_COMPRESS=0: plain),
+        or goes on as one after its first 256 KiB (an aggregated profile that grew large)."""
         return self._raw.compressed
 
     @property

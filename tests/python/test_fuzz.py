@@ -77,8 +77,27 @@ def hostile_seeds() -> list[bytes]:
         # Counts of one site numbered 20 million: held densely, 640 MB from 14 bytes.
         b.raw_chunk(7, thread, events(20_000_000, 1, 1, 0, 1, 0))
         b.raw_chunk(8, 0, events(5, 16, 1, 16, 5, 1, 0))
+        # Version 4's: survivors and retired counts whose distances run past 2^32, then a
+        # ZSTD_FOLLOWS chunk followed by chunks that are no zstd stream.
+        b.raw_chunk(10, 0, events(2 * thread, 40_000_000, 1, 0, 1, 1))
+        b.raw_chunk(9, 0, events(16, 2 * thread, 2**33, 1, 1, 0))
+        b.raw_chunk(11, 0, b"")
+        b.raw_chunk(8, 0, events(5, 16, 1, 16, 5, 1, 0))
         out.append(b.finish())
     return out
+
+
+def zstd_follows(profile: bytes) -> bytes:
+    """A plain profile as the aggregated mode writes one that grew large: its header and
+    first chunk plain, a ZSTD_FOLLOWS chunk, then the rest as a zstd stream."""
+    import struct
+
+    header = struct.unpack_from("<I", profile, 12)[0]
+    first_end = header + 16 + struct.unpack_from("<I", profile, header + 12)[0]
+    marker = struct.pack("<IB3xII", 0x4B435448, 11, 0, 0)
+    zstd = require_tool("zstd")
+    rest = subprocess.run([zstd, "-q", "-c"], input=profile[first_end:], capture_output=True, check=True).stdout
+    return profile[:first_end] + marker + rest
 
 
 @pytest.fixture(scope="session")
@@ -93,6 +112,10 @@ def seed_corpus(tmp_path_factory, cpp_programs) -> Path:
     real = corpus / "threads.htp"
     done = run_profiled(cpp_programs.program("threads"), real, "3", "40")
     assert done.returncode == 0 and real.stat().st_size > 64, done.stderr
+    aggregated = corpus / "aggregated.htp"
+    done = run_profiled(cpp_programs.program("temporaries"), aggregated, env={"HEAPTYPE_MODE": "aggregate"})
+    assert done.returncode == 0, done.stderr
+    (corpus / "aggregated-zstd-follows.htp").write_bytes(zstd_follows(aggregated.read_bytes()))
     return corpus
 
 

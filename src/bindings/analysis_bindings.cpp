@@ -143,7 +143,9 @@ std::vector<NodeOut> node_children(const NodeOut& n) {
   return out;
 }
 
-py::list type_paths(const SessionPtr& s) {
+// `live_only`: the leaves with blocks live at the end (a test binary's profile has
+// millions of leaves and a handful of leaks: frames are made only for those).
+py::list type_paths(const SessionPtr& s, bool live_only) {
   const Analysis& a = *s->analysis;
   const MergedTree& tree = a.tree();
   py::list out;
@@ -151,6 +153,7 @@ py::list type_paths(const SessionPtr& s) {
   for (uint32_t id = 1; id < tree.size(); ++id) {
     const MergedTree::Node& leaf = tree.node(id);
     if (leaf.kind != MergedTree::kType) continue;
+    if (live_only && leaf.total.live_blocks == 0) continue;
     path.clear();
     for (uint32_t n = leaf.parent; n != 0 && n != core::kNone; n = tree.node(n).parent) path.push_back(n);
     py::list frames;
@@ -627,8 +630,9 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
              return ids;
            },
            "The tree node numbers of type_paths(), in the same order.")
-      .def("type_paths", &type_paths,
-           "The merged tree's leaves: (frames root first, TypeGroup, Figures) for each call path and type.")
+      .def("type_paths", &type_paths, py::arg("live_only") = false,
+           "The merged tree's leaves: (frames root first, TypeGroup, Figures) for each call path and type "
+           "(live_only: those with blocks live at the end).")
       .def("tree_json",
            [](const Session& s, bool bottom_up, const std::string& sort, uint32_t top) {
              std::string out;

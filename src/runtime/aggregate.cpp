@@ -56,8 +56,10 @@ struct ThreadTallies {
   size_t capacity;
   size_t used;       // 1 + the highest site counted - base
   uint32_t base;
-  uint32_t horizon;  // the thread's first site of its generation in use
+  uint32_t horizon;  // the thread's first site of its generation in use (kEnded: none)
 };
+// The horizon of a thread that ended: all its sites are forgotten, its window unmapped.
+constexpr uint32_t kEnded = UINT32_MAX;
 
 // A tally of a forgotten site that still has live blocks, by (thread, site).
 struct Survivor {
@@ -98,7 +100,7 @@ size_t g_types_capacity = 0;
 size_t g_types_used = 0;
 uint32_t* g_type_index = nullptr;    // open addressing by tag: place in g_types + 1 (0: empty)
 size_t g_type_index_capacity = 0;    // a power of two, at least twice the types
-// Survivors: open addressing by key, at most half full; a free that empties one
+// Survivors: open addressing by key, at most 3/4 full; a free that empties one
 // leaves it for the next retire_sites(), which writes it as final and removes it.
 Survivor* g_survivors = nullptr;
 size_t g_survivors_capacity = 0;     // a power of two
@@ -188,7 +190,7 @@ SiteTally* find_survivor(uint32_t thread, uint32_t site) {
 
 // Room for one more survivor: the table is built again at twice the size.
 bool grow_survivors() {
-  if ((g_survivors_used + 1) * 2 <= g_survivors_capacity) return true;
+  if ((g_survivors_used + 1) * 4 <= g_survivors_capacity * 3) return true;
   size_t old_capacity = g_survivors_capacity;
   Survivor* old = g_survivors;
   size_t capacity = old_capacity ? old_capacity * 2 : 1024;
@@ -446,6 +448,16 @@ void aggregate_forget_sites(ThreadState* t, uint32_t first_kept) {
   request_tick_work();
 }
 
+void aggregate_thread_ended(ThreadState* t) {
+  {
+    BlockedSignals blocked;  // a handler's allocation here would wait for this count's lock
+    Counting counting(t);
+    if (t->number < g_threads_capacity) g_threads[t->number].horizon = kEnded;
+  }
+  g_retire_due.store(true, std::memory_order_relaxed);
+  request_tick_work();
+}
+
 void aggregate_alloc(ThreadState* t, uint32_t site) {
   uint64_t time = event_tick();
   Counting counting(t);
@@ -580,6 +592,11 @@ void retire_sites(uint8_t* buffer) {
     }
     own.used -= forgotten;
     own.base = own.horizon;
+    if (own.horizon == kEnded && own.sites) {  // a pool's threads come and go: their windows go too
+      unmap_pages(own.sites, own.capacity * sizeof(SiteTally), MemoryUse::kSites);
+      own.sites = nullptr;
+      own.capacity = 0;
+    }
   }
   for (size_t i = 0; i < g_survivors_capacity;) {
     Survivor& slot = g_survivors[i];

@@ -53,6 +53,8 @@ void aggregate_move(ThreadState* t, uint32_t thread, uint32_t site, uint32_t new
 // The thread forgot its sites below `first_kept` (a new generation, thread_state.hpp):
 // they are never counted again, and the ticker retires them (RETIRED chunks).
 void aggregate_forget_sites(ThreadState* t, uint32_t first_kept);
+// The thread ends: none of its sites is counted again (its blocks' frees still are).
+void aggregate_thread_ended(ThreadState* t);
 // On the ticker: writes the final counts of forgotten sites, when some are due.
 void aggregate_retire_when_due();
 

@@ -324,6 +324,7 @@ void retire(ThreadState* t) {
 void on_thread_exit(void* state) {
   ThreadState* t = static_cast<ThreadState*>(state);
   if (g_on_exit) g_on_exit(t);
+  if (aggregating()) aggregate_thread_ended(t);
   report_stack_depth(t);
   flush_own_now(t);
   tls_thread_state = nullptr;

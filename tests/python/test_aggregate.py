@@ -24,13 +24,13 @@ from heaptype.analyze.profile import ProfileError
 ROUNDS = "200000"  # steady_loop: ~0.4 M allocations, peak in the middle
 
 
-def record(cpp_programs, tmp_path, name: str, *args: str) -> tuple:
+def record(cpp_programs, tmp_path, name: str, *args: str, env: dict | None = None) -> tuple:
     """The full and the aggregated profile of one program's run (same arguments)."""
     program = cpp_programs.program(name)
     profiles = []
     for mode in ("full", "aggregate"):
         output = tmp_path / f"{name}.{mode}.htp"
-        done = run_profiled(program, output, *args, env={"HEAPTYPE_MODE": mode}, timeout=300)
+        done = run_profiled(program, output, *args, env={"HEAPTYPE_MODE": mode, **(env or {})}, timeout=300)
         assert done.returncode == 0, done.stderr
         profiles.append(heaptype.load(output))
     full, aggregated = profiles
@@ -369,7 +369,8 @@ def test_a_site_met_in_every_generation_counts_in_each(cpp_programs, tmp_path):
     (the call site's memo) and must be of the generation in use: the aggregated mode
     drops the counts of a forgotten generation's sites (168 of yaml-cpp's test
     allocations were lost so before the memo was forgotten with its generation)."""
-    full, aggregated = record(cpp_programs, tmp_path, "many_sizes")
+    full, aggregated = record(cpp_programs, tmp_path, "many_sizes", env={"HEAPTYPE_TICKER_AFTER_MS": "0"})
+    assert by_label(full, ("allocations",))["(untyped)"][0] >= 40000, "the sized blocks were made"
     assert by_label(aggregated, ("allocations", "temporary_allocations"))["Small"] == (40000, 40000)
     assert_same_counts(full, aggregated, COUNTS + ("temporary_allocations",))
     assert call_path_counts(aggregated) == call_path_counts(full)
@@ -425,6 +426,26 @@ def test_a_large_aggregated_profile_goes_on_compressed(cpp_programs, tmp_path):
     profile = heaptype.load(cut)
     assert profile.aggregated and not profile.complete
     assert any("compressed stream does not end" in w or "without a whole set" in w for w in profile.warnings)
+
+
+def test_threads_that_end_leave_no_tables(cpp_programs, tmp_path):
+    """pool_churn.cpp: rounds of two threads, each meeting 20,000 sites and keeping one
+    Kept that the main thread deletes after joining it. An ended thread counts none of
+    its sites again: they are retired, its Kept's site survives until that delete, and the
+    tables do not grow with the threads (before: a window of up to 1.5 MiB per thread
+    ever started; cppcheck's testrunner starts 243)."""
+    profiles = {}
+    for rounds in (4, 40):
+        output = tmp_path / f"churn.{rounds}.htp"
+        done = run_profiled(cpp_programs.program("pool_churn"), output, str(rounds),
+                            env={"HEAPTYPE_MODE": "aggregate"}, timeout=300)
+        assert done.returncode == 0 and done.stdout.strip() == f"rounds={rounds}", done.stderr
+        profiles[rounds] = heaptype.load(output)
+        rows = by_label(profiles[rounds], ("allocations", "live_blocks"))
+        assert rows["Kept"] == (2 * rounds, 0)
+        assert profiles[rounds].totals.allocations >= 2 * rounds * 20001
+    few, many = profiles[4], profiles[40]
+    assert many.bookkeeping_uses()["sites"] < 2 * few.bookkeeping_uses()["sites"]
 
 
 def retired_chunk(peak_bytes: int, thread: int, site: int, allocations: int, cut: int = 0) -> bytes:

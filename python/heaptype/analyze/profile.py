@@ -520,12 +520,13 @@ class Profile:
         return analysis.bottom_up_tree if bottom_up else analysis.tree
 
     def call_paths(self, *, types: str | Sequence[str] | None = None, sort: str = "bytes", inlined: bool = False,
-                   infer: bool = True) -> list[CallPathRow]:
-        """One row per call path and type, largest first."""
+                   infer: bool = True, live_only: bool = False) -> list[CallPathRow]:
+        """One row per call path and type, largest first (``live_only``: only those with
+        blocks live at the end, the leaks)."""
         attribute = sort_attribute(sort)
         analysis = self.analysis(call_tree=True, inlined=inlined, infer=infer, types=types)
         rows = [CallPathRow(tuple(frames), group.type, group.inferred, figures)
-                for frames, group, figures in analysis.type_paths()]
+                for frames, group, figures in analysis.type_paths(live_only)]
         return sorted(rows, key=lambda r: (-getattr(r.figures, attribute), r.path, r.type_label))
 
 

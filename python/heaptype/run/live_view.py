@@ -49,7 +49,7 @@ def read_live_state(path: Path, by: str = "type", top: int = 10) -> LiveState | 
                     for g in profile.by_function(sort="live") if g.self.live_bytes]
         elif by == "callpath":
             rows = [LiveRow(path_label(r.path, r.type_label), r.figures.live_bytes, r.figures.live_blocks,
-                            r.figures.allocations) for r in profile.call_paths(sort="live") if r.figures.live_bytes]
+                            r.figures.allocations) for r in profile.call_paths(sort="live", live_only=True)]
         else:
             rows = [LiveRow(g.label, g.live_bytes, g.live_blocks, g.allocations)
                     for g in profile.by_type(sort="live", infer=True) if g.live_bytes]

@@ -47,9 +47,10 @@ std::string AggregateReader::read_tallies(uint32_t thread, const uint8_t* begin,
 
 namespace {
 
-// The (thread, site) an entry of a SURVIVORS or RETIRED chunk starts with: distances
-// from the entry before (`previous`: the chunk's first from thread 0, site 0).
-bool get_site(const uint8_t** p, const uint8_t* end, CountedSite* previous, CountedSite* counted) {
+// An entry of a SURVIVORS or RETIRED chunk: its (thread, site) as distances from the
+// entry before (`previous`: the chunk's first from thread 0, site 0), allocations,
+// temporaries, the blocks live now (SURVIVORS only: `with_live`) and at the peak.
+bool get_entry(const uint8_t** p, const uint8_t* end, bool with_live, CountedSite* previous, CountedSite* counted) {
   uint64_t thread_distance = 0, site_distance = 0;
   if (!get_varint(p, end, &thread_distance) || !get_varint(p, end, &site_distance)) return false;
   int64_t thread = static_cast<int64_t>(previous->thread) + unzigzag(thread_distance);
@@ -57,7 +58,9 @@ bool get_site(const uint8_t** p, const uint8_t* end, CountedSite* previous, Coun
   if (thread < 0 || thread > UINT32_MAX || site < 0 || site > UINT32_MAX) return false;
   counted->thread = previous->thread = static_cast<uint32_t>(thread);
   counted->site = previous->site = static_cast<uint32_t>(site);
-  return true;
+  SiteCounts& s = counted->counts;
+  return get_varint(p, end, &s.allocations) && get_varint(p, end, &s.temporaries) &&
+         (!with_live || get_varint(p, end, &s.live)) && get_varint(p, end, &s.live_at_peak);
 }
 
 }  // namespace
@@ -72,11 +75,7 @@ std::string AggregateReader::read_survivors(const uint8_t* begin, const uint8_t*
   CountedSite previous;
   for (const uint8_t* p = begin; p < end;) {
     CountedSite counted;
-    SiteCounts& s = counted.counts;
-    if (!get_site(&p, end, &previous, &counted) || !get_varint(&p, end, &s.allocations) ||
-        !get_varint(&p, end, &s.temporaries) || !get_varint(&p, end, &s.live) ||
-        !get_varint(&p, end, &s.live_at_peak))
-      return "a SURVIVORS chunk is damaged";
+    if (!get_entry(&p, end, true, &previous, &counted)) return "a SURVIVORS chunk is damaged";
     open_.sites.push_back(counted);
   }
   return "";
@@ -90,9 +89,7 @@ std::string AggregateReader::add_retired(const uint8_t* begin, const uint8_t* en
   CountedSite previous;
   while (p < end) {
     Retired retired{{}, peak_bytes};
-    SiteCounts& s = retired.site.counts;
-    if (!get_site(&p, end, &previous, &retired.site) || !get_varint(&p, end, &s.allocations) ||
-        !get_varint(&p, end, &s.temporaries) || !get_varint(&p, end, &s.live_at_peak))
+    if (!get_entry(&p, end, false, &previous, &retired.site))
       return "a RETIRED chunk is damaged; its counts are left out";
     chunk.push_back(retired);
   }
@@ -140,7 +137,6 @@ std::string AggregateReader::close_set(const uint8_t* begin, const uint8_t* end)
   set.present = true;
   last_ = std::move(open_);
   open_ = AggregateCounts();
-  open_reached_.clear();
   retired_before_last_ = retired_.size();
   return "";
 }

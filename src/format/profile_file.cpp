@@ -60,6 +60,12 @@ bool known_kind(uint8_t kind) {
   return false;
 }
 
+// A chunk header that can be one: its magic, a kind this reader knows, a payload
+// within the limit (not whether the payload is in the file).
+bool plausible(const ChunkHeader& h) {
+  return h.magic == kChunkMagic && known_kind(h.kind) && h.payload_size <= kMaxChunkPayload;
+}
+
 }  // namespace
 
 ProfileFile::ProfileFile(const std::string& path) : path_(path) {
@@ -142,8 +148,7 @@ void ProfileFile::inflate(uint64_t from) {
 void ProfileFile::inflate_after_plain_chunks() {
   ChunkHeader h;
   for (uint64_t offset = header_.header_size; size_ - offset >= sizeof h;) {
-    if (!read_exact(fd_, offset, &h, sizeof h) || h.magic != kChunkMagic || !known_kind(h.kind) ||
-        h.payload_size > kMaxChunkPayload || size_ - offset - sizeof h < h.payload_size)
+    if (!read_exact(fd_, offset, &h, sizeof h) || !plausible(h) || size_ - offset - sizeof h < h.payload_size)
       return;
     offset += sizeof h + h.payload_size;
     if (static_cast<ChunkKind>(h.kind) == ChunkKind::kZstdFollows) return inflate(offset);
@@ -163,7 +168,7 @@ void ProfileFile::index_chunks() {
       damage_ = "read error at offset " + std::to_string(offset);
       break;
     }
-    if (h.magic != kChunkMagic || !known_kind(h.kind) || h.payload_size > kMaxChunkPayload) {
+    if (!plausible(h)) {
       damage_ = "damaged chunk header at offset " + std::to_string(offset);
       break;
     }

@@ -438,24 +438,25 @@ void aggregate_start() {
   g_shared.store(!fence, std::memory_order_release);
 }
 
-void aggregate_forget_sites(ThreadState* t, uint32_t first_kept) {
+namespace {
+
+// The thread counts none of its sites below `horizon` again: the ticker retires them.
+void forget_sites_below(ThreadState* t, uint32_t horizon) {
   {
     Counting counting(t);
-    ThreadTallies* own = thread_tallies(t->number);
-    if (own) own->horizon = first_kept;
+    if (ThreadTallies* own = thread_tallies(t->number)) own->horizon = horizon;
   }
   g_retire_due.store(true, std::memory_order_relaxed);
   request_tick_work();
 }
 
+}  // namespace
+
+void aggregate_forget_sites(ThreadState* t, uint32_t first_kept) { forget_sites_below(t, first_kept); }
+
 void aggregate_thread_ended(ThreadState* t) {
-  {
-    BlockedSignals blocked;  // a handler's allocation here would wait for this count's lock
-    Counting counting(t);
-    if (t->number < g_threads_capacity) g_threads[t->number].horizon = kEnded;
-  }
-  g_retire_due.store(true, std::memory_order_relaxed);
-  request_tick_work();
+  BlockedSignals blocked;  // the thread is not busy: a handler's allocation would wait for this count's lock
+  forget_sites_below(t, kEnded);
 }
 
 void aggregate_alloc(ThreadState* t, uint32_t site) {
@@ -522,11 +523,13 @@ void write_tallies(uint32_t thread, uint32_t first, const SiteTally* sites, size
   writer_chunk(format::ChunkKind::kTallies, thread, buffer, static_cast<size_t>(p - buffer));
 }
 
-constexpr size_t kTalliesPerChunk = 2048;  // a chunk's buffer: 80 KiB at most
-constexpr size_t kTallyBytes = 4 * format::kMaxVarint;
-// RETIRED and SURVIVORS chunks: entries naming their thread and site.
+constexpr size_t kTalliesPerChunk = 2048;
+// RETIRED and SURVIVORS chunks: entries naming their thread and site. One buffer holds
+// the largest chunk of any kind (120 KiB; TALLIES take 4 varints a site after 2).
 constexpr size_t kEntryBytes = 6 * format::kMaxVarint;
 constexpr size_t kEntryBufferBytes = kTalliesPerChunk * kEntryBytes + format::kMaxVarint;
+static_assert(kEntryBufferBytes >= kTalliesPerChunk * 4 * format::kMaxVarint + 2 * format::kMaxVarint,
+              "a TALLIES chunk fits the buffer");
 
 // Entries of (thread, site) counts gathered into chunks of `kind` (RETIRED: the peak
 // they count against first; SURVIVORS: their blocks live now too).
@@ -548,6 +551,9 @@ class EntryChunks {
     if (kind_ == format::ChunkKind::kSurvivors) p_ = put_varint(p_, s.live);
     p_ = put_varint(p_, live_at_peak(s));
     if (++count_ == kTalliesPerChunk) flush();
+  }
+  void add(const Survivor& survivor) {
+    add(static_cast<uint32_t>(survivor.key >> 32), static_cast<uint32_t>(survivor.key), survivor.tally);
   }
 
  private:
@@ -604,17 +610,15 @@ void retire_sites(uint8_t* buffer) {
       ++i;
       continue;
     }
-    retired.add(static_cast<uint32_t>(slot.key >> 32), static_cast<uint32_t>(slot.key), slot.tally);
+    retired.add(slot);
     remove_survivor(i);  // a later slot may move here: looked at again
   }
 }
 
 void write_survivors(uint8_t* buffer) {
   EntryChunks survivors(format::ChunkKind::kSurvivors, buffer);
-  for (size_t i = 0; i < g_survivors_capacity; ++i) {
-    const Survivor& slot = g_survivors[i];
-    if (slot.key) survivors.add(static_cast<uint32_t>(slot.key >> 32), static_cast<uint32_t>(slot.key), slot.tally);
-  }
+  for (size_t i = 0; i < g_survivors_capacity; ++i)
+    if (g_survivors[i].key) survivors.add(g_survivors[i]);
 }
 
 // The AGGREGATE chunk: the heap's figures and every type's own peak.

@@ -33,12 +33,12 @@ bool grow(CallSiteTypes& types) {
   return true;
 }
 
+}  // namespace
+
 // The memo holds typed and untyped call sites only: forget it when one changes.
 void forget_memo(CallSiteTypes& types) {
   if (types.memo) std::memset(types.memo, 0, sizeof(SiteMemo) << kMemoBits);
 }
-
-}  // namespace
 
 bool init_call_site_types(CallSiteTypes& types) {
   if (!types.memo) types.memo = static_cast<SiteMemo*>(map_pages(sizeof(SiteMemo) << kMemoBits, MemoryUse::kTypes));
@@ -83,8 +83,6 @@ void learn_late_type(CallSiteTypes& types, CallSiteType& c) {
   c.state = CallSiteState::kAmbiguous;
   forget_memo(types);
 }
-
-void forget_site_memo(CallSiteTypes& types) { forget_memo(types); }
 
 void reset_call_site_types(CallSiteTypes& types) {
   if (types.slots) std::memset(types.slots, 0, types.capacity * sizeof(CallSiteType));

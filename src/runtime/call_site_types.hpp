@@ -100,10 +100,11 @@ inline void memo_learn(SiteMemo* set, SiteMemo* known, const SiteMemo& entry) {
 }
 
 void reset_call_site_types(CallSiteTypes& types);
-// The thread forgot its sites (a new generation, thread_state.hpp): the memo's site
-// numbers are of that generation, and a site is counted under the numbers of the
-// generation in use (the aggregated mode retires the others, aggregate.hpp).
-void forget_site_memo(CallSiteTypes& types);
+// Empties the memo: when a call site's type changes, and when the thread forgets its
+// sites (a new generation, thread_state.hpp: the memo's site numbers are of that
+// generation, and a site is counted under the numbers of the generation in use; the
+// aggregated mode retires the others, aggregate.hpp).
+void forget_memo(CallSiteTypes& types);
 
 }  // namespace runtime
 }  // namespace heaptype

@@ -204,7 +204,7 @@ uint32_t site_key_number(ThreadState* t, const SiteKey& key) {
   SiteTable& table = t->sites;
   if (table.used == kSitesPerGeneration) {
     start_site_generation(table);
-    forget_site_memo(t->call_sites);
+    forget_memo(t->call_sites);
     if (aggregating()) aggregate_forget_sites(t, table.first_site);
   }
   if ((table.used + 1) * 4 > table.capacity * 3 && !grow_site_index(table)) return 0;

@@ -23,37 +23,21 @@ constexpr unsigned kMaxKept = 1 << 16;
 Leaf* g_kept[kMaxKept];
 unsigned g_kept_count = 0;
 unsigned long g_leaves = 0;
-volatile unsigned long g_sink = 0;
 
-void descend(int depth, unsigned long path);
+// A leaf of the walk (call_tree_walk.hpp): one Leaf, kept every 4,096th leaf.
+__attribute__((always_inline, no_instrument_function)) inline void at_leaf(unsigned long path);
 
-// Two functions, so that the branches differ by their frames, and work after each
-// call, so that no call becomes a tail call.
-__attribute__((noinline)) void left(int depth, unsigned long path) {
-  descend(depth, path << 1);
-  g_sink = g_sink + 1;
-}
+#include "call_tree_walk.hpp"
 
-__attribute__((noinline)) void right(int depth, unsigned long path) {
-  descend(depth, (path << 1) | 1);
-  g_sink = g_sink + 2;
-}
-
-__attribute__((noinline)) void descend(int depth, unsigned long path) {
-  if (depth == 0) {
-    Leaf* leaf = new Leaf;
-    leaf->path = path;
-    g_sink = g_sink + leaf->path;
-    ++g_leaves;
-    if (path % kKeepEvery == 0 && g_kept_count < kMaxKept)
-      g_kept[g_kept_count++] = leaf;
-    else
-      delete leaf;
-    return;
-  }
-  left(depth - 1, path);
-  right(depth - 1, path);
-  g_sink = g_sink + 3;
+inline void at_leaf(unsigned long path) {
+  Leaf* leaf = new Leaf;
+  leaf->path = path;
+  g_sink = g_sink + leaf->path;
+  ++g_leaves;
+  if (path % kKeepEvery == 0 && g_kept_count < kMaxKept)
+    g_kept[g_kept_count++] = leaf;
+  else
+    delete leaf;
 }
 
 int main(int argc, char** argv) {

@@ -19,17 +19,22 @@ Cases (each skipped, and named, when its program is missing):
   clang-compile     clang++ -O2 -c of the analysis core's largest source (src/core/analysis.cpp)
   gcc-compile       GCC's C++ compiler proper (cc1plus, as `g++ -O2 -c` runs it) on the same source
 
+  --program NAME=COMMAND
+                    any other program, run in the current directory (a test binary built
+                    elsewhere: --program 'perftest=build/bin/perftest --gtest_filter=...')
+
 Besides time, memory and counts, HeapType's row gives the share of allocations whose call
 path reaches main ("main"): a walk that stops early, or reads a wrong frame, roots its path
 elsewhere.
 
 Usage:  python bench/real_programs.py [--rounds 5] [--cases cmake-configure,clang-compile,gcc-compile]
-                                      [--json OUT]
+                                      [--program NAME=COMMAND]... [--json OUT]
 """
 
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -108,6 +113,18 @@ def gcc_compiler_proper() -> list | None:
     return [found, "-quiet", "-D_GNU_SOURCE", *(["-imultiarch", multiarch] if multiarch else [])]
 
 
+def given_programs(specs: list) -> dict:
+    """--program NAME=COMMAND: each a case whose command does not depend on the round's
+    directory, run where the benchmark was started."""
+    found = {}
+    for spec in specs:
+        name, sep, command = spec.partition("=")
+        if not sep or not name or not command.strip():
+            raise SystemExit(f"--program {spec!r}: expected NAME=COMMAND")
+        found[name] = lambda d, argv=shlex.split(command): argv
+    return found
+
+
 def run_one(tool: str, command: list, work: str, directory: str) -> dict:
     """One run of `command` plain, under `heaptype run` or under heaptrack: wall seconds,
     the peak RSS of its largest process (KiB), the profile written (into `directory`)."""
@@ -168,15 +185,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cases", help="comma-separated case names (default: all found)")
+    parser.add_argument("--program", action="append", default=[], metavar="NAME=COMMAND",
+                        help="also run this program (in the current directory), as a case of its own")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
+    given = given_programs(args.program)
+    invoked_in = os.getcwd()
     tools = ["plain", "heaptype"] + (["heaptrack"] if shutil.which("heaptrack") else [])
     if "heaptrack" not in tools:
         print("heaptrack is not installed (apt-get install heaptrack): HeapType and plain only", file=sys.stderr)
     results = []
     with tempfile.TemporaryDirectory(prefix="real-programs-") as work:
-        found = cases(work)
-        wanted = args.cases.split(",") if args.cases else list(found)
+        found = cases(work) if args.cases or not given else {}
+        found.update(given)
+        wanted = args.cases.split(",") + list(given) if args.cases else list(found)
         for name in wanted:
             if name not in found:
                 print(f"{name}: its program is not installed; skipped", file=sys.stderr)
@@ -186,7 +208,8 @@ def main() -> int:
             for _ in range(args.rounds):
                 for tool in tools:
                     directory = tempfile.mkdtemp(dir=work)
-                    runs[tool].append(run_one(tool, found[name](directory), work, directory))
+                    runs[tool].append(run_one(tool, found[name](directory), invoked_in if name in given else work,
+                                              directory))
                     print(f"  {name} {tool}: {runs[tool][-1]['wall']:.2f} s", file=sys.stderr)
             plain = statistics.median(r["wall"] for r in runs["plain"])
             for tool in tools:

@@ -133,8 +133,10 @@ bool ensure_frames(CallContext& c) {
   c.known_paths = static_cast<KnownPath*>(map_pages(sizeof(KnownPath) << kKnownPathBits, MemoryUse::kCallPaths));
   c.walk_path = static_cast<uintptr_t*>(map_pages((kMaxWalkedFrames + 1) * sizeof(uintptr_t), MemoryUse::kCallPaths));
   c.walk_nodes = static_cast<uint32_t*>(map_pages((kMaxWalkedFrames + 1) * sizeof(uint32_t), MemoryUse::kCallPaths));
+  for (WalkStep*& steps : c.walk_memo.steps)
+    steps = static_cast<WalkStep*>(map_pages(kMaxWalkSteps * sizeof(WalkStep), MemoryUse::kCallPaths));
   c.frames = static_cast<CallFrame*>(map_pages(kMaxShadowDepth * sizeof(CallFrame), MemoryUse::kCallPaths));
-  return c.frames && c.walk_path && c.walk_nodes && c.known_paths;
+  return c.frames && c.walk_path && c.walk_nodes && c.known_paths && c.walk_memo.steps[0] && c.walk_memo.steps[1];
 }
 
 inline uint32_t top_node(const CallContext& c) {
@@ -191,6 +193,60 @@ inline int cut_walk(uintptr_t* end) {
   return kMaxWalkedFrames + 1;
 }
 
+// The steps a walk takes, logged for the next walk to replay.
+struct WalkLog {
+  WalkStep* steps;
+  uint32_t count;
+  bool whole;  // every step is in it
+};
+
+__attribute__((always_inline)) inline void log_step(WalkLog& log, const WalkStep& step) {
+  if (__builtin_expect(log.count < kMaxWalkSteps, 1))
+    log.steps[log.count++] = step;
+  else
+    log.whole = false;
+}
+
+// The last walk's steps, as far as this walk may replay them: taken under the same
+// frame rules, the same end of the thread's start and the same top of the stack.
+struct Replay {
+  const WalkStep* steps;
+  uint32_t count;  // 0: nothing to replay
+  uint32_t next;   // the first step not below the position this walk reached (or replayed)
+};
+
+// Whether the words `s` read still hold what they held then.
+inline bool step_holds(const WalkStep& s) {
+  const uintptr_t* words;
+  switch (s.kind) {
+    case StepKind::kChain:
+    case StepKind::kSkip:
+      words = reinterpret_cast<const uintptr_t*>(s.sp);
+      return words[0] == s.next && words[1] == s.pc;
+    case StepKind::kLeave:
+      words = reinterpret_cast<const uintptr_t*>(s.sp - 2 * sizeof(uintptr_t));
+      return words[0] == s.next && words[1] == s.pc;
+    case StepKind::kRule:
+      return reinterpret_cast<const uintptr_t*>(s.sp)[-1] == s.pc &&
+             (s.rbp_from == kRbpKept ||
+              *reinterpret_cast<const uintptr_t*>(s.sp + static_cast<uintptr_t>(static_cast<intptr_t>(s.rbp_from))) ==
+                  s.next);
+  }
+  return false;
+}
+
+// The last walk's step that left it in the state `step` just left this walk in, or
+// nullptr. Both walks go up the stack: positions only grow, and the search goes on
+// from where it stood.
+__attribute__((always_inline)) inline const WalkStep* same_state_before(Replay& r, const WalkStep& step) {
+  while (r.next < r.count && r.steps[r.next].sp < step.sp) ++r.next;
+  for (uint32_t i = r.next; i < r.count && r.steps[i].sp == step.sp; ++i) {
+    const WalkStep& s = r.steps[i];
+    if (s.next == step.next && s.pc == step.pc && in_rule_state(s.kind) == in_rule_state(step.kind)) return &s;
+  }
+  return nullptr;
+}
+
 // The return addresses of the callers of the function whose frame is `frame` (an
 // allocation function: its own return address is the call site), innermost first.
 // Functions without frame pointers (the allocation made inside a system library, or
@@ -199,87 +255,194 @@ inline int cut_walk(uintptr_t* end) {
 // a stack with more callers keeps the innermost and kWalkCut after them. Every word
 // read lies above the stack pointer of the frame before it and below the top of the
 // thread's stack (`high`): memory that is mapped, whatever a register that code
-// without frame pointers used for something else held.
-__attribute__((always_inline)) inline int walk_callers(FrameRules& rules, uintptr_t frame, uintptr_t high,
-                                                       uintptr_t* out, uintptr_t& sum) {
-  if (!high || frame >= high || high - frame > kMaxStackSpan) return 0;
+// without frame pointers used for something else held. `rule_steps` counts the frames
+// stepped over by rules.
+//
+// kReplay: the walk logs its steps, and where it reaches a state the last walk was in
+// (a few frames up, most walks: two allocations share most of their callers), it
+// takes the last walk's steps from there for as long as the words each read hold the
+// same values. Every decision of a walk is a function of its state, the words it
+// reads, the rules (unchanged: their epoch), the thread's start (last_end) and the top
+// of the stack; of those only the test of a return address against the stack below
+// depends on this walk's own frame, and it is made again. Where a word changed, the
+// walk goes on by itself from the last step that held; its end it always takes
+// itself.
+template <bool kReplay>
+__attribute__((always_inline)) inline int walk_steps(FrameRules& rules, uintptr_t frame, uintptr_t high,
+                                                     uintptr_t* out, uintptr_t& sum, uint32_t& rule_steps,
+                                                     WalkLog& log, Replay& replay) {
   const uintptr_t limit = high - 2 * sizeof(uintptr_t);
   const uintptr_t stack_span = high - frame;
   const uintptr_t framed = g_framed_code, framed_bytes = g_framed_code_bytes;  // see in_framed_code
   const uintptr_t* hook = reinterpret_cast<const uintptr_t*>(frame);
   // pc: a return address into a function; sp: its stack pointer at that call; rbp:
-  // its frame pointer register then.
+  // its frame pointer register then. In the frame-pointer chain: the frame record
+  // read last (below) and the next one (fp).
   uintptr_t sp = frame + 2 * sizeof(uintptr_t), rbp = hook[0], pc = hook[1];
+  uintptr_t below, fp;
   uintptr_t* at = out;
   uintptr_t* const end = out + kMaxWalkedFrames;
-  for (;;) {
-    for (;;) {  // functions without a frame pointer, by their rules
-      FrameRule rule = frame_rule(rules, pc);
-      if (rule.kind == FrameKind::kFramePointer) break;
-      if (rule.kind == FrameKind::kEnd) rules.last_end = pc;
-      uintptr_t cfa;
-      if (rule.kind == FrameKind::kStackOffset || rule.kind == FrameKind::kRbpOffset) {
-        cfa = (rule.kind == FrameKind::kStackOffset ? sp : rbp) + static_cast<uintptr_t>(rule.cfa_offset);
-        if (cfa <= sp || cfa > limit) return static_cast<int>(at - out);
-        if (rule.saved_rbp != kRbpKept) {
-          uintptr_t saved = cfa + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
-          if (saved < sp || saved > limit) return static_cast<int>(at - out);
-          rbp = *reinterpret_cast<const uintptr_t*>(saved);
-        }
-      } else if (rule.kind == FrameKind::kRbpSlot) {
-        // A realigned frame: the CFA and the caller's rbp are words near rbp, in the frame.
-        uintptr_t cfa_slot = rbp + static_cast<uintptr_t>(static_cast<intptr_t>(rule.cfa_offset));
-        uintptr_t rbp_slot = rbp + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
-        if (cfa_slot < sp || cfa_slot > limit || rbp_slot < sp || rbp_slot > limit) return static_cast<int>(at - out);
-        cfa = *reinterpret_cast<const uintptr_t*>(cfa_slot);
-        if (cfa <= sp || cfa > limit) return static_cast<int>(at - out);
-        rbp = *reinterpret_cast<const uintptr_t*>(rbp_slot);
-      } else {
-        return static_cast<int>(at - out);  // kOpaque, kEnd: the walk ends here
+  const WalkStep* matched = nullptr;
+
+rule_frames:
+  for (;;) {  // functions without a frame pointer, by their rules
+    FrameRule rule = frame_rule(rules, pc);
+    if (rule.kind == FrameKind::kFramePointer) break;
+    if (rule.kind == FrameKind::kEnd) rules.last_end = pc;
+    uintptr_t cfa;
+    if (rule.kind == FrameKind::kStackOffset || rule.kind == FrameKind::kRbpOffset) {
+      cfa = (rule.kind == FrameKind::kStackOffset ? sp : rbp) + static_cast<uintptr_t>(rule.cfa_offset);
+      if (cfa <= sp || cfa > limit) return static_cast<int>(at - out);
+      if (rule.saved_rbp != kRbpKept) {
+        uintptr_t saved = cfa + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
+        if (saved < sp || saved > limit) return static_cast<int>(at - out);
+        rbp = *reinterpret_cast<const uintptr_t*>(saved);
       }
-      pc = reinterpret_cast<const uintptr_t*>(cfa)[-1];
-      if (pc < kLowestCode) return static_cast<int>(at - out);
-      if (at == end) return cut_walk(at);
-      *at++ = pc;
-      sum += pc;
-      sp = cfa;
+    } else if (rule.kind == FrameKind::kRbpSlot) {
+      // A realigned frame: the CFA and the caller's rbp are words near rbp, in the frame.
+      uintptr_t cfa_slot = rbp + static_cast<uintptr_t>(static_cast<intptr_t>(rule.cfa_offset));
+      uintptr_t rbp_slot = rbp + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
+      if (cfa_slot < sp || cfa_slot > limit || rbp_slot < sp || rbp_slot > limit) return static_cast<int>(at - out);
+      cfa = *reinterpret_cast<const uintptr_t*>(cfa_slot);
+      if (cfa <= sp || cfa > limit) return static_cast<int>(at - out);
+      rbp = *reinterpret_cast<const uintptr_t*>(rbp_slot);
+      if (kReplay) log.whole = false;  // its CFA was read too: such a walk is not replayed (rare: main's frame)
+    } else {
+      return static_cast<int>(at - out);  // kOpaque, kEnd: the walk ends here
     }
-    // The frame-pointer chain: fp in (below, limit], each frame above the one before.
-    uintptr_t below = sp - 1, fp = rbp;
-    for (;;) {
-      if (fp <= below || fp > limit) return static_cast<int>(at - out);
-      const uintptr_t* f = reinterpret_cast<const uintptr_t*>(fp);
-      uintptr_t ra = f[1];
-      below = fp;
-      fp = f[0];
-      // A return into the framed module (most of them): code, so none of the tests
-      // below can end the walk there, and its caller keeps a frame pointer too.
-      if (__builtin_expect(ra - framed < framed_bytes, 1)) {
-        if (at == end) return cut_walk(at);
-        *at++ = ra;
-        sum += ra;
-        continue;
-      }
-      // Code that uses rbp for its own ends the chain (libffi's call frames, code
-      // built without frame pointers): a "return address" inside the stack is data.
-      if (!ra || ra - frame < stack_span) return static_cast<int>(at - out);
-      // So is one in the first pages, read where such code kept rbp pointing into a
-      // frame of its caller: the chain goes on from there, without that word.
-      if (ra < kLowestCode) continue;
-      // Full: the rule loop above may have filled it (its last frame's caller keeps a
-      // frame pointer), so the test comes before the write.
+    pc = reinterpret_cast<const uintptr_t*>(cfa)[-1];
+    if (pc < kLowestCode) return static_cast<int>(at - out);
+    if (at == end) return cut_walk(at);
+    *at++ = pc;
+    sum += pc;
+    sp = cfa;
+    ++rule_steps;
+    if (kReplay) {
+      WalkStep step = {sp, rbp, pc, rule.kind == FrameKind::kRbpSlot ? kRbpKept : rule.saved_rbp, StepKind::kRule};
+      log_step(log, step);
+      if (replay.count && (matched = same_state_before(replay, step))) goto replay_steps;
+    }
+  }
+  // The frame-pointer chain: fp in (below, limit], each frame above the one before.
+  below = sp - 1;
+  fp = rbp;
+chain_frames:
+  for (;;) {
+    if (fp <= below || fp > limit) return static_cast<int>(at - out);
+    const uintptr_t* f = reinterpret_cast<const uintptr_t*>(fp);
+    uintptr_t ra = f[1];
+    below = fp;
+    fp = f[0];
+    // A return into the framed module (most of them): code, so none of the tests
+    // below can end the walk there, and its caller keeps a frame pointer too.
+    if (__builtin_expect(ra - framed < framed_bytes, 1)) {
       if (at == end) return cut_walk(at);
       *at++ = ra;
       sum += ra;
-      // A return into code outside the framed module: its rule decides the next step
-      // (its frame record, or its own rule if it keeps no frame pointer).
-      if (ra == rules.last_end) return static_cast<int>(at - out);  // the thread's start, as always
-      pc = ra;
-      sp = below + 2 * sizeof(uintptr_t);
-      rbp = fp;
-      break;
+      if (kReplay) {
+        WalkStep step = {below, fp, ra, kRbpKept, StepKind::kChain};
+        log_step(log, step);
+        if (replay.count && (matched = same_state_before(replay, step))) goto replay_steps;
+      }
+      continue;
     }
+    // Code that uses rbp for its own ends the chain (libffi's call frames, code
+    // built without frame pointers): a "return address" inside the stack is data.
+    if (!ra || ra - frame < stack_span) return static_cast<int>(at - out);
+    // So is one in the first pages, read where such code kept rbp pointing into a
+    // frame of its caller: the chain goes on from there, without that word.
+    if (ra < kLowestCode) {
+      if (kReplay) {
+        WalkStep step = {below, fp, ra, kRbpKept, StepKind::kSkip};
+        log_step(log, step);
+        if (replay.count && (matched = same_state_before(replay, step))) goto replay_steps;
+      }
+      continue;
+    }
+    // Full: the rule loop above may have filled it (its last frame's caller keeps a
+    // frame pointer), so the test comes before the write.
+    if (at == end) return cut_walk(at);
+    *at++ = ra;
+    sum += ra;
+    // A return into code outside the framed module: its rule decides the next step
+    // (its frame record, or its own rule if it keeps no frame pointer).
+    if (ra == rules.last_end) return static_cast<int>(at - out);  // the thread's start, as always
+    pc = ra;
+    sp = below + 2 * sizeof(uintptr_t);
+    rbp = fp;
+    if (kReplay) {
+      WalkStep step = {sp, rbp, pc, kRbpKept, StepKind::kLeave};
+      log_step(log, step);
+      if (replay.count && (matched = same_state_before(replay, step))) goto replay_steps;
+    }
+    goto rule_frames;
   }
+
+replay_steps:
+  if (kReplay) {
+    // The steps after the one matched, each where its words hold and its return
+    // address passes the test that depends on this walk's frame. Where one does not,
+    // the walk goes on by itself and may meet the last walk's states again further up
+    // (a frame that differs in the middle of the stack).
+    const WalkStep* const last = replay.steps + replay.count;
+    const WalkStep* resume = matched;
+    for (const WalkStep* s = matched + 1; s < last; ++s) {
+      if (!step_holds(*s)) break;
+      if (s->kind == StepKind::kSkip || s->kind == StepKind::kLeave) {
+        if (!s->pc || s->pc - frame < stack_span) break;
+      }
+      if (s->kind != StepKind::kSkip) {
+        if (at == end) return cut_walk(at);
+        *at++ = s->pc;
+        sum += s->pc;
+      }
+      rule_steps += s->kind == StepKind::kRule;
+      log_step(log, *s);
+      resume = s;
+    }
+    replay.next = static_cast<uint32_t>(resume - replay.steps) + 1;
+    if (in_rule_state(resume->kind)) {
+      pc = resume->pc;
+      sp = resume->sp;
+      rbp = resume->next;
+      goto rule_frames;
+    }
+    below = resume->sp;
+    fp = resume->next;
+    goto chain_frames;
+  }
+  return 0;  // not reached
+}
+
+// The walk, replaying the last one where this thread's walks are stepped over by
+// rules, and logging its own steps for the next.
+__attribute__((always_inline)) inline int walk_callers(CallContext& c, uintptr_t frame, uintptr_t high,
+                                                       uintptr_t* out, uintptr_t& sum) {
+  if (!high || frame >= high || high - frame > kMaxStackSpan) return 0;
+  FrameRules& rules = c.frame_rules;
+  WalkMemo& memo = c.walk_memo;
+  uint32_t rule_steps = 0;
+  WalkLog log = {nullptr, 0, false};
+  Replay replay = {nullptr, 0, 0};
+  if (__builtin_expect(memo.rule_steps < kReplayFromRuleSteps, 1)) {
+    int depth = walk_steps<false>(rules, frame, high, out, sum, rule_steps, log, replay);
+    memo.rule_steps = rule_steps;
+    memo.count = 0;
+    return depth;
+  }
+  const uint32_t epoch = rules.epoch;
+  const uintptr_t last_end = rules.last_end;
+  log = {memo.steps[memo.last ^ 1], 0, true};
+  replay = {memo.steps[memo.last], 0, 0};
+  if (memo.rules_epoch == epoch && memo.last_end == last_end && memo.high == high) replay.count = memo.count;
+  int depth = walk_steps<true>(rules, frame, high, out, sum, rule_steps, log, replay);
+  memo.last ^= 1;
+  memo.count = log.whole && rules.epoch == epoch ? log.count : 0;  // its steps all under one set of rules
+  memo.rule_steps = rule_steps;
+  memo.rules_epoch = epoch;
+  memo.last_end = last_end;
+  memo.high = high;
+  return depth;
 }
 
 // The known paths' hash: of the path's ends, its depth and the sum of its return
@@ -359,7 +522,7 @@ uint32_t walked_context(ThreadState* t, uintptr_t frame) {
   CallContext& c = t->context;
   uintptr_t ras[kMaxWalkedFrames + 1];
   uintptr_t sum = 0;
-  uint32_t depth = static_cast<uint32_t>(walk_callers(c.frame_rules, frame, t->stack.high, ras, sum));
+  uint32_t depth = static_cast<uint32_t>(walk_callers(c, frame, t->stack.high, ras, sum));
   if (depth > kKnownPathFrames) return node_of_path(t, ras, depth);
   uint64_t hash = path_hash(ras, depth, sum);
   KnownPath& known = c.known_paths[hash >> (64 - kKnownPathBits)];
@@ -433,6 +596,7 @@ void reset_call_context(ThreadState* t) {
   CallContext& c = t->context;
   c.depth = 0;
   c.walk_depth = 0;
+  c.walk_memo.count = 0;
   reset_frame_rules(c.frame_rules);
   if (c.known_paths) std::memset(c.known_paths, 0, sizeof(KnownPath) << kKnownPathBits);
   c.first_node = 0;

@@ -20,7 +20,10 @@
 // program) are stepped over by their frame rules (frame_rules.hpp), asked for every
 // return address outside the module the runtime is linked into; the frames a thread
 // starts in end the walk. The walk stays inside the thread's stack, so a register
-// that code without frame pointers used for something else ends it instead of faulting. The return addresses are mapped to the thread's tree
+// that code without frame pointers used for something else ends it instead of faulting.
+// A thread whose walks step over many frames by their rules (a program without frame
+// pointers) replays the last walk's steps from the first state both share, checking
+// each word they read (WalkStep). The return addresses are mapped to the thread's tree
 // through the path of the previous walk: the frames two allocations share from the
 // outermost in (most of them) cost one comparison each, and NODE records carry the
 // return address only (function 0); the symbolizer recovers the functions, inlined
@@ -94,8 +97,11 @@ constexpr int kMaxWalkedFrames = 128;
 constexpr uintptr_t kWalkCut = format::kWalkCut;
 
 // A walked stack seen before, and its node: most allocations repeat one of a few
-// stacks, which then cost their walk and one comparison per frame.
-constexpr uint32_t kKnownPathFrames = 32;  // deeper stacks skip the table
+// stacks, which then cost their walk and one comparison per frame. (Deeper stacks
+// skip it: a recursive parser's deep paths are too many for any table of them to hit;
+// rapidjson's perftest meets some 40,000 distinct paths cut at kMaxWalkedFrames in
+// every pass, and a table of 65,536 took half of them.)
+constexpr uint32_t kKnownPathFrames = 32;
 constexpr unsigned kKnownPathBits = 7;
 struct KnownPath {
   uint64_t hash;          // path_hash: of its ends, depth and the sum of its return addresses
@@ -104,11 +110,61 @@ struct KnownPath {
   uintptr_t return_addresses[kKnownPathFrames];  // innermost first
 };
 
+// One step of a walk, as the next walk replays it: the state the walk is in after it
+// (a function's return address `pc`, its stack pointer `sp` and rbp `next`; or, in the
+// frame-pointer chain, the frame record read at `sp` and the next one `next`) and the
+// words it read to get there. A walk is a function of its state and the words it
+// reads: the next walk that reaches the same state, on the same rules, takes the
+// steps after it where every word they read still holds what it held (each checked:
+// independent loads, where stepping frame by frame by rules is a chain of dependent
+// ones, a table lookup each).
+enum class StepKind : uint8_t {
+  kChain = 0,  // a frame record at sp (saved rbp `next`, return address `pc` into the framed module)
+  kRule = 1,   // a frame stepped over by its rule: pc read at sp - 8 (sp: the CFA, computed from
+               // the state before), rbp read at sp + rbp_from (kRbpKept: left in the register)
+  kSkip = 2,   // a frame record at sp whose "return address" lay in the first pages: not a frame
+  kLeave = 3,  // a frame record at sp - 16 returning outside the framed module: its rule goes on
+};
+// Chain and skip steps leave the walk in the frame-pointer chain; rule and leave steps
+// at a function whose rule decides (its pc matters then).
+inline bool in_rule_state(StepKind kind) { return static_cast<uint8_t>(kind) & 1; }
+
+struct WalkStep {
+  uintptr_t sp;
+  uintptr_t next;
+  uintptr_t pc;
+  int32_t rbp_from;
+  StepKind kind;
+};
+
+// Emitted frames, the steps over first-page words and a margin: a walk with more
+// steps is not kept for the next.
+constexpr uint32_t kMaxWalkSteps = 2 * kMaxWalkedFrames + 8;
+
+// Replaying costs a log of every step: worth it where frames are stepped over by their
+// rules (a program without frame pointers: `heaptype run`), not along a frame-pointer
+// chain, which costs less a frame than the log (alloc_bench: +370 instructions an
+// allocation with the log, for nothing). A thread logs while its last walk took this
+// many rule steps.
+constexpr uint32_t kReplayFromRuleSteps = 8;
+
+// The last walk's steps, and what they were taken under.
+struct WalkMemo {
+  WalkStep* steps[2];  // the last walk's (`last`) and the one the next walk logs into
+  uint32_t count;      // steps of the last walk; 0: nothing to replay
+  uint32_t rule_steps; // of the last walk
+  uint32_t rules_epoch;
+  uintptr_t last_end;  // the rules' last_end when it started
+  uintptr_t high;      // the top of the stack it walked
+  uint8_t last;
+};
+
 // Per-thread state; lives in ThreadState, zero-initialised.
 struct CallContext {
   CallFrame* frames;        // kMaxShadowDepth entries, mapped on first use
   KnownPath* known_paths;   // 1 << kKnownPathBits entries
   FrameRules frame_rules;   // functions without frame pointers at the start of a walk
+  WalkMemo walk_memo;       // the previous walk's steps
   uintptr_t* walk_path;     // the previous walk's return addresses, outermost first
   uint32_t* walk_nodes;     // and the node of each
   uint32_t walk_depth;

@@ -221,12 +221,14 @@ int g_start_code_count = 0;
 
 FrameRule find_frame_rule(FrameRules& rules, uintptr_t pc) {
   if (__builtin_expect(!rules.slots, 0)) {
+    ++rules.epoch;
     rules.shift = 64 - kFrameRuleBits;
     rules.slots = static_cast<FrameRule*>(map_pages(sizeof(FrameRule) * capacity_of(rules.shift), MemoryUse::kCallPaths));
     if (!rules.slots) return {pc, 0, kRbpKept, FrameKind::kFramePointer};
   }
   FrameRule* found = find(rules.slots, rules.shift, pc);
   if (found->pc == pc) return *found;
+  ++rules.epoch;  // rules learned (or not kept: learned again, perhaps otherwise)
   return calibrate(rules, pc);
 }
 
@@ -234,6 +236,7 @@ void reset_frame_rules(FrameRules& rules) {
   if (rules.slots) std::memset(rules.slots, 0, sizeof(FrameRule) * capacity_of(rules.shift));
   rules.used = 0;
   rules.last_end = 0;
+  ++rules.epoch;
 }
 
 }  // namespace runtime

@@ -60,6 +60,7 @@ struct FrameRules {
   uint32_t used;
   uint32_t shift;       // 64 - log2(slots): a pc's slot is its hash's top bits
   uintptr_t last_end;   // the pc whose rule last said kEnd: where every walk of the thread ends
+  uint32_t epoch;       // changes whenever a rule may have: a walk replayed needs the same rules
 };
 
 // The slot a pc hashes to in a table of 1 << (64 - shift) slots.

@@ -130,3 +130,34 @@ def test_a_realigned_frame_is_stepped_over_by_its_call_frame_information(tmp_pat
     paths = paths_to(output, "make")
     assert paths == {("main", "near_caller", "realigned", "make"): 3,
                      ("main", "far_caller", "realigned", "make"): 3}, paths
+
+
+def test_a_replayed_walk_follows_the_stack_where_it_changed(tmp_path):
+    """A walk through frames stepped over by their rules replays the last walk's steps from
+    the first state both share, each step only where the words it read still hold what
+    they held (src/runtime/call_context.cpp). tests/cpp/replayed_walks.cpp makes five
+    allocations a round whose walks share the frames of one recursion, at the same stack
+    addresses, and part above it: under another caller, through another function mid-way,
+    one level less, and deeper than a walk keeps. Every path is its own, exactly; with
+    the check of the words left out, 148 of 250 allocations were counted under
+    main > from_a > descend x13."""
+    exe = tmp_path / "replayed_walks"
+    subprocess.run([require_tool("g++"), "-std=c++17", "-O2", "-fomit-frame-pointer",
+                    str(CPP_DIR / "replayed_walks.cpp"), "-o", str(exe)], check=True, capture_output=True, timeout=600)
+    output = tmp_path / "replayed.htp"
+    rounds = 50
+    done = run_under_heaptype(exe, output, str(rounds))
+    assert done.returncode == 0, done.stderr
+    # The recursion's innermost frames lay at one address under both callers: the walks
+    # did reach a state the last one was in, below where they part.
+    assert f"rounds={rounds} same_stack=1" in done.stdout, done.stdout
+    paths = paths_to(output, "descend")
+    cut = "(more callers: a walk keeps 128 frames)".split("(")[0]
+    descend = ("descend",)
+    assert paths == {
+        ("main", "from_a") + descend * 13: rounds,
+        ("main", "from_b") + descend * 13: rounds,
+        ("main", "from_a") + descend * 6 + ("descend_other",) + descend * 6: rounds,
+        ("main", "from_b") + descend * 12: rounds,
+        (cut,) + descend * 129: rounds,
+    }, {(len(path), path[:3], path[-3:]): n for path, n in paths.items()}

@@ -40,11 +40,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from footprint_bench import heaptrack_totals  # noqa: E402
-from run_bench import BenchError, clean_env  # noqa: E402
+from run_bench import RUNNER_SOURCE, BenchError, capture, clean_env  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -125,7 +124,21 @@ def given_programs(specs: list) -> dict:
     return found
 
 
-def run_one(tool: str, command: list, work: str, directory: str) -> dict:
+def build_runner(work: str) -> str:
+    """run_bench.py's measuring runner: a process forked from this one would report at
+    least this Python process's peak RSS as its own (Linux keeps a process's peak across
+    exec); forked from the small runner, it reports its own."""
+    source = os.path.join(work, "runner.cpp")
+    with open(source, "w") as f:
+        f.write(RUNNER_SOURCE)
+    runner = os.path.join(work, "runner")
+    code, out = capture(["g++", "-O2", source, "-o", runner])
+    if code != 0:
+        raise SystemExit(f"could not build the measuring runner:\n{out[-2000:]}")
+    return runner
+
+
+def run_one(runner: str, tool: str, command: list, work: str, directory: str) -> dict:
     """One run of `command` plain, under `heaptype run` or under heaptrack: wall seconds,
     the peak RSS of its largest process (KiB), the profile written (into `directory`)."""
     out = os.path.join(directory, "profile")
@@ -134,22 +147,21 @@ def run_one(tool: str, command: list, work: str, directory: str) -> dict:
     wrapped = {"plain": command,
                "heaptype": [sys.executable, "-m", "heaptype", "run", "-o", profile, "--", *command],
                "heaptrack": [shutil.which("heaptrack") or "heaptrack", "-o", profile, *command]}[tool]
-    start = time.monotonic()
-    process = subprocess.Popen(wrapped, cwd=work, env=clean_env(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    # wait4's usage covers the process and the descendants it waited for: the peak is the
-    # largest of them (the program, or the profiler's own process if that is larger).
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.monotonic() - start
-    process.returncode = os.waitstatus_to_exitcode(status)
+    result = os.path.join(directory, "rusage")
+    process = subprocess.run([runner, result, *wrapped], cwd=work, env=clean_env(), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    # The runner's wait4 covers the process and the descendants it waited for: the peak is
+    # the largest of them (the program, or the profiler's own process if that is larger).
+    with open(result) as f:
+        f.readline()  # the child's pid
+        wall, _user, _sys, peak = f.readline().split()
     if process.returncode != 0:
         # A profiler that cannot run the program is a finding, not the end of the run
         # (heaptrack 1.4's interpreter throws std::bad_alloc on GCC's compile below).
         print(f"{tool} failed (exit {process.returncode}): {' '.join(wrapped)}", file=sys.stderr)
-        return {"wall": wall, "rss_kib": usage.ru_maxrss, "files": [], "failed": process.returncode}
-    peak = usage.ru_maxrss
+        return {"wall": float(wall), "rss_kib": int(peak), "files": [], "failed": process.returncode}
     written = [os.path.join(out, f) for f in os.listdir(out)]
-    return {"wall": wall, "rss_kib": peak, "files": written}
+    return {"wall": float(wall), "rss_kib": int(peak), "files": written}
 
 
 def allocations(tool: str, files: list) -> int | None:
@@ -203,14 +215,18 @@ def main() -> int:
             if name not in found:
                 print(f"{name}: its program is not installed; skipped", file=sys.stderr)
         before = load_average()
+        runner = build_runner(work)
+        all_runs = {}
         for name in (n for n in wanted if n in found):
-            runs = {tool: [] for tool in tools}
+            runs = all_runs[name] = {tool: [] for tool in tools}
             for _ in range(args.rounds):
                 for tool in tools:
                     directory = tempfile.mkdtemp(dir=work)
-                    runs[tool].append(run_one(tool, found[name](directory), invoked_in if name in given else work,
-                                              directory))
+                    runs[tool].append(run_one(runner, tool, found[name](directory),
+                                              invoked_in if name in given else work, directory))
                     print(f"  {name} {tool}: {runs[tool][-1]['wall']:.2f} s", file=sys.stderr)
+        after = load_average()
+        for name, runs in all_runs.items():
             plain = statistics.median(r["wall"] for r in runs["plain"])
             for tool in tools:
                 failed = [r["failed"] for r in runs[tool] if "failed" in r]
@@ -225,7 +241,6 @@ def main() -> int:
                                 "profile_bytes": sum(os.path.getsize(f) for f in last["files"]) or None,
                                 "allocations": allocations(tool, last["files"]),
                                 "under_main": share_under_main(tool, last["files"])})
-        after = load_average()
     print(f"load average before: {before}; after: {after}; {args.rounds} rounds interleaved, medians")
     print(f"{'case':<16} {'tool':<10} {'wall':>8} {'x plain':>8} {'peak RSS':>10} {'profile':>10} {'allocations':>12}"
           f" {'main':>7}")

@@ -247,6 +247,14 @@ __attribute__((always_inline)) inline const WalkStep* same_state_before(Replay& 
   return nullptr;
 }
 
+// Logs `step`; true when the last walk was in the state it leaves this one in
+// (`matched`: that walk's step), from where the walk replays.
+__attribute__((always_inline)) inline bool log_and_match(WalkLog& log, Replay& replay, const WalkStep& step,
+                                                         const WalkStep*& matched) {
+  log_step(log, step);
+  return replay.count && (matched = same_state_before(replay, step)) != nullptr;
+}
+
 // The return addresses of the callers of the function whose frame is `frame` (an
 // allocation function: its own return address is the call site), innermost first.
 // Functions without frame pointers (the allocation made inside a system library, or
@@ -317,11 +325,11 @@ rule_frames:
     sum += pc;
     sp = cfa;
     ++rule_steps;
-    if (kReplay) {
-      WalkStep step = {sp, rbp, pc, rule.kind == FrameKind::kRbpSlot ? kRbpKept : rule.saved_rbp, StepKind::kRule};
-      log_step(log, step);
-      if (replay.count && (matched = same_state_before(replay, step))) goto replay_steps;
-    }
+    if (kReplay &&
+        log_and_match(log, replay,
+                      {sp, rbp, pc, rule.kind == FrameKind::kRbpSlot ? kRbpKept : rule.saved_rbp, StepKind::kRule},
+                      matched))
+      goto replay_steps;
   }
   // The frame-pointer chain: fp in (below, limit], each frame above the one before.
   below = sp - 1;
@@ -339,11 +347,8 @@ chain_frames:
       if (at == end) return cut_walk(at);
       *at++ = ra;
       sum += ra;
-      if (kReplay) {
-        WalkStep step = {below, fp, ra, kRbpKept, StepKind::kChain};
-        log_step(log, step);
-        if (replay.count && (matched = same_state_before(replay, step))) goto replay_steps;
-      }
+      if (kReplay && log_and_match(log, replay, {below, fp, ra, kRbpKept, StepKind::kChain}, matched))
+        goto replay_steps;
       continue;
     }
     // Code that uses rbp for its own ends the chain (libffi's call frames, code
@@ -352,11 +357,8 @@ chain_frames:
     // So is one in the first pages, read where such code kept rbp pointing into a
     // frame of its caller: the chain goes on from there, without that word.
     if (ra < kLowestCode) {
-      if (kReplay) {
-        WalkStep step = {below, fp, ra, kRbpKept, StepKind::kSkip};
-        log_step(log, step);
-        if (replay.count && (matched = same_state_before(replay, step))) goto replay_steps;
-      }
+      if (kReplay && log_and_match(log, replay, {below, fp, ra, kRbpKept, StepKind::kSkip}, matched))
+        goto replay_steps;
       continue;
     }
     // Full: the rule loop above may have filled it (its last frame's caller keeps a
@@ -370,11 +372,8 @@ chain_frames:
     pc = ra;
     sp = below + 2 * sizeof(uintptr_t);
     rbp = fp;
-    if (kReplay) {
-      WalkStep step = {sp, rbp, pc, kRbpKept, StepKind::kLeave};
-      log_step(log, step);
-      if (replay.count && (matched = same_state_before(replay, step))) goto replay_steps;
-    }
+    if (kReplay && log_and_match(log, replay, {sp, rbp, pc, kRbpKept, StepKind::kLeave}, matched))
+      goto replay_steps;
     goto rule_frames;
   }
 

@@ -145,9 +145,8 @@ std::vector<NodeOut> node_children(const NodeOut& n) {
 
 // `live_only`: the leaves with blocks live at the end (a test binary's profile has
 // millions of leaves and a handful of leaks: frames are made only for those).
-py::list type_paths(const SessionPtr& s, bool live_only) {
+py::list tree_leaves(const SessionPtr& s, const MergedTree& tree, bool live_only) {
   const Analysis& a = *s->analysis;
-  const MergedTree& tree = a.tree();
   py::list out;
   std::vector<uint32_t> path;
   for (uint32_t id = 1; id < tree.size(); ++id) {
@@ -161,6 +160,14 @@ py::list type_paths(const SessionPtr& s, bool live_only) {
     out.append(py::make_tuple(frames, TypeGroupOut{s, leaf.label}, out_figures(*s, leaf.total)));
   }
   return out;
+}
+
+py::list type_paths(const SessionPtr& s, bool live_only) { return tree_leaves(s, s->analysis->tree(), live_only); }
+
+py::list live_type_paths(const SessionPtr& s) {
+  const MergedTree* tree = s->analysis->live_tree();
+  if (!tree) throw py::value_error("the paths of the live blocks are not kept by a pass with a lifetime filter");
+  return tree_leaves(s, *tree, true);
 }
 
 py::list path_names(const Analysis& a, uint32_t path) {
@@ -502,7 +509,8 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
 
   py::class_<Session, SessionPtr>(m, "Analysis", "One pass over a profile; see AnalysisOptions in analysis.hpp.")
       .def(py::init([](std::shared_ptr<format::ProfileFile> file, std::shared_ptr<core::CodeNames> names,
-                       bool call_tree, bool bottom_up, bool functions, bool inlined, bool infer,
+                       bool call_tree, bool path_leaves, bool bottom_up, bool functions, bool inlined,
+                       bool infer,
                        std::vector<std::string> types, std::vector<std::string> functions_on_path,
                        std::vector<uint32_t> threads, uint64_t min_size, uint64_t max_size, py::object begin_us,
                        py::object end_us, uint64_t stop_after_events, const py::object& timeline,
@@ -512,6 +520,7 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
                        py::object heaptrack_write, const std::string& heaptrack_command) {
              AnalysisOptions options;
              options.call_tree = call_tree;
+             options.path_leaves = path_leaves;
              options.bottom_up = bottom_up;
              options.functions = functions;
              options.inlined = inlined;
@@ -547,7 +556,7 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
                                  heaptrack_command);
            }),
            py::arg("file"), py::arg("names"), py::kw_only(), py::arg("call_tree") = false,
-           py::arg("bottom_up") = false, py::arg("functions") = false, py::arg("inlined") = false,
+           py::arg("path_leaves") = false,           py::arg("bottom_up") = false, py::arg("functions") = false, py::arg("inlined") = false,
            py::arg("infer") = true, py::arg("types") = std::vector<std::string>{},
            py::arg("functions_on_path") = std::vector<std::string>{}, py::arg("threads") = std::vector<uint32_t>{},
            py::arg("min_size") = 0, py::arg("max_size") = UINT64_MAX, py::arg("begin_us") = py::none(),
@@ -633,6 +642,9 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
       .def("type_paths", &type_paths, py::arg("live_only") = false,
            "The merged tree's leaves: (frames root first, TypeGroup, Figures) for each call path and type "
            "(live_only: those with blocks live at the end).")
+      .def("live_type_paths", &live_type_paths,
+           "type_paths(live_only=True) of a pass without a call tree: (frames, TypeGroup, Figures) of each call "
+           "path and type that holds blocks live at the end, of which only live_blocks and live_bytes are set.")
       .def("tree_json",
            [](const Session& s, bool bottom_up, const std::string& sort, uint32_t top) {
              std::string out;

@@ -39,6 +39,7 @@ Analysis::Analysis(const format::ProfileFile& file, CodeNames* names, AnalysisOp
   if (options_.call_tree || options_.bottom_up) options_.functions = options_.functions || options_.call_tree;
   if (options_.follows(AnalysisOptions::Series::kFunction) || options_.follows(AnalysisOptions::Series::kCallPath))
     options_.call_tree = options_.functions = true;
+  leaves_only_ = options_.path_leaves && !options_.call_tree && !options_.functions;
   untyped_label_ = strings_.intern("(untyped)");
   if (options_.addresses && !file.has_addresses())
     warnings_.push_back(file.path() + " was recorded without addresses (HEAPTYPE_ADDRESSES=1 records them): "
@@ -225,6 +226,30 @@ uint32_t Analysis::tree_frame(uint32_t context) {
   return node;
 }
 
+const MergedTree* Analysis::live_tree() {
+  if (options_.filters_lifetime()) return nullptr;
+  if (live_tree_made_) return &live_tree_;
+  live_tree_made_ = true;
+  std::unordered_map<uint32_t, uint32_t> frame_of_path;
+  for (auto& entry : placements_) {
+    for (const Placement& p : entry.second) {
+      if (!p.known || !p.selected || p.figures.live_blocks == 0) continue;
+      uint32_t path = context_path(p.context);
+      auto placed = frame_of_path.find(path);
+      if (placed == frame_of_path.end()) {
+        uint32_t node = 0;
+        for (const PathFrame* f : paths_.frames(path))
+          node = live_tree_.child(node, MergedTree::kFrame, f->name, f->inlined && !f->hooked);
+        placed = frame_of_path.emplace(path, node).first;
+      }
+      Figures& leaf = live_tree_.node(live_tree_.child(placed->second, MergedTree::kType, p.type_group, false)).total;
+      leaf.live_blocks += p.figures.live_blocks;
+      leaf.live_bytes += p.figures.live_bytes;
+    }
+  }
+  return &live_tree_;
+}
+
 uint32_t Analysis::bottom_leaf(uint32_t context) {
   if (contexts_[context].bottom_leaf != kNone) return contexts_[context].bottom_leaf;
   uint32_t path = context_path(context);
@@ -285,7 +310,7 @@ bool Analysis::resolve(uint32_t thread, uint32_t site, Placement* p) {
 }
 
 void Analysis::place_in_trees(Placement* p) {
-  if (options_.functions || options_.call_tree) {
+  if (options_.functions || options_.call_tree || leaves_only_) {
     uint32_t frame = tree_frame(p->context);
     p->tree_leaf = tree_.child(frame, MergedTree::kType, p->type_group, false);
   }
@@ -353,7 +378,9 @@ void Analysis::change_kept_groups(const Placement& p, Change&& change) {
   change(selected_);
   change(types_[p.type_group].figures);
   change(threads_[p.thread_group].figures);
-  if (p.tree_leaf != kNone) {
+  if (p.tree_leaf != kNone && leaves_only_) {
+    change(tree_.node(p.tree_leaf).total);
+  } else if (p.tree_leaf != kNone) {
     for (uint32_t n = p.tree_leaf; n != kNone;) {
       MergedTree::Node& node = tree_.node(n);
       change(node.total);

@@ -58,6 +58,7 @@ PROGRAMS = {
     "deep-frame-pointer": (CPP_DIR / "deep_recursion.cpp", [], True, DEFAULT),
     "many_paths": (CPP_DIR / "many_paths.cpp", [], True, DEFAULT),
     "many_paths-instrument": (CPP_DIR / "many_paths.cpp", ["-fno-omit-frame-pointer"], True, "instrument"),
+    "leaks_merged": (CPP_DIR / "leaks_merged.cpp", [], True, DEFAULT),
 }
 
 

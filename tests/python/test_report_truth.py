@@ -185,6 +185,45 @@ def test_leaks_show_the_leaking_function(lifetimes):
     assert "leak()" in cli("leaks", lifetimes)
 
 
+# --- leaks_merged.cpp: live blocks of two sites and four threads on three call paths ------------
+
+def _leak_figures(rows) -> set:
+    return {(r.path, r.type_label, r.live_blocks, r.live_bytes) for r in rows}
+
+
+def test_leaks_merge_sites_and_threads_by_function_names(callpath_programs):
+    """Blocks live at exit from two new-expressions in hold(int), called by three
+    threads and by main: one row per call path of function names (leaks_merged.cpp)."""
+    path = str(callpath_programs.profile_path("leaks_merged"))
+    leaks = json.loads(cli("leaks", path, "--type", "Held", "--format", "json"))["leaks"]
+    by_start = {"main" if r["stack"][0] == "main" and r["stack"][1] == "hold(int)" else
+                "main > worker" if r["stack"][0] == "main" else "threads": r for r in leaks}
+    assert sorted(by_start) == ["main", "main > worker", "threads"], leaks
+    assert (by_start["threads"]["blocks"], by_start["threads"]["bytes"]) == (15, 600)
+    assert by_start["threads"]["stack"][-2:] == ["worker()", "hold(int)"]
+    assert (by_start["main > worker"]["blocks"], by_start["main > worker"]["bytes"]) == (5, 200)
+    assert by_start["main > worker"]["stack"] == ["main", "worker()", "hold(int)"]
+    assert (by_start["main"]["blocks"], by_start["main"]["bytes"]) == (3, 120)
+    assert "Spare" not in cli("leaks", path)
+
+
+def test_leaks_without_the_call_tree_equal_the_trees_leaves(callpath_programs):
+    """The leaks view names only the paths with live blocks after a pass without the
+    call tree; a pass with the tree gives the same rows. And call_paths(), counted on
+    the tree's leaves alone, gives every figure of the full tree's leaves, peaks too."""
+    path = callpath_programs.profile_path("leaks_merged")
+    without_tree = heaptype.load(path)
+    live = without_tree.live_call_paths()
+    with_tree = heaptype.load(path)
+    with_tree.analysis(call_tree=True)
+    assert _leak_figures(live) == _leak_figures(with_tree.live_call_paths())
+    assert len(live) >= 3 and all(r.live_blocks > 0 for r in live)
+    leaves = heaptype.load(path).call_paths()
+    assert [r.as_dict() for r in leaves] == [r.as_dict() for r in with_tree.call_paths()]
+    (main_worker,) = [r for r in leaves if r.path == ("main", "worker()", "hold(int)") and r.type_label == "Held"]
+    assert (main_worker.allocations, main_worker.peak_bytes, main_worker.live_bytes) == (9, 360, 200)
+
+
 def test_diff_of_runs_holding_10_and_20(callpath_programs):
     ten = str(callpath_programs.profile_path("lifetimes", "auto", ("10",)))
     twenty = str(callpath_programs.profile_path("lifetimes", "auto", ("20",)))

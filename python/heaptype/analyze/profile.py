@@ -26,6 +26,15 @@ from .naming import NamingError, code_names, rebuilt_modules
 from .patterns import as_list
 
 
+# How much of the call tree a cached pass holds (its key's first item: True, "leaves" or False).
+_NO_TREE, _LEAVES, _TREE = 0, 1, 2
+_TREE_KEYS = {_NO_TREE: False, _LEAVES: "leaves", _TREE: True}
+
+
+def _tree_level(has_tree) -> int:
+    return _TREE if has_tree is True else _LEAVES if has_tree == "leaves" else _NO_TREE
+
+
 class ProfileError(Exception):
     """A profile cannot be read; the message names the file and the problem."""
 
@@ -305,19 +314,22 @@ class Profile:
 
     def analysis(self, *, call_tree: bool = False, bottom_up: bool = False, functions: bool = False,
                  inlined: bool = False, infer: bool = True, types: str | Sequence[str] | None = None,
-                 progress: bool = False) -> "_core.Analysis":
+                 progress: bool = False, path_leaves: bool = False) -> "_core.Analysis":
         """The core's pass over the file with these options, made once: a pass that
-        computed more (a call tree, the bottom-up tree) serves requests for less."""
+        computed more (a call tree, the bottom-up tree) serves requests for less.
+        ``path_leaves``: only the call tree's leaves (one per call path and type) are
+        needed, whose figures cost a step per event rather than one per frame."""
         f = self.filters.and_(types)
-        tree = call_tree or functions
+        wanted = _TREE if call_tree or functions else _LEAVES if path_leaves else _NO_TREE
         for (has_tree, has_bottom_up, has_inlined, has_infer, has_filters, timeline), analysis in self._cache.items():
             # A timeline's pass computed every figure too.
             plain = timeline is None or (isinstance(timeline, tuple) and timeline[0] == "timeline")
             if (has_inlined, has_infer, has_filters) == (inlined, infer, f) and plain and \
-                    (has_tree or not tree) and (has_bottom_up or not bottom_up):
+                    _tree_level(has_tree) >= wanted and (has_bottom_up or not bottom_up):
                 return analysis
-        analysis = self._run(f, tree=tree, bottom_up=bottom_up, inlined=inlined, infer=infer, progress=progress)
-        self._cache[(tree, bottom_up, inlined, infer, f, None)] = analysis
+        analysis = self._run(f, tree=wanted == _TREE, path_leaves=wanted == _LEAVES, bottom_up=bottom_up,
+                             inlined=inlined, infer=infer, progress=progress)
+        self._cache[(_TREE_KEYS[wanted], bottom_up, inlined, infer, f, None)] = analysis
         return analysis
 
     def require_start(self, what: str) -> None:
@@ -524,10 +536,25 @@ class Profile:
         """One row per call path and type, largest first (``live_only``: only those with
         blocks live at the end, the leaks)."""
         attribute = sort_attribute(sort)
-        analysis = self.analysis(call_tree=True, inlined=inlined, infer=infer, types=types)
+        analysis = self.analysis(path_leaves=True, inlined=inlined, infer=infer, types=types)
         rows = [CallPathRow(tuple(frames), group.type, group.inferred, figures)
                 for frames, group, figures in analysis.type_paths(live_only)]
         return sorted(rows, key=lambda r: (-getattr(r.figures, attribute), r.path, r.type_label))
+
+    def live_call_paths(self, *, infer: bool = True) -> list[CallPathRow]:
+        """One row per call path and type that holds blocks live at the end (the leaks),
+        of which only ``live_blocks`` and ``live_bytes`` are sure to be set. Made from a
+        pass without the call tree (the one the report makes) unless one with it was
+        made already: only the paths that hold live blocks are named then, where the
+        tree names and counts every path of the run."""
+        has_paths = any(_tree_level(key[0]) >= _LEAVES and key[2:5] == (False, infer, self.filters)
+                        for key in self._cache)
+        if has_paths or self.filters.lifetime != (None, None):
+            return self.call_paths(infer=infer, sort="live", live_only=True)
+        analysis = self.analysis(infer=infer)
+        rows = [CallPathRow(tuple(frames), group.type, group.inferred, figures)
+                for frames, group, figures in analysis.live_type_paths()]
+        return sorted(rows, key=lambda r: (-r.figures.live_bytes, r.path, r.type_label))
 
 
 @dataclass

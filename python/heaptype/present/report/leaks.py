@@ -11,7 +11,7 @@ from .header import header_lines, report_json_head
 def leak_rows(profile: Profile, *, infer: bool = True) -> list[dict]:
     rows = [{"type": row.type, "inferred": row.inferred, "label": row.type_label, "blocks": row.live_blocks,
              "bytes": row.live_bytes, "stack": list(row.path)}
-            for row in profile.call_paths(infer=infer, sort="live", live_only=True)]
+            for row in profile.live_call_paths(infer=infer)]
     return sorted(rows, key=lambda r: (-r["bytes"], -r["blocks"], r["label"], r["stack"]))
 
 

@@ -120,11 +120,11 @@ uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uin
     Context& c = contexts_[context];
     if (!c.inferred_known) {
       c.inferred_known = true;
-      if (c.call_site) c.inferred = inferred_at(c.call_site);
+      if (c.call_site) c.inferred = &inferred_at(c.call_site);
     }
-    if (!c.inferred.name.empty()) {
-      *objects = c.inferred.objects(1, size);
-      return group_for_name(strings_.intern(c.inferred.row(size)), !c.inferred.library, 0);
+    if (c.inferred && !c.inferred->name.empty()) {
+      *objects = c.inferred->objects(1, size);
+      return group_for_name(strings_.intern(c.inferred->row(size)), !c.inferred->library, 0);
     }
   }
   return group_for_name(0, false, 0);

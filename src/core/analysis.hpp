@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <deque>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -156,7 +157,9 @@ struct Context {
   uint32_t bottom_leaf = kNone;  // bottom-up tree node of the path's first frame
   int8_t keep = -1;              // function filter: -1 not decided yet
   bool inferred_known = false;
-  InferredType inferred;
+  // The type inferred at its call site (shared by every context there: a profile can
+  // define millions of contexts), nullptr when it has none.
+  const InferredType* inferred = nullptr;
 };
 
 // The blocks of one (thread, site): one size, one type, one context.
@@ -231,7 +234,7 @@ class Analysis : public BlockLedger {
   const MergedTree& bottom_up_tree() const { return bottom_up_; }
   const StringTable& strings() const { return strings_; }
   const CallPaths& call_paths() const { return paths_; }
-  const std::vector<Context>& contexts() const { return contexts_; }
+  const std::deque<Context>& contexts() const { return contexts_; }
   // Every placement met, by (thread, site).
   template <class F>
   void for_each_placement(F&& visit) const {
@@ -336,7 +339,7 @@ class Analysis : public BlockLedger {
   std::vector<TypeHistograms> histograms_;  // by type group, when options_.histograms
   std::vector<FunctionGroup> functions_;
   std::vector<ThreadGroup> threads_;
-  std::vector<Context> contexts_;
+  std::deque<Context> contexts_;  // grows without copying: millions in a large profile
   std::unordered_map<uint64_t, InferredType> inferred_at_call_site_;
   std::unordered_map<uint32_t, uint32_t> tree_frame_of_path_;   // CallPaths cell -> tree_'s node
   std::unordered_map<uint32_t, uint32_t> bottom_leaf_of_path_;  // -> bottom_up_'s node

@@ -642,6 +642,15 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
       .def("type_paths", &type_paths, py::arg("live_only") = false,
            "The merged tree's leaves: (frames root first, TypeGroup, Figures) for each call path and type "
            "(live_only: those with blocks live at the end).")
+      .def("untyped_callers",
+           [](const SessionPtr& s) {
+             py::list out;
+             for (const auto& caller : s->analysis->untyped_callers())
+               out.append(py::make_tuple(name_text(caller.first), out_figures(*s, caller.second)));
+             return out;
+           },
+           "(function, Figures) of the blocks of no type by the function that called the allocator, most bytes "
+           "first (peaks not summed: 0).")
       .def("live_type_paths", &live_type_paths,
            "type_paths(live_only=True) of a pass without a call tree: (frames, TypeGroup, Figures) of each call "
            "path and type that holds blocks live at the end, of which only live_blocks and live_bytes are set.")

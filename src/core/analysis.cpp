@@ -250,6 +250,33 @@ const MergedTree* Analysis::live_tree() {
   return &live_tree_;
 }
 
+std::vector<std::pair<std::string, Figures>> Analysis::untyped_callers() {
+  std::unordered_map<std::string, Figures> by_caller;
+  for (const auto& entry : placements_) {
+    for (const Placement& p : entry.second) {
+      if (!p.known || !p.selected || types_[p.type_group].name != 0) continue;
+      uint64_t call_site = contexts_[p.context].call_site;
+      const CodeInfo* code = call_site ? &names_->call_site(call_site) : nullptr;
+      // A function that has no name (a stripped module) is named by its module and offset.
+      std::string caller = !code                   ? "(no call site)"
+                           : !code->frames.empty() ? code->frames.front().function
+                                                   : code->name();
+      Figures& f = by_caller[caller];
+      f.allocations += p.figures.allocations;
+      f.objects += p.figures.objects;
+      f.bytes += p.figures.bytes;
+      f.live_bytes += p.figures.live_bytes;
+      f.live_blocks += p.figures.live_blocks;
+      f.temporary_allocations += p.figures.temporary_allocations;
+    }
+  }
+  std::vector<std::pair<std::string, Figures>> out(by_caller.begin(), by_caller.end());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes : a.first < b.first;
+  });
+  return out;
+}
+
 uint32_t Analysis::bottom_leaf(uint32_t context) {
   if (contexts_[context].bottom_leaf != kNone) return contexts_[context].bottom_leaf;
   uint32_t path = context_path(context);

@@ -232,6 +232,11 @@ class Analysis : public BlockLedger {
   // dropped events still count in the placements (nullptr then).
   const MergedTree* live_tree();
   const MergedTree& bottom_up_tree() const { return bottom_up_; }
+  // The kept blocks of no type, neither named nor inferred, by the function that called
+  // the allocator (its call site's innermost frame, inlined ones included), most bytes
+  // first: in a program built without HeapType that is most of the heap, and who made
+  // it is the first thing a reader can follow. Peaks are not summed (0).
+  std::vector<std::pair<std::string, Figures>> untyped_callers();
   const StringTable& strings() const { return strings_; }
   const CallPaths& call_paths() const { return paths_; }
   const std::deque<Context>& contexts() const { return contexts_; }

@@ -185,6 +185,18 @@ def test_leaks_show_the_leaking_function(lifetimes):
     assert "leak()" in cli("leaks", lifetimes)
 
 
+def test_untyped_blocks_by_the_function_that_called_the_allocator(lifetimes):
+    """g(int) mallocs its array of ten pointers (80 B): the one untyped block, named by
+    its caller in the JSON report; the text report names callers only when untyped
+    blocks are a large share of the bytes (here, once the view keeps only them)."""
+    report = json.loads(cli("report", lifetimes, "--format", "json"))
+    assert [(c["function"], c["allocations"], c["bytes"], c["live_bytes"]) for c in report["untyped_callers"]] == \
+        [("g(int)", 1, 80, 0)]
+    assert "called the allocator" not in cli("report", lifetimes)
+    assert "(untyped) 100.0% of the bytes, by the function that called the allocator: g(int) 100.0%" in \
+        cli("report", lifetimes, "--type", "(untyped)")
+
+
 # --- leaks_merged.cpp: live blocks of two sites and four threads on three call paths ------------
 
 def _leak_figures(rows) -> set:

@@ -507,6 +507,11 @@ class Profile:
         groups = [g for g in self.analysis(infer=infer, types=types).types if g.allocations or g.live_blocks]
         return sorted(groups, key=lambda g: (-getattr(g, attribute), g.label))
 
+    def untyped_callers(self, *, infer: bool = False) -> list[tuple[str, "_core.Figures"]]:
+        """The blocks of no type (the "(untyped)" row) by the function that called the
+        allocator, most bytes first; peaks are not summed over functions (0)."""
+        return self.analysis(infer=infer).untyped_callers()
+
     def type_row(self, name: str | None) -> "_core.TypeGroup | None":
         """The group of one type by exact name (None: the untyped group)."""
         return next((g for g in self.by_type() if g.type == name), None)

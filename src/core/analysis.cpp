@@ -16,9 +16,12 @@ namespace {
 
 constexpr int kMaxDerivedHops = 64;  // a chain of derived sites longer than this is damage
 
-uint64_t context_key(uint32_t thread, uint64_t node, uint64_t call_site) {
+uint64_t context_hash(uint32_t thread, uint64_t node, uint64_t call_site) {
   uint64_t h = (static_cast<uint64_t>(thread) * 0x9E3779B97F4A7C15ull) ^ (node * 0xC2B2AE3D27D4EB4Full);
-  return h ^ (call_site * 0x165667B19E3779F9ull);
+  h ^= call_site * 0x165667B19E3779F9ull;
+  h ^= h >> 33;  // the index probes by the low bits: let the high ones in
+  h *= 0xFF51AFD7ED558CCDull;
+  return h ^ (h >> 33);
 }
 
 std::string hex(uint64_t v) {
@@ -159,21 +162,29 @@ uint32_t Analysis::function_group(uint32_t name) {
 // --- contexts ----------------------------------------------------------------------------
 
 uint32_t Analysis::context_of(uint32_t thread, uint64_t node, uint64_t call_site) {
-  uint64_t key = context_key(thread, node, call_site);
-  for (;; ++key) {  // open addressing over the key space: collisions are compared
-    auto it = context_index_.find(key);
-    if (it == context_index_.end()) break;
-    const Context& c = contexts_[it->second];
-    if (c.thread == thread && c.node == node && c.call_site == call_site) return it->second;
-  }
+  uint64_t hash = context_hash(thread, node, call_site);
+  size_t slot;
+  uint32_t known = context_index_.find(
+      hash,
+      [&](uint32_t id) {
+        const Context& c = contexts_[id];
+        return c.thread == thread && c.node == node && c.call_site == call_site;
+      },
+      &slot);
+  if (known != ContextIndex::kEmpty) return known;
   uint32_t id = static_cast<uint32_t>(contexts_.size());
   Context c;
   c.thread = thread;
   c.node = node;
   c.call_site = call_site;
   contexts_.push_back(c);
-  context_index_.emplace(key, id);
+  context_index_.insert(slot, hash, id, [this](uint32_t number) { return hash_of_context(number); });
   return id;
+}
+
+uint64_t Analysis::hash_of_context(uint32_t id) const {
+  const Context& c = contexts_[id];
+  return context_hash(c.thread, c.node, c.call_site);
 }
 
 uint32_t Analysis::context_path(uint32_t context) {

@@ -23,6 +23,7 @@
 #include "../format/profile_file.hpp"
 #include "call_paths.hpp"
 #include "code_names.hpp"
+#include "context_index.hpp"
 #include "event_merge.hpp"
 #include "figures.hpp"
 #include "merged_tree.hpp"
@@ -278,6 +279,7 @@ class Analysis : public BlockLedger {
   Placement* find_placement(uint32_t thread, uint32_t site);
   bool resolve(uint32_t thread, uint32_t site, Placement* p);
   const format::SiteDef* base_site(uint32_t thread, uint32_t site, uint32_t* base_thread);
+  uint64_t hash_of_context(uint32_t id) const;
   uint32_t context_of(uint32_t thread, uint64_t node, uint64_t call_site);
   uint32_t context_path(uint32_t context);
   bool keeps_context(uint32_t context);
@@ -349,7 +351,7 @@ class Analysis : public BlockLedger {
   std::unordered_map<uint32_t, uint32_t> tree_frame_of_path_;   // CallPaths cell -> tree_'s node
   std::unordered_map<uint32_t, uint32_t> bottom_leaf_of_path_;  // -> bottom_up_'s node
   std::unordered_map<uint32_t, std::vector<Placement>> placements_;
-  std::unordered_map<uint64_t, uint32_t> context_index_;
+  ContextIndex context_index_;  // -> contexts_, by (thread, node, call site)
   std::unordered_map<uint64_t, uint32_t> group_of_tag_;
   std::unordered_map<uint64_t, uint32_t> group_of_name_;    // (name, inferred)
   std::unordered_map<uint32_t, uint32_t> group_of_thread_;

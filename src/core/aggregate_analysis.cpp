@@ -74,7 +74,7 @@ void Analysis::apply_type_peaks() {
 // a dozen times on the way.
 void Analysis::reserve_for_counted_sites(const format::AggregateCounts& counts) {
   size_t counted = counts.sites.size();
-  context_index_.reserve(contexts_.size() + counted, [this](uint32_t id) { return hash_of_context(id); });
+  context_index_.reserve(contexts_.size() + counted);
   group_of_tag_.reserve(group_of_tag_.size() + counted);
   group_of_name_.reserve(group_of_name_.size() + counted);
   strings_.reserve(strings_.size() + counted);

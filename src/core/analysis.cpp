@@ -19,7 +19,7 @@ constexpr int kMaxDerivedHops = 64;  // a chain of derived sites longer than thi
 uint64_t context_hash(uint32_t thread, uint64_t node, uint64_t call_site) {
   uint64_t h = (static_cast<uint64_t>(thread) * 0x9E3779B97F4A7C15ull) ^ (node * 0xC2B2AE3D27D4EB4Full);
   h ^= call_site * 0x165667B19E3779F9ull;
-  h ^= h >> 33;  // the index probes by the low bits: let the high ones in
+  h ^= h >> 33;  // the index keeps the high half: let every bit in
   h *= 0xFF51AFD7ED558CCDull;
   return h ^ (h >> 33);
 }
@@ -178,13 +178,8 @@ uint32_t Analysis::context_of(uint32_t thread, uint64_t node, uint64_t call_site
   c.node = node;
   c.call_site = call_site;
   contexts_.push_back(c);
-  context_index_.insert(slot, hash, id, [this](uint32_t number) { return hash_of_context(number); });
+  context_index_.insert(slot, hash, id);
   return id;
-}
-
-uint64_t Analysis::hash_of_context(uint32_t id) const {
-  const Context& c = contexts_[id];
-  return context_hash(c.thread, c.node, c.call_site);
 }
 
 uint32_t Analysis::context_path(uint32_t context) {

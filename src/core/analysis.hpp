@@ -279,7 +279,6 @@ class Analysis : public BlockLedger {
   Placement* find_placement(uint32_t thread, uint32_t site);
   bool resolve(uint32_t thread, uint32_t site, Placement* p);
   const format::SiteDef* base_site(uint32_t thread, uint32_t site, uint32_t* base_thread);
-  uint64_t hash_of_context(uint32_t id) const;
   uint32_t context_of(uint32_t thread, uint64_t node, uint64_t call_site);
   uint32_t context_path(uint32_t context);
   bool keeps_context(uint32_t context);

@@ -229,6 +229,9 @@ def test_leaks_without_the_call_tree_equal_the_trees_leaves(callpath_programs):
     with_tree = heaptype.load(path)
     with_tree.analysis(call_tree=True)
     assert _leak_figures(live) == _leak_figures(with_tree.live_call_paths())
+    at_peak, at_peak_with_tree = heaptype.load(path).at("peak"), heaptype.load(path).at("peak")
+    at_peak_with_tree.analysis(call_tree=True)
+    assert _leak_figures(at_peak.live_call_paths()) == _leak_figures(at_peak_with_tree.live_call_paths())
     assert len(live) >= 3 and all(r.live_blocks > 0 for r in live)
     leaves = heaptype.load(path).call_paths()
     assert [r.as_dict() for r in leaves] == [r.as_dict() for r in with_tree.call_paths()]

@@ -509,8 +509,7 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
 
   py::class_<Session, SessionPtr>(m, "Analysis", "One pass over a profile; see AnalysisOptions in analysis.hpp.")
       .def(py::init([](std::shared_ptr<format::ProfileFile> file, std::shared_ptr<core::CodeNames> names,
-                       bool call_tree, bool path_leaves, bool bottom_up, bool functions, bool inlined,
-                       bool infer,
+                       bool call_tree, bool path_leaves, bool bottom_up, bool functions, bool inlined, bool infer,
                        std::vector<std::string> types, std::vector<std::string> functions_on_path,
                        std::vector<uint32_t> threads, uint64_t min_size, uint64_t max_size, py::object begin_us,
                        py::object end_us, uint64_t stop_after_events, const py::object& timeline,
@@ -556,7 +555,8 @@ the program's next allocation event, heaptrack's rule: see core/temporaries.hpp)
                                  heaptrack_command);
            }),
            py::arg("file"), py::arg("names"), py::kw_only(), py::arg("call_tree") = false,
-           py::arg("path_leaves") = false,           py::arg("bottom_up") = false, py::arg("functions") = false, py::arg("inlined") = false,
+           py::arg("path_leaves") = false, py::arg("bottom_up") = false, py::arg("functions") = false,
+           py::arg("inlined") = false,
            py::arg("infer") = true, py::arg("types") = std::vector<std::string>{},
            py::arg("functions_on_path") = std::vector<std::string>{}, py::arg("threads") = std::vector<uint32_t>{},
            py::arg("min_size") = 0, py::arg("max_size") = UINT64_MAX, py::arg("begin_us") = py::none(),

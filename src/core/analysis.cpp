@@ -221,12 +221,9 @@ uint32_t Analysis::tree_frame(uint32_t context) {
   uint32_t path = context_path(context);
   auto placed = tree_frame_of_path_.find(path);
   if (placed != tree_frame_of_path_.end()) return contexts_[context].tree_frame = placed->second;
-  std::vector<const PathFrame*> frames = paths_.frames(path);
-  uint32_t node = 0;
-  for (const PathFrame* f : frames) {
-    node = tree_.child(node, MergedTree::kFrame, f->name, f->inlined && !f->hooked);
-    if (tree_.node(node).group == kNone) tree_.node(node).group = function_group(f->name);
-  }
+  uint32_t node = add_frames(&tree_, path, [this](uint32_t added, uint32_t name) {
+    if (tree_.node(added).group == kNone) tree_.node(added).group = function_group(name);
+  });
   tree_frame_of_path_.emplace(path, node);
   contexts_[context].tree_frame = node;
   return node;
@@ -242,12 +239,8 @@ const MergedTree* Analysis::live_tree() {
       if (!p.known || !p.selected || p.figures.live_blocks == 0) continue;
       uint32_t path = context_path(p.context);
       auto placed = frame_of_path.find(path);
-      if (placed == frame_of_path.end()) {
-        uint32_t node = 0;
-        for (const PathFrame* f : paths_.frames(path))
-          node = live_tree_.child(node, MergedTree::kFrame, f->name, f->inlined && !f->hooked);
-        placed = frame_of_path.emplace(path, node).first;
-      }
+      if (placed == frame_of_path.end())
+        placed = frame_of_path.emplace(path, add_frames(&live_tree_, path, [](uint32_t, uint32_t) {})).first;
       Figures& leaf = live_tree_.node(live_tree_.child(placed->second, MergedTree::kType, p.type_group, false)).total;
       leaf.live_blocks += p.figures.live_blocks;
       leaf.live_bytes += p.figures.live_bytes;
@@ -268,12 +261,8 @@ std::vector<std::pair<std::string, Figures>> Analysis::untyped_callers() {
                            : !code->frames.empty() ? code->frames.front().function
                                                    : code->name();
       Figures& f = by_caller[caller];
-      f.allocations += p.figures.allocations;
-      f.objects += p.figures.objects;
-      f.bytes += p.figures.bytes;
+      f.add_counts(p.figures);
       f.live_bytes += p.figures.live_bytes;
-      f.live_blocks += p.figures.live_blocks;
-      f.temporary_allocations += p.figures.temporary_allocations;
     }
   }
   std::vector<std::pair<std::string, Figures>> out(by_caller.begin(), by_caller.end());

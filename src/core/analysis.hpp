@@ -13,9 +13,9 @@
 #define HEAPTYPE_CORE_ANALYSIS_HPP
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
-#include <deque>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -291,6 +291,17 @@ class Analysis : public BlockLedger {
   uint32_t function_group(uint32_t name);
   void place_in_trees(Placement* p);
   uint32_t tree_frame(uint32_t context);
+  // The node of `path`'s last frame in `tree`, its frames added by name where missing;
+  // visit(node, name) for each frame, root first.
+  template <class Visit>
+  uint32_t add_frames(MergedTree* tree, uint32_t path, Visit&& visit) {
+    uint32_t node = 0;
+    for (const PathFrame* f : paths_.frames(path)) {
+      node = tree->child(node, MergedTree::kFrame, f->name, f->inlined && !f->hooked);
+      visit(node, f->name);
+    }
+    return node;
+  }
   uint32_t bottom_leaf(uint32_t context);
 
   bool take(const format::Event& e);

@@ -542,8 +542,7 @@ class Profile:
         blocks live at the end, the leaks)."""
         attribute = sort_attribute(sort)
         analysis = self.analysis(path_leaves=True, inlined=inlined, infer=infer, types=types)
-        rows = [CallPathRow(tuple(frames), group.type, group.inferred, figures)
-                for frames, group, figures in analysis.type_paths(live_only)]
+        rows = _call_path_rows(analysis.type_paths(live_only))
         return sorted(rows, key=lambda r: (-getattr(r.figures, attribute), r.path, r.type_label))
 
     def live_call_paths(self, *, infer: bool = True) -> list[CallPathRow]:
@@ -556,10 +555,13 @@ class Profile:
                         for key in self._cache)
         if has_paths or self.filters.lifetime != (None, None):
             return self.call_paths(infer=infer, sort="live", live_only=True)
-        analysis = self.analysis(infer=infer)
-        rows = [CallPathRow(tuple(frames), group.type, group.inferred, figures)
-                for frames, group, figures in analysis.live_type_paths()]
+        rows = _call_path_rows(self.analysis(infer=infer).live_type_paths())
         return sorted(rows, key=lambda r: (-r.figures.live_bytes, r.path, r.type_label))
+
+
+def _call_path_rows(leaves) -> list[CallPathRow]:
+    """Rows of the core's (frames, TypeGroup, Figures) leaves."""
+    return [CallPathRow(tuple(frames), group.type, group.inferred, figures) for frames, group, figures in leaves]
 
 
 @dataclass

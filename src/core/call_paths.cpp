@@ -56,7 +56,7 @@ bool CallPaths::is_entry_frame(const PathFrame& frame) {
 
 CallPaths::CallPaths(CodeNames* names, StringTable* strings, bool inlined)
     : names_(names), strings_(strings), inlined_(inlined), no_call_site_(strings->intern("(no call site)")),
-      walk_cut_(strings->intern("(more callers: a walk keeps 128 frames)")),
+      walk_cut_(strings->intern("(more callers: a walk keeps 64 to 128 frames)")),
       main_(strings->intern("main")) {}
 
 std::vector<const PathFrame*> CallPaths::frames(uint32_t path) const {

@@ -55,7 +55,7 @@ namespace heaptype {
 namespace format {
 
 // The call site of the outermost node of a walked stack whose callers went on past the
-// frames a walk keeps (128): no code lies in the first page.
+// frames a walk keeps (64 to 128, runtime/call_context.hpp): no code lies in the first page.
 constexpr uint64_t kWalkCut = 1;
 
 constexpr char kFileMagic[8] = {'H', 'E', 'A', 'P', 'T', 'Y', 'P', 'E'};

@@ -187,11 +187,32 @@ int note_code(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
-// A walk with callers left past its kMaxWalkedFrames: the marker goes in the slot after
-// them, as the path's outermost "return address".
-inline int cut_walk(uintptr_t* end) {
-  *end = kWalkCut;
-  return kMaxWalkedFrames + 1;
+// Called for each caller at kKeptFramesAtLeast or more (`kept` before it), `ra` read at
+// `slot`; true when the walk is full (a caller past kMaxWalkedFrames). Only deep walks
+// come here; its state is the thread's CutState, in memory: kept in locals, it took
+// registers from every walk's loops (alloc_bench, callgrind: +6 instructions an
+// allocation; +20 with this function out of line, a call in those loops; +2.5 so).
+__attribute__((always_inline)) inline bool deep_caller(CutState& cut, uint32_t kept, uintptr_t slot, uintptr_t ra) {
+  if (kept == kMaxWalkedFrames) return true;
+  if (kept == kKeptFramesAtLeast) cut.anchored = 0;
+  if (kept == kKeptFramesAtFirst) cut.at_first = {slot, ra};
+  if (!cut.anchored && slot == cut.anchor.slot && ra == cut.anchor.return_address) cut.anchored = kept;
+  return false;
+}
+
+// A walk with more callers than it keeps: cut before the thread's anchor if it passed
+// it, else after kKeptFramesAtFirst callers, whose next becomes the anchor. The marker
+// goes in the slot after the callers kept, as the path's outermost "return address".
+// (`sum` still counts the callers left out: it serves the known paths, which hold no
+// path this deep.)
+inline int cut_walk(uintptr_t* out, CutState& cut) {
+  uint32_t kept = cut.anchored;
+  if (!kept) {
+    kept = kKeptFramesAtFirst;
+    cut.anchor = cut.at_first;
+  }
+  out[kept] = kWalkCut;
+  return static_cast<int>(kept) + 1;
 }
 
 // The steps a walk takes, logged for the next walk to replay.
@@ -261,8 +282,8 @@ __attribute__((always_inline)) inline bool log_and_match(WalkLog& log, Replay& r
 // Functions without frame pointers (the allocation made inside a system library, or
 // such a library's code between the program's functions) are stepped over by their
 // frame rules; the others by the frame-pointer chain. `out` holds kMaxWalkedFrames + 1:
-// a stack with more callers keeps the innermost and kWalkCut after them. Every word
-// read lies above the stack pointer of the frame before it and below the top of the
+// a stack with more callers keeps the innermost (cut_walk) and kWalkCut after them. Every
+// word read lies above the stack pointer of the frame before it and below the top of the
 // thread's stack (`high`): memory that is mapped, whatever a register that code
 // without frame pointers used for something else held. `rule_steps` counts the frames
 // stepped over by rules.
@@ -277,9 +298,9 @@ __attribute__((always_inline)) inline bool log_and_match(WalkLog& log, Replay& r
 // walk goes on by itself from the last step that held; its end it always takes
 // itself.
 template <bool kReplay>
-__attribute__((always_inline)) inline int walk_steps(FrameRules& rules, uintptr_t frame, uintptr_t high,
-                                                     uintptr_t* out, uintptr_t& sum, uint32_t& rule_steps,
-                                                     WalkLog& log, Replay& replay) {
+__attribute__((always_inline)) inline int walk_steps(FrameRules& rules, CutState& cut, uintptr_t frame,
+                                                     uintptr_t high, uintptr_t* out, uintptr_t& sum,
+                                                     uint32_t& rule_steps, WalkLog& log, Replay& replay) {
   const uintptr_t limit = high - 2 * sizeof(uintptr_t);
   const uintptr_t stack_span = high - frame;
   const uintptr_t framed = g_framed_code, framed_bytes = g_framed_code_bytes;  // see in_framed_code
@@ -290,8 +311,12 @@ __attribute__((always_inline)) inline int walk_steps(FrameRules& rules, uintptr_
   uintptr_t sp = frame + 2 * sizeof(uintptr_t), rbp = hook[0], pc = hook[1];
   uintptr_t below, fp;
   uintptr_t* at = out;
-  uintptr_t* const end = out + kMaxWalkedFrames;
+  uintptr_t* const deep_from = out + kKeptFramesAtLeast;
   const WalkStep* matched = nullptr;
+  // Whether the caller `ra`, read at `slot`, is one too many: the walk is cut there (cut_walk).
+  auto full = [&](uintptr_t slot, uintptr_t ra) __attribute__((always_inline)) {
+    return __builtin_expect(at >= deep_from, 0) && deep_caller(cut, static_cast<uint32_t>(at - out), slot, ra);
+  };
 
 rule_frames:
   for (;;) {  // functions without a frame pointer, by their rules
@@ -321,7 +346,7 @@ rule_frames:
     }
     pc = reinterpret_cast<const uintptr_t*>(cfa)[-1];
     if (pc < kLowestCode) return static_cast<int>(at - out);
-    if (at == end) return cut_walk(at);
+    if (full(cfa - sizeof(uintptr_t), pc)) return cut_walk(out, cut);
     *at++ = pc;
     sum += pc;
     sp = cfa;
@@ -345,7 +370,7 @@ chain_frames:
     // A return into the framed module (most of them): code, so none of the tests
     // below can end the walk there, and its caller keeps a frame pointer too.
     if (__builtin_expect(ra - framed < framed_bytes, 1)) {
-      if (at == end) return cut_walk(at);
+      if (full(below + sizeof(uintptr_t), ra)) return cut_walk(out, cut);
       *at++ = ra;
       sum += ra;
       if (kReplay && log_and_match(log, replay, {below, fp, ra, kRbpKept, StepKind::kChain}, matched))
@@ -364,7 +389,7 @@ chain_frames:
     }
     // Full: the rule loop above may have filled it (its last frame's caller keeps a
     // frame pointer), so the test comes before the write.
-    if (at == end) return cut_walk(at);
+    if (full(below + sizeof(uintptr_t), ra)) return cut_walk(out, cut);
     *at++ = ra;
     sum += ra;
     // A return into code outside the framed module: its rule decides the next step
@@ -392,7 +417,9 @@ replay_steps:
         if (!s->pc || s->pc - frame < stack_span) break;
       }
       if (s->kind != StepKind::kSkip) {
-        if (at == end) return cut_walk(at);
+        // The word s->pc was read from: a frame record's second, or the one below a CFA.
+        uintptr_t slot = s->kind == StepKind::kChain ? s->sp + sizeof(uintptr_t) : s->sp - sizeof(uintptr_t);
+        if (full(slot, s->pc)) return cut_walk(out, cut);
         *at++ = s->pc;
         sum += s->pc;
       }
@@ -425,7 +452,7 @@ __attribute__((always_inline)) inline int walk_callers(CallContext& c, uintptr_t
   WalkLog log = {nullptr, 0, false};
   Replay replay = {nullptr, 0, 0};
   if (__builtin_expect(memo.rule_steps < kReplayFromRuleSteps, 1)) {
-    int depth = walk_steps<false>(rules, frame, high, out, sum, rule_steps, log, replay);
+    int depth = walk_steps<false>(rules, c.cut, frame, high, out, sum, rule_steps, log, replay);
     memo.rule_steps = rule_steps;
     memo.count = 0;
     return depth;
@@ -435,7 +462,7 @@ __attribute__((always_inline)) inline int walk_callers(CallContext& c, uintptr_t
   log = {memo.steps[memo.last ^ 1], 0, true};
   replay = {memo.steps[memo.last], 0, 0};
   if (memo.rules_epoch == epoch && memo.last_end == last_end && memo.high == high) replay.count = memo.count;
-  int depth = walk_steps<true>(rules, frame, high, out, sum, rule_steps, log, replay);
+  int depth = walk_steps<true>(rules, c.cut, frame, high, out, sum, rule_steps, log, replay);
   memo.last ^= 1;
   memo.count = log.whole && rules.epoch == epoch ? log.count : 0;  // its steps all under one set of rules
   memo.rule_steps = rule_steps;
@@ -622,6 +649,7 @@ void reset_call_context(ThreadState* t) {
   CallContext& c = t->context;
   c.depth = 0;
   c.walk_depth = 0;
+  c.cut.anchor = {0, 0};
   c.walk_memo.count = 0;
   reset_frame_rules(c.frame_rules);
   if (c.known_paths) std::memset(c.known_paths, 0, sizeof(KnownPath) << kKnownPathBits);

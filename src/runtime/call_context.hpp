@@ -93,14 +93,37 @@ struct ChildCacheEntry {
 };
 
 constexpr int kMaxWalkedFrames = 128;
-// The outermost "return address" of a walk that left callers out past kMaxWalkedFrames.
+// The outermost "return address" of a walk that left callers out.
 constexpr uintptr_t kWalkCut = format::kWalkCut;
+
+// Where a walk with more callers than it keeps is cut. A cut path keeps its innermost
+// callers, and the next allocation of a recursion, a few levels up or down, shares
+// nothing with it when each keeps the innermost kMaxWalkedFrames: its window moved by
+// those levels, every node of its path is another (rapidjson's perftest: 129 tree
+// lookups an allocation, half its time). So a thread remembers the frame just past its
+// last cut (the word its return address was read from, and that address) and the next
+// cut walk that passes the same frame among its callers kKeptFramesAtLeast to
+// kMaxWalkedFrames is cut there too: the windows end at one frame and share their outer
+// nodes. A walk that passes no such frame is cut after kKeptFramesAtFirst callers, the
+// middle of that span, where the next walks find it at up to 32 levels up or down. A
+// stack that fits in kMaxWalkedFrames is never cut.
+constexpr int kKeptFramesAtLeast = 64;
+constexpr int kKeptFramesAtFirst = 96;
+struct CutAnchor {
+  uintptr_t slot;            // where the first caller left out kept its return address
+  uintptr_t return_address;  // and that address
+};
+struct CutState {
+  CutAnchor anchor;    // the frame the last cut walk stopped before
+  CutAnchor at_first;  // the walk's caller at kKeptFramesAtFirst
+  uint32_t anchored;   // the walk's callers before the anchor, or 0 (set at kKeptFramesAtLeast)
+};
 
 // A walked stack seen before, and its node: most allocations repeat one of a few
 // stacks, which then cost their walk and one comparison per frame. (Deeper stacks
 // skip it: a recursive parser's deep paths are too many for any table of them to hit;
-// rapidjson's perftest meets some 40,000 distinct paths cut at kMaxWalkedFrames in
-// every pass, and a table of 65,536 took half of them.)
+// rapidjson's perftest met some 40,000 distinct paths cut at kMaxWalkedFrames in
+// every pass, and a table of 65,536 took half of them. CutAnchor serves those.)
 constexpr uint32_t kKnownPathFrames = 32;
 constexpr unsigned kKnownPathBits = 7;
 struct KnownPath {
@@ -165,6 +188,7 @@ struct CallContext {
   KnownPath* known_paths;   // 1 << kKnownPathBits entries
   FrameRules frame_rules;   // functions without frame pointers at the start of a walk
   WalkMemo walk_memo;       // the previous walk's steps
+  CutState cut;             // where deep walks are cut
   uintptr_t* walk_path;     // the previous walk's return addresses, outermost first
   uint32_t* walk_nodes;     // and the node of each
   uint32_t walk_depth;

@@ -200,22 +200,31 @@ def test_a_walk_deeper_than_its_buffer_stops_at_its_end(cpp_programs, tmp_path):
     rule (tests/cpp/deep_mixed.cpp): at some depth the rule steps fill the buffer right
     before a frame with a frame pointer, and the frame-pointer loop wrote on past it,
     over the runtime's saved registers (GCC's cc1plus crashed so under `heaptype run`).
-    Every depth runs to the end; a path keeps its innermost 128 callers, and one cut there
-    starts with a frame that says so (else it would look like a path that starts there)."""
+    Every depth runs to the end. A path that fits in 128 callers is whole; one cut keeps
+    64 to 127 of its innermost callers and starts with a frame that says so (else it would
+    look like a path that starts there). Cut paths end where the last one ended, before
+    the same frame (the thread's anchor): as the stack grows or shrinks by a level (two
+    frames) or by the one frame further, the window grows or shrinks with it, from 96
+    callers at the first cut to 127 (up) or 64 (down). With a window of a fixed size,
+    every cut path of a recursion was a new path, 129 tree lookups each."""
     from conftest import run_profiled
 
+    cut = "(more callers: a walk keeps 64 to 128 frames)"
     program = build_with_stale_slot_lib(cpp_programs, tmp_path, "deep_mixed")
-    for order in (("50", "80"), ("80", "50"), ("80", "50", "further")):
+    windows = {("50", "80"): range(98, 130), ("80", "50"): range(66, 99), ("80", "50", "further"): range(66, 99)}
+    for order, lengths in windows.items():
         output = tmp_path / f"deep-{'-'.join(order)}.htp"
         done = run_profiled(program, output, *order)
         assert done.returncode == 0 and done.stdout.strip() == str(31 * 2), (done.returncode, done.stderr[-2000:])
         paths = [row.path for row in heaptype.load(output).call_paths() if row.type_label == "Leaf"]
-        assert sum(1 for path in paths if path[0] == "main") > 0  # the shallow ones reach main
-        deepest = max(paths, key=len)
-        assert len(deepest) == 130 and deepest[0] == "(more callers: a walk keeps 128 frames)", deepest[:3]
+        whole = [path for path in paths if path[0] == "main"]
+        assert whole and max(len(path) for path in whole) == 128  # the shallow ones reach main
         # Cut, or whole. Deepest first, the unwinder's backtrace (160 frames) ended in the
         # recursion: a rule guessed for its last frame ended later walks there.
-        assert all(path[0] in ("main", deepest[0]) for path in paths), sorted({p[:2] for p in paths})
+        assert all(path[0] in ("main", cut) for path in paths), sorted({p[:2] for p in paths})
+        # The marker, 64 to 127 callers, the allocating function.
+        cut_lengths = {len(path) for path in paths if path[0] == cut}
+        assert set(lengths) <= cut_lengths and min(cut_lengths) >= 66 and max(cut_lengths) <= 129, sorted(cut_lengths)
 
 
 def test_a_thread_started_with_a_lambda_is_rooted_where_the_lambda_runs(cpp_programs, tmp_path):
@@ -552,7 +561,7 @@ def test_the_unwinders_backtrace_says_where_it_was_cut(cpp_programs, tmp_path):
     assert done.returncode == 0 and done.stdout.strip() == str(31 * 2), (done.returncode, done.stderr[-2000:])
     paths = [row.path for row in heaptype.load(output).call_paths() if row.type_label == "Leaf"]
     shallow = [path for path in paths if path[0] == "main"]
-    cut = [path for path in paths if path[0] == "(more callers: a walk keeps 128 frames)"]
+    cut = [path for path in paths if path[0] == "(more callers: a walk keeps 64 to 128 frames)"]
     assert shallow and cut and len(shallow) + len(cut) == len(paths), sorted({p[:2] for p in paths})
     assert {len(path) for path in cut} == {130}, sorted({len(path) for path in cut})
 

@@ -140,7 +140,8 @@ def test_a_replayed_walk_follows_the_stack_where_it_changed(tmp_path):
     addresses, and part above it: under another caller, through another function mid-way,
     one level less, and deeper than a walk keeps. Every path is its own, exactly; with
     the check of the words left out, 148 of 250 allocations were counted under
-    main > from_a > descend x13."""
+    main > from_a > descend x13. The deep one is cut after 96 callers in every round: the
+    first cut there, the later ones before the same frame (the thread's anchor)."""
     exe = tmp_path / "replayed_walks"
     subprocess.run([require_tool("g++"), "-std=c++17", "-O2", "-fomit-frame-pointer",
                     str(CPP_DIR / "replayed_walks.cpp"), "-o", str(exe)], check=True, capture_output=True, timeout=600)
@@ -152,12 +153,12 @@ def test_a_replayed_walk_follows_the_stack_where_it_changed(tmp_path):
     # did reach a state the last one was in, below where they part.
     assert f"rounds={rounds} same_stack=1" in done.stdout, done.stdout
     paths = paths_to(output, "descend")
-    cut = "(more callers: a walk keeps 128 frames)".split("(")[0]
+    cut = "(more callers: a walk keeps 64 to 128 frames)".split("(")[0]
     descend = ("descend",)
     assert paths == {
         ("main", "from_a") + descend * 13: rounds,
         ("main", "from_b") + descend * 13: rounds,
         ("main", "from_a") + descend * 6 + ("descend_other",) + descend * 6: rounds,
         ("main", "from_b") + descend * 12: rounds,
-        (cut,) + descend * 129: rounds,
+        (cut,) + descend * 97: rounds,
     }, {(len(path), path[:3], path[-3:]): n for path, n in paths.items()}

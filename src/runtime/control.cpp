@@ -297,6 +297,30 @@ bool another_runtime_owns_the_process() {
   return first && first != reinterpret_cast<void*>(&heaptype_tag_new);
 }
 
+// An executable that defines malloc itself (a statically linked mimalloc, jemalloc or
+// tcmalloc: Debian's mold, for one) comes before a preloaded runtime in the lookup
+// order, and so does an allocator preloaded ahead of it: no allocation reaches the
+// runtime, which then never starts, and the program writes no profile. Said once, as
+// the runtime is loaded, in the log that `heaptype run` shows (nothing goes into the
+// program's output). Linked into the executable, the runtime is the program's malloc,
+// or the program's own would not have linked: nothing to say.
+__attribute__((constructor)) void note_an_allocator_ahead() {
+  if (env_flag("HEAPTYPE_DISABLE")) return;
+  void* program_malloc = dlsym(RTLD_DEFAULT, "malloc");
+  Dl_info runtime, found, program;
+  if (!program_malloc || !dladdr(reinterpret_cast<void*>(&note_an_allocator_ahead), &runtime) ||
+      !dladdr(program_malloc, &found) || found.dli_fbase == runtime.dli_fbase)
+    return;
+  const void* program_headers = reinterpret_cast<const void*>(getauxval(AT_PHDR));
+  if (program_headers && dladdr(program_headers, &program) && program.dli_fbase == runtime.dli_fbase) return;
+  char pid[24];
+  pid_text(pid);
+  note("pid ", pid, ": the program's malloc is ", found.dli_fname && *found.dli_fname ? found.dli_fname : "another module",
+       "'s, ahead of the preloaded runtime (an allocator linked into the program, such as mimalloc, jemalloc or "
+       "tcmalloc, or one preloaded first): no allocation reaches HeapType, and no profile is written. Fix: build "
+       "the program with HeapType, or with the system's allocator");
+}
+
 int start_up() {
   find_libc_usable_size();
   find_next_exception_functions();

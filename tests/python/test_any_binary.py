@@ -168,6 +168,31 @@ def test_a_script_is_named_with_the_command_that_profiles_what_it_runs(held, tmp
     assert (made.self.allocations, made.self.bytes) == (32, 32 * HELD)
 
 
+def test_a_program_with_its_own_allocator_is_named_as_such(tmp_path):
+    """A program that defines malloc, free and operator new itself (a statically linked
+    mimalloc or jemalloc: Debian's mold) comes before the preloaded runtime in the lookup
+    order: nothing reaches it, and the refusal said the program "ended before its first
+    allocation, or it is linked statically". The runtime says so as it is loaded, once,
+    in the log (not in the program's output), for the program and for any child a
+    --follow-children run starts; programs whose malloc is the runtime's hear nothing."""
+    exe = tmp_path / "own_allocator"
+    subprocess.run([require_tool("g++"), "-O2", str(Path(__file__).resolve().parents[1] / "cpp" / "own_allocator.cpp"),
+                    "-o", str(exe)], check=True, capture_output=True)
+    done = subprocess.run([*CLI, "run", "-o", str(tmp_path / "own.htp"), "--", str(exe)],
+                          capture_output=True, text=True, env=clean_env())
+    assert done.returncode == 2 and done.stdout == "served 109\n", (done.stdout, done.stderr)
+    said = [line for line in done.stderr.splitlines() if "ahead of the preloaded runtime" in line]
+    assert len(said) == 1 and f"the program's malloc is {exe}'s" in said[0], done.stderr
+    assert f"{exe} wrote no profile: its allocations never reached the preloaded runtime" in done.stderr
+    # Followed from a shell: the child says it too.
+    done = subprocess.run([*CLI, "run", "--preload", "--follow-children", "-o", str(tmp_path / "sh.%p.htp"), "--",
+                           "sh", "-c", f"{exe}; true"], capture_output=True, text=True, env=clean_env())
+    assert done.returncode == 0 and "served 109" in done.stdout, done.stderr
+    said = [line for line in done.stderr.splitlines() if "ahead of the preloaded runtime" in line]
+    assert len(said) == 1 and f"{exe}'s" in said[0], done.stderr
+    assert len(list(tmp_path.glob("sh.*.htp"))) == 1  # the shell's; none of the program's
+
+
 # --- a running program's file ----------------------------------------------------------
 
 

@@ -30,6 +30,9 @@ from pathlib import Path
 from typing import Callable
 
 DEFAULT_PATTERN = "heaptype.%e.%p.htp"
+# What the runtime says, as it is loaded, of a program whose malloc comes before its own
+# (src/runtime/control.cpp, note_an_allocator_ahead).
+ALLOCATOR_AHEAD = "ahead of the preloaded runtime"
 NOT_INSTRUMENTED_FIX = ("build it with HeapType: compile with `heaptype --cflags` and link with "
                         "`heaptype --ldflags`, or call heaptype_instrument(<target>) after "
                         "find_package(HeapType) in CMake")
@@ -70,6 +73,10 @@ class ProfiledRun:
     def no_profile_text(self) -> str:
         status = f" ({self.exit_text()})" if self.returncode else ""
         if self.preloaded:
+            if any(ALLOCATOR_AHEAD in line for line in self.runtime_messages):
+                return (f"{self.command[0]} wrote no profile{status}: its allocations never reached the preloaded "
+                        "runtime (it brings its own malloc, see above). Fix: " + NOT_INSTRUMENTED_FIX +
+                        "; or build it with the system's allocator")
             return (f"{self.command[0]} wrote no profile{status} although the runtime was preloaded: it ended "
                     "before its first allocation, or it is linked statically (LD_PRELOAD reaches only "
                     "dynamically linked programs). Fix: " + NOT_INSTRUMENTED_FIX)

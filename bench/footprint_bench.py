@@ -34,7 +34,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_bench import (RUNNER_SOURCE, BenchError, capture, clean_env, fmt_mib, fmt_size, log,  # noqa: E402
+from run_bench import (RUNNER_SOURCE, BenchError, capture, clean_env, fmt_mib, fmt_size, heaptrack_launcher, log,  # noqa: E402
                        med, require, run_measured, si_bytes, table)
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -105,7 +105,7 @@ class Bench:
         for old in (base + ".zst", base + ".gz"):
             if os.path.exists(old):
                 os.remove(old)
-        measured = self.run(name, [require("heaptrack"), "-o", base, *cmd], clean_env())
+        measured = self.run(name, [heaptrack_launcher(), "-o", base, *cmd], clean_env())
         trace = next(p for p in (base + ".zst", base + ".gz") if os.path.exists(p))
         return measured, trace
 

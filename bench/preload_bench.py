@@ -27,6 +27,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_bench import heaptrack_launcher  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(REPO, "..", "shared", "bench", "alloc_bench.cpp")
 ALLOCATIONS = 2_300_127  # malloc-level calls of the default run (../shared/bench/README.md)
@@ -46,7 +49,7 @@ def commands(program: str, work: str) -> dict:
         "plain": ([program], clean),
         "heaptype preloaded": ([program], {**clean, "LD_PRELOAD": heaptype_library(),
                                            "HEAPTYPE_OUTPUT": os.path.join(work, "preloaded.htp")}),
-        "heaptrack": ([shutil.which("heaptrack"), "-o", os.path.join(work, "trace"), program], clean),
+        "heaptrack": ([heaptrack_launcher(), "-o", os.path.join(work, "trace"), program], clean),
     }
 
 

@@ -18,6 +18,8 @@ Cases (each skipped, and named, when its program is missing):
                     the children run unprofiled, as they do by default)
   clang-compile     clang++ -O2 -c of the analysis core's largest source (src/core/analysis.cpp)
   gcc-compile       GCC's C++ compiler proper (cc1plus, as `g++ -O2 -c` runs it) on the same source
+  doxygen-docs      doxygen documenting this repository's C++ sources (src/, with source
+                    browsing) into HTML, two threads
 
   --program NAME=COMMAND
                     any other program, run in the current directory (a test binary built
@@ -27,7 +29,7 @@ Besides time, memory and counts, HeapType's row gives the share of allocations w
 path reaches main ("main"): a walk that stops early, or reads a wrong frame, roots its path
 elsewhere.
 
-Usage:  python bench/real_programs.py [--rounds 5] [--cases cmake-configure,clang-compile,gcc-compile]
+Usage:  python bench/real_programs.py [--rounds 5] [--cases cmake-configure,clang-compile,gcc-compile,doxygen-docs]
                                       [--program NAME=COMMAND]... [--json OUT]
 """
 
@@ -43,7 +45,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from footprint_bench import heaptrack_totals  # noqa: E402
-from run_bench import RUNNER_SOURCE, BenchError, capture, clean_env  # noqa: E402
+from run_bench import RUNNER_SOURCE, BenchError, capture, clean_env, heaptrack_launcher  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -95,7 +97,33 @@ def cases(work: str) -> dict:
         found["gcc-compile"] = lambda d, cc1plus=cc1plus: [*cc1plus, "-O2", "-std=c++17", f"-I{REPO}/src",
                                                           os.path.join(REPO, "src/core/analysis.cpp"),
                                                           "-o", os.path.join(d, "analysis.s")]
+    doxygen = shutil.which("doxygen")
+    if doxygen:
+        found["doxygen-docs"] = lambda d, doxygen=doxygen: doxygen_command(doxygen, d)
     return found
+
+
+DOXYFILE = """INPUT = {src}
+RECURSIVE = YES
+EXTRACT_ALL = YES
+SOURCE_BROWSER = YES
+GENERATE_LATEX = NO
+HAVE_DOT = NO
+HTML_TIMESTAMP = NO
+NUM_PROC_THREADS = 2
+QUIET = YES
+WARNINGS = NO
+OUTPUT_DIRECTORY = {out}
+"""
+
+
+def doxygen_command(doxygen: str, directory: str) -> list:
+    """doxygen on this repository's sources, its configuration and output in `directory`:
+    a C++ program of many allocations (3.1M for this job) and threads."""
+    config = os.path.join(directory, "Doxyfile")
+    with open(config, "w") as f:
+        f.write(DOXYFILE.format(src=os.path.join(REPO, "src"), out=os.path.join(directory, "docs")))
+    return [doxygen, config]
 
 
 def gcc_compiler_proper() -> list | None:
@@ -146,7 +174,7 @@ def run_one(runner: str, tool: str, command: list, work: str, directory: str) ->
     profile = os.path.join(out, "profile.htp" if tool == "heaptype" else "trace")
     wrapped = {"plain": command,
                "heaptype": [sys.executable, "-m", "heaptype", "run", "-o", profile, "--", *command],
-               "heaptrack": [shutil.which("heaptrack") or "heaptrack", "-o", profile, *command]}[tool]
+               "heaptrack": [heaptrack_launcher(), "-o", profile, *command]}[tool]
     result = os.path.join(directory, "rusage")
     process = subprocess.run([runner, result, *wrapped], cwd=work, env=clean_env(), stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)

@@ -191,7 +191,7 @@ int note_code(dl_phdr_info* info, size_t, void* data) {
 // `slot`; true when the walk is full (a caller past kMaxWalkedFrames). Only deep walks
 // come here; its state is the thread's CutState, in memory: kept in locals, it took
 // registers from every walk's loops (alloc_bench, callgrind: +6 instructions an
-// allocation; +20 with this function out of line, a call in those loops; +2.5 so).
+// allocation; +20 with this function out of line, a call in those loops; +2 so).
 __attribute__((always_inline)) inline bool deep_caller(CutState& cut, uint32_t kept, uintptr_t slot, uintptr_t ra) {
   if (kept == kMaxWalkedFrames) return true;
   if (kept == kKeptFramesAtLeast) cut.anchored = 0;

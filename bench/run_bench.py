@@ -19,6 +19,7 @@ Standard library only.  Usage:  python bench/run_bench.py [--rounds 5] [--all] [
 import argparse
 import atexit
 import datetime
+import functools
 import glob
 import json
 import os
@@ -134,9 +135,7 @@ def require(prog):
     return path
 
 
-_HEAPTRACK_LAUNCHER = {}
-
-
+@functools.lru_cache(maxsize=None)
 def heaptrack_launcher():
     """heaptrack's script as the benchmarks run it: a copy beside a link to its libraries,
     without heaptrack_gui next to it. The installed script opens its data in heaptrack_gui
@@ -144,8 +143,6 @@ def heaptrack_launcher():
     GUI aborts after ~0.14 s, which the script's wall time then counted against heaptrack.
     The copy finds its interpreter and preload library through the link, as the original
     finds them beside itself, and no GUI. Raises BenchError when heaptrack is missing."""
-    if "path" in _HEAPTRACK_LAUNCHER:
-        return _HEAPTRACK_LAUNCHER["path"]
     script = os.path.realpath(require("heaptrack"))
     root = tempfile.mkdtemp(prefix="heaptrack-launcher-")
     atexit.register(shutil.rmtree, root, True)
@@ -153,7 +150,6 @@ def heaptrack_launcher():
     os.symlink(os.path.join(os.path.dirname(os.path.dirname(script)), "lib"), os.path.join(root, "lib"))
     launcher = os.path.join(root, "bin", "heaptrack")
     shutil.copy2(script, launcher)
-    _HEAPTRACK_LAUNCHER["path"] = launcher
     return launcher
 
 

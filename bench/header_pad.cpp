@@ -1,17 +1,95 @@
-// header_pad.cpp: what a header in front of every block costs a program by itself.
-// Linked into a plain workload, operator new and delete pad each block by PAD bytes
-// (default 16, HeapType's block header) and do nothing else: no type, no record.
+// header_pad.cpp: what the least bookkeeping an exact heap profiler could do costs a
+// program by itself. Linked into a plain workload, operator new and delete do only
+// this, and nothing else (no type, no record, no table):
+//
+//   PAD=N    pad each block by N bytes in front (default 16: HeapType's block header)
+//   WALK=1   walk the frame-pointer chain of every allocation to the top of its
+//            stack, keeping each return address in a thread's buffer (the least an
+//            exact call path per allocation reads; build the program with
+//            -fno-omit-frame-pointer, as HeapType's default mode does)
+//   THREAD=1 start a second thread that sleeps, as a profile writer's would (its
+//            stack, its start-up's pages of libc: what any writer thread costs)
 //
 //   g++ -O2 -g bench/dom_parser.cpp bench/header_pad.cpp -DPAD=16 -o dom_parser_pad16
 //   g++ -O2 -g bench/dom_parser.cpp bench/header_pad.cpp -DPAD=0 -o dom_parser_pad0
+//   g++ -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+//       bench/dom_parser.cpp bench/header_pad.cpp -DPAD=0 -DWALK=1 -o dom_parser_walk
+#include <pthread.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
 #ifndef PAD
 #define PAD 16
 #endif
+#ifndef WALK
+#define WALK 0
+#endif
+#ifndef THREAD
+#define THREAD 0
+#endif
+
+#if THREAD
+#include <unistd.h>
+namespace {
+void* sleep_on(void*) {
+  for (;;) usleep(100000);
+  return nullptr;
+}
+__attribute__((constructor)) void start_writer_thread() {
+  pthread_t thread;
+  if (pthread_create(&thread, nullptr, sleep_on, nullptr) == 0) pthread_detach(thread);
+}
+}  // namespace
+#endif
+
+#if WALK
+namespace {
+
+constexpr int kMaxFrames = 128;
+thread_local uintptr_t t_stack_top;  // the end of this thread's stack, found once
+thread_local uintptr_t t_frames[kMaxFrames];
+thread_local volatile uintptr_t t_sum;  // keeps the walk's loads from being dropped
+
+uintptr_t stack_top() {
+  pthread_attr_t attr;
+  void* base = nullptr;
+  size_t size = 0;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    pthread_attr_getstack(&attr, &base, &size);
+    pthread_attr_destroy(&attr);
+  }
+  return reinterpret_cast<uintptr_t>(base) + size;
+}
+
+// Each frame's record is [saved frame pointer][return address]: a chain of dependent
+// loads from the innermost frame up, stopped where the chain leaves the stack or
+// stops climbing (the start-up code, built without frame pointers).
+__attribute__((noinline)) void walk_frames() {
+  if (!t_stack_top) t_stack_top = stack_top();
+  uintptr_t top = t_stack_top;
+  auto* fp = static_cast<uintptr_t*>(__builtin_frame_address(0));
+  uintptr_t sum = 0;
+  int n = 0;
+  while (n < kMaxFrames) {
+    uintptr_t next = fp[0], ra = fp[1];
+    if (!ra) break;
+    t_frames[n++] = ra;
+    sum += ra;
+    if (next <= reinterpret_cast<uintptr_t>(fp) || next + 16 > top) break;
+    fp = reinterpret_cast<uintptr_t*>(next);
+  }
+  t_sum = sum + n;
+}
+
+}  // namespace
+#endif
 
 void* operator new(std::size_t n) {
+#if WALK
+  walk_frames();
+#endif
   char* p = static_cast<char*>(std::malloc(n + PAD));
   if (!p) throw std::bad_alloc();
   return p + PAD;

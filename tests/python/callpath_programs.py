@@ -59,6 +59,7 @@ PROGRAMS = {
     "many_paths": (CPP_DIR / "many_paths.cpp", [], True, DEFAULT),
     "many_paths-instrument": (CPP_DIR / "many_paths.cpp", ["-fno-omit-frame-pointer"], True, "instrument"),
     "leaks_merged": (CPP_DIR / "leaks_merged.cpp", [], True, DEFAULT),
+    "untracked_live": (CPP_DIR / "untracked_live.cpp", [], True, DEFAULT),
 }
 
 

@@ -351,3 +351,27 @@ def test_stack_depth_over_time(callpath_programs, lifetimes):
     shallow = json.loads(cli("timeline", lifetimes, "--format", "json"))
     assert 0 < shallow["stack_peak_bytes"] < 64 << 10
     assert "Stack depth of all threads" in cli("timeline", str(callpath_programs.profile_path("deep")))
+
+
+def test_overhead_line_tells_headers_from_blocks_the_profile_does_not_count(callpath_programs, tmp_path):
+    """untracked_live.cpp: 100 blocks made before recording started and 3 after, all
+    live at exit. The registry holds 103 headers (1,648 B); the overhead line gives the
+    3 counted blocks their 16 B each and names the other 1,600 B, rather than dividing
+    everything by the 3 (549 B per block)."""
+    program = callpath_programs.program("untracked_live")
+    output = tmp_path / "untracked.htp"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+    env.update(HEAPTYPE_OUTPUT=str(output), HEAPTYPE_START="stopped")
+    done = subprocess.run([str(program)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    profile = heaptype.load(str(output))
+    assert profile.totals.live_blocks == 3
+    assert profile.registry_bytes_at_exit() == 103 * 16
+    (overhead,) = [line for line in cli("report", str(output)).splitlines() if line.strip().startswith("overhead")]
+    assert overhead.endswith("1.61 KiB beside the blocks live at exit (16 B for each of the 3, 1.56 KiB for blocks "
+                             "the profile does not count, over-aligned padding and tagged memory)"), overhead
+
+
+def test_overhead_line_of_counted_blocks_only(lifetimes):
+    (overhead,) = [line for line in cli("report", lifetimes).splitlines() if line.strip().startswith("overhead")]
+    assert overhead.endswith("(16 B per block)"), overhead

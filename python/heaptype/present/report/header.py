@@ -21,12 +21,29 @@ def header_lines(profile: Profile) -> list[str]:
         lines.append(f"  counts     {AGGREGATED_NOTE}")
     registry = profile.registry_bytes_at_exit()
     if registry is not None:
-        per_block = f" ({registry / t.live_blocks:.0f} B per block)" if t.live_blocks > 0 else ""
+        per_block = registry_detail(registry, t.live_blocks)
         lines.append(f"  overhead   {format_bytes(profile.bookkeeping_bytes())} of HeapType buffers and tables at "
                      f"most{uses_text(profile)}; {format_bytes(registry)} beside the blocks live at {profile.end_cause}"
                      f"{per_block}")
     lines += filter_lines(profile)
     return lines
+
+
+HEADER_BYTES = 16  # the runtime's header in front of each block
+
+
+def registry_detail(registry: int, live_blocks: int) -> str:
+    """What the registry at the end holds: the headers of the blocks the profile counts
+    live, and what else (blocks made while recording was stopped, over-aligned blocks'
+    padding, the table of tagged memory the runtime did not allocate): dividing it all by
+    the live blocks would say 31,600 B per block for a program with one."""
+    if live_blocks <= 0:
+        return ""
+    other = registry - HEADER_BYTES * live_blocks
+    if other <= 0:
+        return f" ({HEADER_BYTES} B per block)"
+    return (f" ({HEADER_BYTES} B for each of the {format_count(live_blocks)}, {format_bytes(other)} for blocks "
+            "the profile does not count, over-aligned padding and tagged memory)")
 
 
 AGGREGATED_NOTE = ("aggregated per call site (HEAPTYPE_MODE=aggregate): exact totals, leaks and peak; a typed "

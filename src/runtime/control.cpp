@@ -304,6 +304,16 @@ bool another_runtime_owns_the_process() {
 // the runtime is loaded, in the log that `heaptype run` shows (nothing goes into the
 // program's output). Linked into the executable, the runtime is the program's malloc,
 // or the program's own would not have linked: nothing to say.
+// Whether the module at `path` was loaded by LD_PRELOAD (`heaptype run`), not as a
+// library the program links: LD_PRELOAD names it, by its path or its file name.
+bool preloaded(const char* path) {
+  const char* preload = getenv("LD_PRELOAD");
+  if (!preload || !path || !*path) return false;
+  const char* name = std::strrchr(path, '/');
+  name = name ? name + 1 : path;
+  return std::strstr(preload, name) != nullptr;
+}
+
 __attribute__((constructor)) void note_an_allocator_ahead() {
   if (env_flag("HEAPTYPE_DISABLE")) return;
   void* program_malloc = dlsym(RTLD_DEFAULT, "malloc");
@@ -315,10 +325,24 @@ __attribute__((constructor)) void note_an_allocator_ahead() {
   if (program_headers && dladdr(program_headers, &program) && program.dli_fbase == runtime.dli_fbase) return;
   char pid[24];
   pid_text(pid);
+  // Preloaded by `heaptype run`, or a library the program links (`heaptype --ldflags --shared`).
+  char rest[4608];
+  size_t used = 0;
+  bool by_preload = preloaded(runtime.dli_fname);
+  append(rest, sizeof rest, &used, "'s, ahead of ");
+  if (by_preload) {
+    append(rest, sizeof rest, &used, "the preloaded runtime");
+  } else {
+    append(rest, sizeof rest, &used, "HeapType's runtime in ");
+    append(rest, sizeof rest, &used, runtime.dli_fname ? runtime.dli_fname : "a library the program links");
+  }
+  append(rest, sizeof rest, &used,
+         " (an allocator linked into the program, such as mimalloc, jemalloc or tcmalloc, or one preloaded first): "
+         "no allocation reaches HeapType, and no profile is written. Fix: build the program ");
+  append(rest, sizeof rest, &used, by_preload ? "with HeapType, or with the system's allocator"
+                                              : "with the system's allocator");
   note("pid ", pid, ": the program's malloc is ", found.dli_fname && *found.dli_fname ? found.dli_fname : "another module",
-       "'s, ahead of the preloaded runtime (an allocator linked into the program, such as mimalloc, jemalloc or "
-       "tcmalloc, or one preloaded first): no allocation reaches HeapType, and no profile is written. Fix: build "
-       "the program with HeapType, or with the system's allocator");
+       rest);
 }
 
 int start_up() {

@@ -193,6 +193,24 @@ def test_a_program_with_its_own_allocator_is_named_as_such(tmp_path):
     assert len(list(tmp_path.glob("sh.*.htp"))) == 1  # the shell's; none of the program's
 
 
+def test_own_allocator_ahead_of_the_runtime_it_links(tmp_path):
+    """The same program linked with the shared runtime (`heaptype --ldflags --shared`):
+    libheaptype.so is one of its libraries, not preloaded, and the line says so, naming
+    the library; `heaptype run` (which preloads nothing here) names the cause too."""
+    exe = tmp_path / "own_allocator_linked"
+    ldflags = subprocess.run([*CLI, "--ldflags", "--shared"], capture_output=True, text=True, check=True).stdout.split()
+    subprocess.run([require_tool("g++"), "-O2", str(Path(__file__).resolve().parents[1] / "cpp" / "own_allocator.cpp"),
+                    *ldflags, "-Wl,--no-as-needed", "-o", str(exe)], check=True, capture_output=True)
+    done = subprocess.run([*CLI, "run", "-o", str(tmp_path / "linked.htp"), "--", str(exe)],
+                          capture_output=True, text=True, env=clean_env())
+    assert done.returncode == 2 and done.stdout == "served 109\n", (done.stdout, done.stderr)
+    said = [line for line in done.stderr.splitlines() if "the program's malloc is" in line]
+    assert len(said) == 1, done.stderr
+    assert f"{exe}'s, ahead of HeapType's runtime in " in said[0] and "libheaptype.so (" in said[0], said[0]
+    assert "the preloaded runtime" not in said[0], said[0]
+    assert f"{exe} wrote no profile: its allocations never reached HeapType's runtime, which it links" in done.stderr
+
+
 # --- a running program's file ----------------------------------------------------------
 
 

@@ -33,6 +33,7 @@ DEFAULT_PATTERN = "heaptype.%e.%p.htp"
 # What the runtime says, as it is loaded, of a program whose malloc comes before its own
 # (src/runtime/control.cpp, note_an_allocator_ahead).
 ALLOCATOR_AHEAD = "ahead of the preloaded runtime"
+ALLOCATOR_AHEAD_LINKED = "ahead of HeapType's runtime in"  # libheaptype.so, linked as a library
 NOT_INSTRUMENTED_FIX = ("build it with HeapType: compile with `heaptype --cflags` and link with "
                         "`heaptype --ldflags`, or call heaptype_instrument(<target>) after "
                         "find_package(HeapType) in CMake")
@@ -85,6 +86,10 @@ class ProfiledRun:
                     "preloads the runtime into programs only (what a script runs is its own business). Fix: "
                     f"`heaptype run --preload --follow-children -- {shlex.join(self.command)}` profiles its "
                     "interpreter and each program it starts, one profile each; or run the program it starts")
+        if any(ALLOCATOR_AHEAD_LINKED in line for line in self.runtime_messages):
+            return (f"{self.command[0]} wrote no profile{status}: its allocations never reached HeapType's runtime, "
+                    "which it links as a shared library (it brings its own malloc, see above, and a program's "
+                    "own comes before any library's). Fix: build it with the system's allocator")
         return (f"{self.command[0]} wrote no profile{status}: it is not built with HeapType, or it did not start. "
                 f"Fix: {NOT_INSTRUMENTED_FIX}")
 

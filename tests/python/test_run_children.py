@@ -271,6 +271,25 @@ def test_a_fork_keeps_its_profile_and_an_exec_is_followed_only_when_asked(forks,
         in done.stderr.splitlines()
 
 
+def test_a_shell_that_execs_the_program_leaves_both_profiles_listed(forks, tmp_path):
+    """`bash -c 'exec program'` under --follow-children with a %p pattern: the shell and
+    the program it execs have one pid, so one name; the shell's profile, finished at the
+    exec, moves to <path>.<pid> (docs/modes.md, "Exec") and is listed after the
+    program's (gdb starting its inferior did this, and the shell's went unlisted)."""
+    bash = elf_tool("bash")
+    done = heaptype_run("--follow-children", "-o", str(tmp_path / "w.%p.htp"), "--", bash, "-c", f"exec {forks} alone")
+    assert done.returncode == 0, done.stderr
+    [program] = tmp_path.glob("w.*.htp")
+    [shell] = tmp_path.glob("w.*.htp.*")
+    assert shell.name == f"{program.name}.{heaptype.load(program).pid}"
+    assert heaptype.load(program).argv == [str(forks), "alone"]
+    assert Path(heaptype.load(shell).executable).name == "bash" and heaptype.load(shell).end_cause == "exec"
+    assert done.stderr.splitlines() == [
+        f"heaptype: profile written to {program} (runtime preloaded: the program does not link it)",
+        "heaptype: 1 more profile, of the processes it started:",
+        f"  {shell}"]
+
+
 def test_a_run_of_many_processes_lists_their_profiles_by_name(forks, tmp_path):
     """A build starts hundreds of processes: past ten profiles, `heaptype run` lists
     each name with its pid as `*` (a glob for `heaptype report`) and how many."""

@@ -175,14 +175,14 @@ def _expand(pattern: str, pid: int, program: str) -> str:
     return pattern.replace("%p", str(pid)).replace("%e", program).replace("%%", "%")
 
 
-def _files_like(directory: Path, name_glob: str) -> set[Path]:
-    """The entries of ``directory`` whose names match ``name_glob`` (one listing: a budget
-    run looks twice per test, and pathlib's glob costs ten times as much)."""
+def _files_like(directory: Path, *name_globs: str) -> set[Path]:
+    """The entries of ``directory`` whose names match one of ``name_globs`` (one listing: a
+    budget run looks twice per test, and pathlib's glob costs ten times as much)."""
     try:
         names = os.listdir(directory)
     except OSError:  # not there (yet), or not a directory
         return set()
-    return {directory / name for name in fnmatch.filter(names, name_glob)}
+    return {directory / name for name_glob in name_globs for name in fnmatch.filter(names, name_glob)}
 
 
 def profiles_like(pattern: str) -> set[Path]:
@@ -191,13 +191,20 @@ def profiles_like(pattern: str) -> set[Path]:
     return _files_like(glob.parent, glob.name)
 
 
+def profiles_of_a_run_like(pattern: str) -> set[Path]:
+    """profiles_like(), and the ``<path>.<pid>`` files beside them: a forked child's
+    without ``%p``, and a profile an exec moved aside for the image after it (a shell
+    that execs the program: both wrote ``<name>.<pid>.htp``, docs/modes.md, "Exec")."""
+    glob = Path(pattern.replace("%p", "*").replace("%e", "*").replace("%%", "%"))
+    exact = glob_escape(glob.name) if "%p" not in pattern and "%e" not in pattern else glob.name
+    return _files_like(glob.parent, glob.name, exact + ".*")
+
+
 def find_profile(pattern: str, pid: int, program: str, before: set[Path]) -> tuple[Path | None, list[Path]]:
     """The profile of process ``pid``, and the others the run wrote (forked or exec'ed
     processes). Without ``%p`` a forked child writes ``<path>.<pid>``."""
     exact = Path(_expand(pattern, pid, program))
-    written = profiles_like(pattern) - before
-    if "%p" not in pattern:
-        written |= _files_like(exact.parent, glob_escape(exact.name) + ".*") - before
+    written = profiles_of_a_run_like(pattern) - before
     mine = exact if exact.exists() else None
     if mine is None:
         by_pid = [p for p in written if p.name.endswith(f".{pid}.htp") or p.name.endswith(f".{pid}")]
@@ -283,7 +290,7 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
     base = Path(cwd) if cwd else Path.cwd()
     pattern = str(base / (os.fspath(output) if output else DEFAULT_PATTERN))
     _prepare_output_dir(Path(pattern).parent)
-    before = profiles_like(pattern)
+    before = profiles_of_a_run_like(pattern)
     if "%p" not in pattern and Path(pattern).exists():
         Path(pattern).unlink()  # a stale file of the same name is not this run's
     environment = profiled_environment(pattern, extra=env, keep_settings=keep_settings)

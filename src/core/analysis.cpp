@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "allocation_wrappers.hpp"
 #include "cxx_names.hpp"
 #include "patterns.hpp"
 
@@ -249,18 +250,55 @@ const MergedTree* Analysis::live_tree() {
   return &live_tree_;
 }
 
+// The function whose call made the allocation of `context`: its call site's innermost
+// frame, or, where that is an allocation wrapper (xmalloc), the first caller that is not
+// one, named with the wrapper it called: "f (through xmalloc)". Walks up only as far as
+// that caller (the call site's inlined frames, then each node's call site), so a profile
+// whose untyped blocks all come through xmalloc (GCC's) names a frame or two per
+// context, not whole paths.
+std::string Analysis::untyped_caller(uint32_t context, std::unordered_map<uint32_t, std::string>* named) {
+  const Context& c = contexts_[context];
+  if (!c.call_site) return "(no call site)";
+  const CodeInfo& code = names_->call_site(c.call_site);
+  // A function that has no name (a stripped module) is named by its module and offset.
+  std::string caller = !code.frames.empty() ? code.frames.front().function : code.name();
+  std::string wrapper = strip_parameters(caller);
+  if (!is_allocation_wrapper(wrapper)) return caller;
+  auto known = named->find(context);
+  if (known != named->end()) return known->second;
+  // The first function that is not a wrapper, from frame `first` of `at` (innermost,
+  // inlined, first; a stripped module's code is one frame: its module and offset).
+  auto caller_past_wrappers = [&](const CodeInfo& at, size_t first) -> bool {
+    size_t count = at.frames.empty() ? 1 : at.frames.size();
+    for (size_t i = first; i < count; ++i) {
+      const std::string& function = at.frames.empty() ? at.name() : at.frames[i].function;
+      std::string bare = strip_parameters(function);
+      if (!is_allocation_wrapper(bare)) {
+        caller = function + " (through " + wrapper + ")";
+        return true;
+      }
+      wrapper = bare;  // the one the caller called
+    }
+    return false;
+  };
+  const format::ThreadEvents* stream = merge_.stream_of(c.thread);
+  bool found = caller_past_wrappers(code, 1);
+  for (uint64_t node = c.node; !found && stream && node > 0 && node < stream->nodes().size();) {
+    const format::NodeDef& n = stream->nodes()[node];
+    if (n.call_site) found = caller_past_wrappers(names_->call_site(n.call_site), 0);
+    node = n.parent;
+  }
+  // Wrappers up to the root: the innermost is named.
+  return named->emplace(context, caller).first->second;
+}
+
 std::vector<std::pair<std::string, Figures>> Analysis::untyped_callers() {
   std::unordered_map<std::string, Figures> by_caller;
+  std::unordered_map<uint32_t, std::string> through_wrapper;  // by context
   for (const auto& entry : placements_) {
     for (const Placement& p : entry.second) {
       if (!p.known || !p.selected || types_[p.type_group].name != 0) continue;
-      uint64_t call_site = contexts_[p.context].call_site;
-      const CodeInfo* code = call_site ? &names_->call_site(call_site) : nullptr;
-      // A function that has no name (a stripped module) is named by its module and offset.
-      std::string caller = !code                   ? "(no call site)"
-                           : !code->frames.empty() ? code->frames.front().function
-                                                   : code->name();
-      Figures& f = by_caller[caller];
+      Figures& f = by_caller[untyped_caller(p.context, &through_wrapper)];
       f.add_counts(p.figures);
       f.live_bytes += p.figures.live_bytes;
     }

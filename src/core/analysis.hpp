@@ -237,6 +237,8 @@ class Analysis : public BlockLedger {
   // the allocator (its call site's innermost frame, inlined ones included), most bytes
   // first: in a program built without HeapType that is most of the heap, and who made
   // it is the first thing a reader can follow. Peaks are not summed (0).
+  // An allocation wrapper (xmalloc, g_malloc, a program's own operator new: see
+  // allocation_wrappers.hpp) is passed over: its callers are named, "f (through xmalloc)".
   std::vector<std::pair<std::string, Figures>> untyped_callers();
   const StringTable& strings() const { return strings_; }
   const CallPaths& call_paths() const { return paths_; }
@@ -303,6 +305,7 @@ class Analysis : public BlockLedger {
     return node;
   }
   uint32_t bottom_leaf(uint32_t context);
+  std::string untyped_caller(uint32_t context, std::unordered_map<uint32_t, std::string>* named);
 
   bool take(const format::Event& e);
   bool plain_pass() const;

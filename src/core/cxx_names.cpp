@@ -15,6 +15,14 @@ std::string trim(const std::string& text) {
   return text.substr(begin, end - begin + 1);
 }
 
+// Whether text[0, end) ends with the whole word `operator`.
+bool ends_with_operator_keyword(const std::string& text, size_t end) {
+  static const std::string kOperator = "operator";
+  if (end < kOperator.size() || text.compare(end - kOperator.size(), kOperator.size(), kOperator) != 0) return false;
+  size_t start = end - kOperator.size();
+  return start == 0 || text[start - 1] == ':' || text[start - 1] == ' ';
+}
+
 }  // namespace
 
 std::string collapse_closing_brackets(std::string name) {
@@ -47,7 +55,8 @@ std::string strip_parameters(const std::string& function) {
       }
     }
   }
-  // A return type ends at the last top-level space.
+  // A return type ends at the last top-level space before the name: not a space after
+  // the keyword `operator` ("operator new", "Foo::operator unsigned long").
   int depth = 0;
   size_t cut = 0;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -57,6 +66,7 @@ std::string strip_parameters(const std::string& function) {
     } else if (c == '>' || c == ')') {
       --depth;
     } else if (c == ' ' && depth == 0) {
+      if (ends_with_operator_keyword(text, i)) break;
       cut = i + 1;
     }
   }

@@ -211,6 +211,33 @@ def test_own_allocator_ahead_of_the_runtime_it_links(tmp_path):
     assert f"{exe} wrote no profile: its allocations never reached HeapType's runtime, which it links" in done.stderr
 
 
+@pytest.mark.parametrize("build", ["plain", "instrument"])
+def test_untyped_callers_pass_over_allocation_wrappers(tmp_path, build):
+    """alloc_wrappers.cpp: its blocks come through xmalloc and xcalloc (which calls
+    xmalloc), as GCC's, gdb's and Squid's do. The untyped blocks' callers are the
+    functions that called the wrappers, each named with the wrapper it called; a direct
+    malloc keeps its caller. Built without HeapType (`heaptype run`: walked paths), and
+    with it in instrument mode (paths from the hooks)."""
+    exe = tmp_path / "alloc_wrappers"
+    flags = {opt: subprocess.run([*CLI, opt, "--callstack", "instrument"], capture_output=True, text=True,
+                                 check=True).stdout.split() if build == "instrument" else []
+             for opt in ("--cflags", "--ldflags")}
+    subprocess.run([require_tool("g++"), "-O2", "-g", "-fno-optimize-sibling-calls", *flags["--cflags"],
+                    str(Path(__file__).resolve().parents[1] / "cpp" / "alloc_wrappers.cpp"), *flags["--ldflags"],
+                    "-o", str(exe)], check=True, capture_output=True)
+    out = tmp_path / "wrappers.htp"
+    done = subprocess.run([*CLI, "run", "-o", str(out), "--", str(exe)], capture_output=True, text=True,
+                          env=clean_env())
+    assert done.returncode == 0 and done.stdout == "kept 31\n", done.stderr
+    report = subprocess.run([*CLI, "report", str(out), "--format", "json"], capture_output=True, text=True,
+                            check=True, env=clean_env())
+    callers = {c["function"]: (c["allocations"], c["bytes"]) for c in json.loads(report.stdout)["untyped_callers"]}
+    assert callers["parse_words() (through xcalloc)"] == (20, 20_000), callers
+    assert callers["read_table() (through xmalloc)"] == (10, 10_000), callers
+    assert callers["main"] == (1, 500), callers
+    assert not any(name.startswith(("xmalloc", "xcalloc")) for name in callers), callers
+
+
 # --- a running program's file ----------------------------------------------------------
 
 

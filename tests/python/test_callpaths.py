@@ -537,6 +537,13 @@ def test_strip_parameters():
     assert _core.strip_parameters("std::vector<int, std::allocator<int> >::size() const") == \
         "std::vector<int, std::allocator<int> >::size"
     assert _core.strip_parameters("main") == "main"
+    # `operator` and the name after it are one name, not a return type and a name.
+    assert _core.strip_parameters("operator new(unsigned long)") == "operator new"
+    assert _core.strip_parameters("operator delete[](void*, unsigned long)") == "operator delete[]"
+    assert _core.strip_parameters("Foo::operator unsigned long() const") == "Foo::operator unsigned long"
+    assert _core.strip_parameters("bool Foo::operator()(int)") == "Foo::operator()"
+    assert _core.strip_parameters("std::ostream& operator<<(std::ostream&, Foo const&)") == "operator<<"
+    assert _core.strip_parameters("int my_operator(int)") == "my_operator"
 
 
 def test_type_globs_are_budget_globs():

@@ -256,16 +256,21 @@ const MergedTree* Analysis::live_tree() {
 // that caller (the call site's inlined frames, then each node's call site), so a profile
 // whose untyped blocks all come through xmalloc (GCC's) names a frame or two per
 // context, not whole paths.
-std::string Analysis::untyped_caller(uint32_t context, std::unordered_map<uint32_t, std::string>* named) {
+std::string Analysis::untyped_caller(uint32_t context, UntypedCallerNames* memo) {
   const Context& c = contexts_[context];
   if (!c.call_site) return "(no call site)";
   const CodeInfo& code = names_->call_site(c.call_site);
   // A function that has no name (a stripped module) is named by its module and offset.
   std::string caller = !code.frames.empty() ? code.frames.front().function : code.name();
+  // Whether a call site's function is a wrapper, once per call site: a test suite's
+  // profile has millions of contexts and few call sites.
+  auto site = memo->wrapper_sites.find(c.call_site);
+  if (site == memo->wrapper_sites.end())
+    site = memo->wrapper_sites.emplace(c.call_site, is_allocation_wrapper(strip_parameters(caller))).first;
+  if (!site->second) return caller;
+  auto known = memo->by_context.find(context);
+  if (known != memo->by_context.end()) return known->second;
   std::string wrapper = strip_parameters(caller);
-  if (!is_allocation_wrapper(wrapper)) return caller;
-  auto known = named->find(context);
-  if (known != named->end()) return known->second;
   // The first function that is not a wrapper, from frame `first` of `at` (innermost,
   // inlined, first; a stripped module's code is one frame: its module and offset).
   auto caller_past_wrappers = [&](const CodeInfo& at, size_t first) -> bool {
@@ -289,16 +294,16 @@ std::string Analysis::untyped_caller(uint32_t context, std::unordered_map<uint32
     node = n.parent;
   }
   // Wrappers up to the root: the innermost is named.
-  return named->emplace(context, caller).first->second;
+  return memo->by_context.emplace(context, caller).first->second;
 }
 
 std::vector<std::pair<std::string, Figures>> Analysis::untyped_callers() {
   std::unordered_map<std::string, Figures> by_caller;
-  std::unordered_map<uint32_t, std::string> through_wrapper;  // by context
+  UntypedCallerNames memo;
   for (const auto& entry : placements_) {
     for (const Placement& p : entry.second) {
       if (!p.known || !p.selected || types_[p.type_group].name != 0) continue;
-      Figures& f = by_caller[untyped_caller(p.context, &through_wrapper)];
+      Figures& f = by_caller[untyped_caller(p.context, &memo)];
       f.add_counts(p.figures);
       f.live_bytes += p.figures.live_bytes;
     }

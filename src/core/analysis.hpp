@@ -305,7 +305,11 @@ class Analysis : public BlockLedger {
     return node;
   }
   uint32_t bottom_leaf(uint32_t context);
-  std::string untyped_caller(uint32_t context, std::unordered_map<uint32_t, std::string>* named);
+  struct UntypedCallerNames {
+    std::unordered_map<uint64_t, bool> wrapper_sites;       // call site: its function is a wrapper
+    std::unordered_map<uint32_t, std::string> by_context;   // names past a wrapper
+  };
+  std::string untyped_caller(uint32_t context, UntypedCallerNames* memo);
 
   bool take(const format::Event& e);
   bool plain_pass() const;

@@ -304,16 +304,6 @@ bool another_runtime_owns_the_process() {
 // the runtime is loaded, in the log that `heaptype run` shows (nothing goes into the
 // program's output). Linked into the executable, the runtime is the program's malloc,
 // or the program's own would not have linked: nothing to say.
-// Whether the module at `path` was loaded by LD_PRELOAD (`heaptype run`), not as a
-// library the program links: LD_PRELOAD names it, by its path or its file name.
-bool preloaded(const char* path) {
-  const char* preload = getenv("LD_PRELOAD");
-  if (!preload || !path || !*path) return false;
-  const char* name = std::strrchr(path, '/');
-  name = name ? name + 1 : path;
-  return std::strstr(preload, name) != nullptr;
-}
-
 __attribute__((constructor)) void note_an_allocator_ahead() {
   if (env_flag("HEAPTYPE_DISABLE")) return;
   void* program_malloc = dlsym(RTLD_DEFAULT, "malloc");
@@ -328,7 +318,7 @@ __attribute__((constructor)) void note_an_allocator_ahead() {
   // Preloaded by `heaptype run`, or a library the program links (`heaptype --ldflags --shared`).
   char rest[4608];
   size_t used = 0;
-  bool by_preload = preloaded(runtime.dli_fname);
+  bool by_preload = entry_mode() == format::RuntimeMode::kPreloaded;
   append(rest, sizeof rest, &used, "'s, ahead of ");
   if (by_preload) {
     append(rest, sizeof rest, &used, "the preloaded runtime");

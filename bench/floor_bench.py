@@ -33,6 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from footprint_bench import LOOP_SOURCE, heaptype_cli  # noqa: E402
+from real_programs import load_average as loadavg  # noqa: E402
 from run_bench import WORKLOADS, BenchError, capture, clean_env, log, table  # noqa: E402
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -56,10 +57,6 @@ LOOP_VARIANTS = {
     "HeapType aggregated": ([], None, [], {"HEAPTYPE_MODE": "aggregate"}),
     "HeapType full": ([], None, [], {}),
 }
-
-
-def loadavg() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def heaptype_flags(cli: str, extra: list[str]) -> tuple[list[str], list[str]]:
@@ -88,6 +85,16 @@ def build(cli: str, source: str, out: str, cflags: list[str], pad: list[str] | N
     return shlex.join(cmd)
 
 
+def build_variants(cli: str, source: str, prefix: str, variants: dict) -> dict:
+    """Each variant's binary, built from `source`: name -> (cflags, header_pad -D's, HeapType flags)."""
+    binaries = {}
+    for name, (cflags, pad, heaptype) in variants.items():
+        out = prefix + "_" + name.replace(" ", "_").replace("+", "and")
+        log(f"build: {build(cli, source, out, cflags, pad, heaptype)}")
+        binaries[name] = out
+    return binaries
+
+
 def timed_run(binary: str, args: list[str], env: dict) -> tuple[float, float]:
     """Wall and CPU seconds (all threads) of one run."""
     start = time.perf_counter()
@@ -105,22 +112,18 @@ def rotated(names: list[str], r: int) -> list[str]:
 
 
 def time_floor(cli: str, workload: str, rounds: int, work: str) -> None:
-    source, args = WORKLOADS[workload][0], []  # the workload's full default run
-    binaries = {}
-    for name, (_, cflags, pad, heaptype) in TIME_VARIANTS.items():
-        out = os.path.join(work, f"{workload}_{name.replace(' ', '_').replace('+', 'and')}")
-        log(f"build: {build(cli, source, out, cflags, pad, heaptype)}")
-        binaries[name] = out
+    binaries = build_variants(cli, WORKLOADS[workload][0], os.path.join(work, workload),
+                              {name: spec[1:] for name, spec in TIME_VARIANTS.items()})
     names = list(binaries)
     wall = {n: [] for n in names}
     cpu = {n: [] for n in names}
+    env = clean_env(HEAPTYPE_OUTPUT=os.path.join(work, f"{workload}.htp"))
     before = loadavg()
     for r in range(rounds):
         if r % 10 == 0:
             log(f"{workload}: round {r + 1}/{rounds} (load {loadavg()})")
         for name in rotated(names, r):
-            env = clean_env(HEAPTYPE_OUTPUT=os.path.join(work, f"{workload}.htp"))
-            w, c = timed_run(binaries[name], args, env)
+            w, c = timed_run(binaries[name], [], env)  # the workload's full default run
             wall[name].append(w)
             cpu[name].append(c)
     after = loadavg()
@@ -153,11 +156,8 @@ def peak_rss_kib(binary: str, seconds: float, env: dict) -> int:
 
 
 def rss_floor(cli: str, seconds: float, rounds: int, work: str) -> None:
-    binaries = {}
-    for name, (cflags, pad, heaptype, _) in LOOP_VARIANTS.items():
-        out = os.path.join(work, f"loop_{name.split()[0]}_{len(binaries)}")
-        log(f"build: {build(cli, LOOP_SOURCE, out, cflags, pad, heaptype)}")
-        binaries[name] = out
+    binaries = build_variants(cli, LOOP_SOURCE, os.path.join(work, "loop"),
+                              {name: spec[:3] for name, spec in LOOP_VARIANTS.items()})
     names = list(binaries)
     peaks = {n: [] for n in names}
     before = loadavg()

@@ -12,8 +12,11 @@ exact design can leave out, alone, beside HeapType, in the same interleaved roun
   Medians of wall time (and of CPU time: HeapType's writer thread compresses on the
   other core), with the rounds' quartiles, as ratios to plain.
 * peak RSS (--loop: bench/long_loop.cpp): plain; the 16-byte header; the header and a
-  sleeping second thread (a profile writer's stack and libc pages); HeapType
-  aggregated and full. VmHWM a little before the run's end, medians of the rounds.
+  sleeping second thread (a profile writer's stack and libc pages); those and one
+  unwind by the call frame information at each new call site (what checking
+  frame-pointer call paths against the CFI costs at least: the unwinder's code and
+  the .eh_frame pages it reads); HeapType aggregated without call paths, aggregated,
+  and full. VmHWM a little before the run's end, medians of the rounds.
 
 usage:
   python bench/floor_bench.py                      # both workloads, 41 rounds
@@ -54,6 +57,8 @@ LOOP_VARIANTS = {
     "plain": ([], None, None, {}),
     "header": ([], ["-DPAD=16"], None, {}),
     "header + thread": ([], ["-DPAD=16", "-DTHREAD=1"], None, {}),
+    "header + thread + unwinder": ([], ["-DPAD=16", "-DTHREAD=1", "-DUNWIND=1"], None, {}),
+    "HeapType aggregated, types only": ([], None, ["--callstack", "none"], {"HEAPTYPE_MODE": "aggregate"}),
     "HeapType aggregated": ([], None, [], {"HEAPTYPE_MODE": "aggregate"}),
     "HeapType full": ([], None, [], {}),
 }
@@ -89,7 +94,7 @@ def build_variants(cli: str, source: str, prefix: str, variants: dict) -> dict:
     """Each variant's binary, built from `source`: name -> (cflags, header_pad -D's, HeapType flags)."""
     binaries = {}
     for name, (cflags, pad, heaptype) in variants.items():
-        out = prefix + "_" + name.replace(" ", "_").replace("+", "and")
+        out = prefix + "_" + name.replace(" ", "_").replace("+", "and").replace(",", "")
         log(f"build: {build(cli, source, out, cflags, pad, heaptype)}")
         binaries[name] = out
     return binaries

@@ -9,6 +9,11 @@
 //            -fno-omit-frame-pointer, as HeapType's default mode does)
 //   THREAD=1 start a second thread that sleeps, as a profile writer's would (its
 //            stack, its start-up's pages of libc: what any writer thread costs)
+//   UNWIND=1 unwind the stack once with the call frame information (_Unwind_Backtrace)
+//            at each allocation call site seen for the first time: the least a
+//            profiler pays that checks its frame-pointer walks against the CFI, as
+//            an exact one must where code without frame pointers is on the stack
+//            (the unwinder's code, the .eh_frame pages of every object it passes)
 //
 //   g++ -O2 -g bench/dom_parser.cpp bench/header_pad.cpp -DPAD=16 -o dom_parser_pad16
 //   g++ -O2 -g bench/dom_parser.cpp bench/header_pad.cpp -DPAD=0 -o dom_parser_pad0
@@ -28,6 +33,9 @@
 #endif
 #ifndef THREAD
 #define THREAD 0
+#endif
+#ifndef UNWIND
+#define UNWIND 0
 #endif
 
 #if THREAD
@@ -86,9 +94,43 @@ __attribute__((noinline)) void walk_frames() {
 }  // namespace
 #endif
 
+#if UNWIND
+#include <unwind.h>
+namespace {
+
+constexpr unsigned kSiteSlots = 4096;
+uintptr_t g_known_sites[kSiteSlots];  // open addressing; a full table unwinds every time
+thread_local uintptr_t t_unwound[128];
+
+_Unwind_Reason_Code keep_frame(_Unwind_Context* context, void* arg) {
+  int& n = *static_cast<int*>(arg);
+  if (n == 128) return _URC_END_OF_STACK;
+  t_unwound[n++] = _Unwind_GetIP(context);
+  return _URC_NO_REASON;
+}
+
+// Single-threaded workloads: no lock (a lost insert only unwinds once more).
+__attribute__((noinline)) void unwind_if_new(uintptr_t site) {
+  for (unsigned i = (site >> 4) % kSiteSlots, probes = 0; probes < kSiteSlots; i = (i + 1) % kSiteSlots, ++probes) {
+    if (g_known_sites[i] == site) return;
+    if (g_known_sites[i] == 0) {
+      g_known_sites[i] = site;
+      break;
+    }
+  }
+  int n = 0;
+  _Unwind_Backtrace(keep_frame, &n);
+}
+
+}  // namespace
+#endif
+
 void* operator new(std::size_t n) {
 #if WALK
   walk_frames();
+#endif
+#if UNWIND
+  unwind_if_new(reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
 #endif
   char* p = static_cast<char*>(std::malloc(n + PAD));
   if (!p) throw std::bad_alloc();

@@ -13,7 +13,8 @@ inline size_t slot_of(uintptr_t call_site, uint32_t capacity) {
 }
 
 bool grow(CallSiteTypes& types) {
-  uint32_t capacity = types.capacity ? types.capacity * 2 : 512;
+  // A small start (2 KiB): a thread of a few call sites touches one page for them.
+  uint32_t capacity = types.capacity ? types.capacity * 2 : 64;
   // A grown table is touched all over by the rehash: its pages made present at once
   // cost half of faulting them in one by one.
   size_t bytes = capacity * sizeof(CallSiteType);

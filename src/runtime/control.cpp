@@ -257,6 +257,19 @@ void fork_child() {
   g_pid = getpid();
 }
 
+// glibc's registration of fork handlers, which pthread_atfork calls with the caller's
+// __dso_handle. pthread_atfork itself is a wrapper from libc_nonshared.a that the link
+// puts at the end of the program's code, past zstd's: running it there made the kernel
+// map zstd's pages around it (64 KiB windows, or a whole cached folio) in every run.
+extern "C" int __register_atfork(void (*prepare)(), void (*parent)(), void (*child)(), void* dso_handle)
+    __attribute__((weak));
+extern "C" void* __dso_handle;
+
+bool register_fork_handlers() {
+  if (__register_atfork) return __register_atfork(fork_prepare, fork_parent, fork_child, &__dso_handle) == 0;
+  return pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
+}
+
 CallstackMode callstack_mode_from_env() {
   const char* v = getenv("HEAPTYPE_CALLSTACK");
   if (!v || !*v) return &heaptype_built_without_callstack ? CallstackMode::kNone : CallstackMode::kAuto;
@@ -390,7 +403,7 @@ int start_up() {
     start_clock(interval_us, periodic_flush);
   else
     start_clock_deferred(interval_us, periodic_flush, wait_ms * 1000000);
-  if (!g_atfork_installed) g_atfork_installed = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
+  if (!g_atfork_installed) g_atfork_installed = register_fork_handlers();
   return kActive;
 }
 

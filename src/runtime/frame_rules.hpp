@@ -47,12 +47,14 @@ struct FrameRule {
   FrameKind kind;
 };
 
-// A thread's table starts with 1 << kFrameRuleBits slots (96 KiB) and doubles when three
-// quarters are used, up to 1 << kMostFrameRuleBits: a large program built without frame
+// A thread's table starts with 1 << kFrameRuleBits slots (6 KiB: a program built with
+// frame pointers learns a few rules, and a larger start spread them over pages it only
+// touched for them) and doubles when three quarters are used, up to
+// 1 << kMostFrameRuleBits: a large program built without frame
 // pointers (a distribution's or a wheel's cmake) meets tens of thousands of return
 // addresses, and a rule that finds no room is learned again, with a whole backtrace, at
 // every walk that meets it.
-constexpr unsigned kFrameRuleBits = 12;
+constexpr unsigned kFrameRuleBits = 8;
 constexpr unsigned kMostFrameRuleBits = 20;
 
 struct FrameRules {

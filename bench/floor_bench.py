@@ -8,7 +8,10 @@ exact design can leave out, alone, beside HeapType, in the same interleaved roun
 * time (alloc_bench, dom_parser): the plain build; the plain build with frame
   pointers; a 16-byte header in front of every block and nothing else
   (bench/header_pad.cpp); a walk of the frame-pointer chain of every allocation to the
-  top of its stack and nothing else; both; HeapType types only; HeapType default.
+  top of its stack and nothing else; both; the header with a table of block starts
+  (each block's start marked in a byte table, checked and cleared at its delete: how
+  HeapType knows a block is its own without a guess); the three together; HeapType
+  types only; HeapType default.
   Medians of wall time (and of CPU time: HeapType's writer thread compresses on the
   other core), with the rounds' quartiles, as ratios to plain.
 * peak RSS (--loop: bench/long_loop.cpp): plain; the 16-byte header; the header and a
@@ -50,6 +53,8 @@ TIME_VARIANTS = {
     "header": ("16 B in front of every block", [], ["-DPAD=16"], None),
     "walk": ("every allocation walks its frame-pointer chain", FRAME_POINTERS, ["-DPAD=0", "-DWALK=1"], None),
     "header + walk": ("both", FRAME_POINTERS, ["-DPAD=16", "-DWALK=1"], None),
+    "header + starts": ("and each block's start marked in a byte table", [], ["-DPAD=16", "-DSTARTS=1"], None),
+    "header + starts + walk": ("all three", FRAME_POINTERS, ["-DPAD=16", "-DSTARTS=1", "-DWALK=1"], None),
     "HeapType types only": ("heaptype --callstack none", [], None, ["--callstack", "none"]),
     "HeapType default": ("heaptype (frame-pointer call paths)", [], None, []),
 }

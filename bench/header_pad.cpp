@@ -9,6 +9,11 @@
 //            -fno-omit-frame-pointer, as HeapType's default mode does)
 //   THREAD=1 start a second thread that sleeps, as a profile writer's would (its
 //            stack, its start-up's pages of libc: what any writer thread costs)
+//   STARTS=1 mark each block's start in a table of one byte per 32 bytes of address
+//            space (leaves of 32 MiB per GiB, reserved on first use), checked and
+//            cleared at its delete: HeapType's exact answer to "is this a block of
+//            ours?" (src/runtime/block_starts.hpp), the least a runtime pays that never
+//            reads or frees before an address on a guess
 //   UNWIND=1 unwind the stack once with the call frame information (_Unwind_Backtrace)
 //            at each allocation call site seen for the first time: the least a
 //            profiler pays that checks its frame-pointer walks against the CFI, as
@@ -36,6 +41,56 @@
 #endif
 #ifndef UNWIND
 #define UNWIND 0
+#endif
+#ifndef STARTS
+#define STARTS 0
+#endif
+
+#if STARTS
+#include <sys/mman.h>
+
+#include <atomic>
+namespace {
+
+constexpr unsigned kLeafShift = 30, kGranuleShift = 5;
+std::atomic<uint8_t*> g_leaves[size_t{1} << (47 - kLeafShift)];
+
+uint8_t* leaf_of(uintptr_t p) {
+  std::atomic<uint8_t*>& slot = g_leaves[p >> kLeafShift];
+  uint8_t* leaf = slot.load(std::memory_order_acquire);
+  if (__builtin_expect(leaf != nullptr, 1)) return leaf;
+  void* fresh = mmap(nullptr, size_t{1} << (kLeafShift - kGranuleShift), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (fresh == MAP_FAILED) std::abort();
+  uint8_t* expected = nullptr;
+  if (slot.compare_exchange_strong(expected, static_cast<uint8_t*>(fresh))) return static_cast<uint8_t*>(fresh);
+  munmap(fresh, size_t{1} << (kLeafShift - kGranuleShift));
+  return expected;
+}
+
+inline uint8_t* start_byte(uint8_t* leaf, uintptr_t p) {
+  return leaf + ((p & ((uintptr_t{1} << kLeafShift) - 1)) >> kGranuleShift);
+}
+inline uint8_t start_mark(uintptr_t p) { return static_cast<uint8_t>(1 + ((p >> 4) & 1)); }
+
+inline void mark_start(void* block) {
+  uintptr_t p = reinterpret_cast<uintptr_t>(block);
+  __atomic_store_n(start_byte(leaf_of(p), p), start_mark(p), __ATOMIC_RELAXED);
+}
+
+// True (and the mark cleared) when a block of ours starts at `block`.
+inline bool take_start(void* block) {
+  uintptr_t p = reinterpret_cast<uintptr_t>(block);
+  if (p & ((~uintptr_t{0} << 47) | 15)) return false;
+  uint8_t* leaf = g_leaves[p >> kLeafShift].load(std::memory_order_acquire);
+  if (!leaf) return false;
+  uint8_t* mark = start_byte(leaf, p);
+  if (__atomic_load_n(mark, __ATOMIC_RELAXED) != start_mark(p)) return false;
+  __atomic_store_n(mark, uint8_t{0}, __ATOMIC_RELAXED);
+  return true;
+}
+
+}  // namespace
 #endif
 
 #if THREAD
@@ -134,10 +189,19 @@ void* operator new(std::size_t n) {
 #endif
   char* p = static_cast<char*>(std::malloc(n + PAD));
   if (!p) throw std::bad_alloc();
+#if STARTS
+  mark_start(p + PAD);
+#endif
   return p + PAD;
 }
 void* operator new[](std::size_t n) { return operator new(n); }
 void operator delete(void* p) noexcept {
+#if STARTS
+  if (p && !take_start(p)) {  // not one of ours: as it came
+    std::free(p);
+    return;
+  }
+#endif
   if (p) std::free(static_cast<char*>(p) - PAD);
 }
 void operator delete[](void* p) noexcept { operator delete(p); }

@@ -44,6 +44,7 @@ from run_bench import WORKLOADS, BenchError, capture, clean_env, log, table  # n
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 PAD_SOURCE = os.path.join(BENCH_DIR, "header_pad.cpp")
+RUNTIME_DIR = os.path.join(os.path.dirname(BENCH_DIR), "src", "runtime")
 FRAME_POINTERS = ["-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"]
 
 # name -> (what it is, extra compiler flags, links header_pad.cpp with these -D's, HeapType flags)
@@ -88,6 +89,8 @@ def build(cli: str, source: str, out: str, cflags: list[str], pad: list[str] | N
         cmd.append(source)
         if pad is not None:
             cmd += [PAD_SOURCE, *pad]
+            if "-DSTARTS=1" in pad:  # the runtime's own table of block starts
+                cmd += [f"-I{RUNTIME_DIR}", os.path.join(RUNTIME_DIR, "block_starts.cpp")]
     cmd += ["-o", out]
     code, text = capture(cmd)
     if code != 0:

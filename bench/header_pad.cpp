@@ -9,11 +9,11 @@
 //            -fno-omit-frame-pointer, as HeapType's default mode does)
 //   THREAD=1 start a second thread that sleeps, as a profile writer's would (its
 //            stack, its start-up's pages of libc: what any writer thread costs)
-//   STARTS=1 mark each block's start in a table of one byte per 32 bytes of address
-//            space (leaves of 32 MiB per GiB, reserved on first use), checked and
-//            cleared at its delete: HeapType's exact answer to "is this a block of
-//            ours?" (src/runtime/block_starts.hpp), the least a runtime pays that never
-//            reads or frees before an address on a guess
+//   STARTS=1 mark each block's start in the runtime's table of block starts (one byte
+//            per 32 bytes of address space, src/runtime/block_starts.hpp), checked
+//            and cleared at its delete: HeapType's exact answer to "is this a block of
+//            ours?", the least a runtime pays that never reads or frees before an
+//            address on a guess (add -Isrc/runtime src/runtime/block_starts.cpp)
 //   UNWIND=1 unwind the stack once with the call frame information (_Unwind_Backtrace)
 //            at each allocation call site seen for the first time: the least a
 //            profiler pays that checks its frame-pointer walks against the CFI, as
@@ -47,46 +47,15 @@
 #endif
 
 #if STARTS
-#include <sys/mman.h>
-
-#include <atomic>
+// The runtime's own table (built with -Isrc/runtime src/runtime/block_starts.cpp).
+#include "block_starts.hpp"
 namespace {
-
-constexpr unsigned kLeafShift = 30, kGranuleShift = 5;
-std::atomic<uint8_t*> g_leaves[size_t{1} << (47 - kLeafShift)];
-
-uint8_t* leaf_of(uintptr_t p) {
-  std::atomic<uint8_t*>& slot = g_leaves[p >> kLeafShift];
-  uint8_t* leaf = slot.load(std::memory_order_acquire);
-  if (__builtin_expect(leaf != nullptr, 1)) return leaf;
-  void* fresh = mmap(nullptr, size_t{1} << (kLeafShift - kGranuleShift), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (fresh == MAP_FAILED) std::abort();
-  uint8_t* expected = nullptr;
-  if (slot.compare_exchange_strong(expected, static_cast<uint8_t*>(fresh))) return static_cast<uint8_t*>(fresh);
-  munmap(fresh, size_t{1} << (kLeafShift - kGranuleShift));
-  return expected;
-}
-
-inline uint8_t* start_byte(uint8_t* leaf, uintptr_t p) {
-  return leaf + ((p & ((uintptr_t{1} << kLeafShift) - 1)) >> kGranuleShift);
-}
-inline uint8_t start_mark(uintptr_t p) { return static_cast<uint8_t>(1 + ((p >> 4) & 1)); }
-
-inline void mark_start(void* block) {
-  uintptr_t p = reinterpret_cast<uintptr_t>(block);
-  __atomic_store_n(start_byte(leaf_of(p), p), start_mark(p), __ATOMIC_RELAXED);
-}
 
 // True (and the mark cleared) when a block of ours starts at `block`.
 inline bool take_start(void* block) {
-  uintptr_t p = reinterpret_cast<uintptr_t>(block);
-  if (p & ((~uintptr_t{0} << 47) | 15)) return false;
-  uint8_t* leaf = g_leaves[p >> kLeafShift].load(std::memory_order_acquire);
-  if (!leaf) return false;
-  uint8_t* mark = start_byte(leaf, p);
-  if (__atomic_load_n(mark, __ATOMIC_RELAXED) != start_mark(p)) return false;
-  __atomic_store_n(mark, uint8_t{0}, __ATOMIC_RELAXED);
+  uint8_t* mark = heaptype::runtime::block_start_mark(block);
+  if (!mark) return false;
+  heaptype::runtime::clear_block_start(mark);
   return true;
 }
 
@@ -190,7 +159,7 @@ void* operator new(std::size_t n) {
   char* p = static_cast<char*>(std::malloc(n + PAD));
   if (!p) throw std::bad_alloc();
 #if STARTS
-  mark_start(p + PAD);
+  if (!heaptype::runtime::mark_block_start(p + PAD)) std::abort();
 #endif
   return p + PAD;
 }

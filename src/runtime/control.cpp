@@ -260,7 +260,7 @@ void fork_child() {
 // glibc's registration of fork handlers, which pthread_atfork calls with the caller's
 // __dso_handle. pthread_atfork itself is a wrapper from libc_nonshared.a that the link
 // puts at the end of the program's code, past zstd's: running it there made the kernel
-// map zstd's pages around it (64 KiB windows, or a whole cached folio) in every run.
+// map zstd's pages around it (64 KiB windows, or a whole cached folio) in some runs.
 extern "C" int __register_atfork(void (*prepare)(), void (*parent)(), void (*child)(), void* dso_handle)
     __attribute__((weak));
 extern "C" void* __dso_handle;

@@ -103,7 +103,8 @@ uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr
     }
   }
   uint32_t mask = c.index_capacity - 1;
-  for (uint64_t i = child_hash(parent, function, call_site) & mask; c.child_index[i]; i = (i + 1) & mask) {
+  uint64_t i = child_hash(parent, function, call_site) & mask;
+  for (; c.child_index[i]; i = (i + 1) & mask) {
     uint32_t child = c.child_index[i];
     const ContextNode& n = *kept_node(c, child);
     if (n.parent == parent && n.function == function && n.call_site == call_site) {
@@ -121,7 +122,7 @@ uint32_t child_node(ThreadState* t, uint32_t parent, uintptr_t function, uintptr
   n.parent = parent;
   n.last_found = 0;
   if (p) p->last_found = id;
-  index_node(c, id);
+  c.child_index[i] = id;  // the empty slot the search ended at (index_node's)
   cached = {function, call_site, parent, id};
   emit_node(t, id, parent, function, call_site);
   return id;

@@ -212,6 +212,27 @@ FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
   return first;
 }
 
+// A return address in the program's own code (built with frame pointers) whose CFI
+// says its function keeps a frame record there: CFA = rbp + 16, the caller's rbp at
+// CFA - 16. The walk follows its frame pointer, the rule a backtrace would teach it
+// (rule_of: the unwinder computes the CFA from the same CFI), and no backtrace is
+// taken: the walk meets each of the program's call sites once, and the unwinder's
+// backtrace of a test suite's deep stacks cost ~50,000 instructions each, a CFI read
+// ~3,000 (yaml-cpp's tests: 2,469 of 2,584 backtraces were for such call sites). A
+// function of that module built without frame pointers (a prebuilt static library)
+// says otherwise in its CFI, and is calibrated.
+bool keeps_frame_record(uintptr_t pc, FrameRule* rule) {
+  if (!in_framed_code(pc)) return false;
+  FrameCfi cfi = {CfaBase::kUnknown, SavedRbp::kUnknown, 0, 0};
+  if (!read_frame_cfi(pc, &cfi)) return false;
+  constexpr int32_t kFrameRecord = 2 * sizeof(uintptr_t);
+  if (cfi.cfa_base != CfaBase::kFramePointer || cfi.cfa_offset != kFrameRecord || cfi.rbp != SavedRbp::kAtCfa ||
+      cfi.rbp_offset != -kFrameRecord)
+    return false;
+  *rule = {pc, 0, kRbpKept, FrameKind::kFramePointer};
+  return true;
+}
+
 }  // namespace
 
 uintptr_t g_framed_code = 0;
@@ -229,6 +250,11 @@ FrameRule find_frame_rule(FrameRules& rules, uintptr_t pc) {
   FrameRule* found = find(rules.slots, rules.shift, pc);
   if (found->pc == pc) return *found;
   ++rules.epoch;  // rules learned (or not kept: learned again, perhaps otherwise)
+  FrameRule framed;
+  if (keeps_frame_record(pc, &framed)) {
+    store(rules, framed);
+    return framed;
+  }
   return calibrate(rules, pc);
 }
 

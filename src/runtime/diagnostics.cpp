@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "libc_next.hpp"
+
 namespace heaptype {
 namespace runtime {
 namespace {
@@ -50,7 +52,7 @@ bool append_to_log(const char* line, size_t size) {
   int fd = open(g_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return false;
   write_line(fd, line, size);
-  close(fd);
+  close_own(fd);
   return true;
 }
 

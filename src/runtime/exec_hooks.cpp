@@ -18,18 +18,12 @@
 #include <cerrno>
 #include <cstdarg>
 
+#include "libc_next.hpp"
 #include "tracker.hpp"
 
 namespace rt = heaptype::runtime;
 
 namespace {
-
-// The C library's definition of `name` (the next one after this object's).
-template <class Function>
-Function next_definition(Function* cached, const char* name) {
-  if (!*cached) *cached = reinterpret_cast<Function>(dlsym(RTLD_NEXT, name));
-  return *cached;
-}
 
 using Execve = int (*)(const char*, char* const[], char* const[]);
 using Execv = int (*)(const char*, char* const[]);
@@ -38,11 +32,6 @@ using Fexecve = int (*)(int, char* const[], char* const[]);
 Execve g_execve, g_execvpe;
 Execv g_execv, g_execvp;
 Fexecve g_fexecve;
-
-int unavailable() {
-  errno = ENOSYS;
-  return -1;
-}
 
 // How many arguments execl's list holds, `first` and the null pointer included.
 size_t listed(const char* first, va_list args) {
@@ -61,34 +50,32 @@ void gather(const char* first, va_list args, char** argv, size_t n, char*** envp
 
 }  // namespace
 
-#define HEAPTYPE_EXEC_EXPORT extern "C" __attribute__((visibility("default")))
-
 // Finishes the profile, then calls the C library's `name` (found once into `cached`).
 template <class Function, class... Args>
 int finish_then(Function* cached, const char* name, Args... args) {
-  Function real = next_definition(cached, name);
-  if (!real) return unavailable();
+  Function real = rt::next_definition(cached, name);
+  if (!real) return rt::unavailable();
   rt::finish_before_exec();
   return real(args...);
 }
 
-HEAPTYPE_EXEC_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+HEAPTYPE_LIBC_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   return finish_then(&g_execve, "execve", path, argv, envp);
 }
 
-HEAPTYPE_EXEC_EXPORT int execv(const char* path, char* const argv[]) {
+HEAPTYPE_LIBC_EXPORT int execv(const char* path, char* const argv[]) {
   return finish_then(&g_execv, "execv", path, argv);
 }
 
-HEAPTYPE_EXEC_EXPORT int execvp(const char* file, char* const argv[]) {
+HEAPTYPE_LIBC_EXPORT int execvp(const char* file, char* const argv[]) {
   return finish_then(&g_execvp, "execvp", file, argv);
 }
 
-HEAPTYPE_EXEC_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+HEAPTYPE_LIBC_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   return finish_then(&g_execvpe, "execvpe", file, argv, envp);
 }
 
-HEAPTYPE_EXEC_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+HEAPTYPE_LIBC_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   return finish_then(&g_fexecve, "fexecve", fd, argv, envp);
 }
 
@@ -104,17 +91,17 @@ HEAPTYPE_EXEC_EXPORT int fexecve(int fd, char* const argv[], char* const envp[])
   gather(first, args, argv, n, envp);             \
   va_end(args)
 
-HEAPTYPE_EXEC_EXPORT int execl(const char* path, const char* arg, ...) {
+HEAPTYPE_LIBC_EXPORT int execl(const char* path, const char* arg, ...) {
   HEAPTYPE_GATHER(arg, argv, nullptr);
   return execv(path, argv);
 }
 
-HEAPTYPE_EXEC_EXPORT int execlp(const char* file, const char* arg, ...) {
+HEAPTYPE_LIBC_EXPORT int execlp(const char* file, const char* arg, ...) {
   HEAPTYPE_GATHER(arg, argv, nullptr);
   return execvp(file, argv);
 }
 
-HEAPTYPE_EXEC_EXPORT int execle(const char* path, const char* arg, ...) {
+HEAPTYPE_LIBC_EXPORT int execle(const char* path, const char* arg, ...) {
   char** envp = nullptr;
   HEAPTYPE_GATHER(arg, argv, &envp);
   return execve(path, argv, envp);

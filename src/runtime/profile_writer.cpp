@@ -4,11 +4,15 @@
 #include <link.h>
 #include <stdio.h>  // renameat2
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
+#include <initializer_list>
 
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_createCCtx_advanced: the stream's memory from map_pages
 #include <zstd.h>
@@ -16,6 +20,7 @@
 #include "clock.hpp"
 #include "diagnostics.hpp"
 #include "internal_memory.hpp"
+#include "libc_next.hpp"
 #include "spinlock.hpp"
 
 // zstd's tracing hooks, weak references in its compressor: defined here, and made local
@@ -34,7 +39,9 @@ bool g_write_addresses = false;
 namespace {
 
 SpinLock g_lock;
-int g_fd = -1;
+int g_fd = -1;       // read without the lock only by writer_around_closing's first test
+dev_t g_fd_device;   // what g_fd was opened on: a descriptor the program closed and
+ino_t g_fd_inode;    // reused for a file of its own is never written
 char g_path[4096];
 bool g_open_later = false;
 uint32_t g_mode_flags = 0;
@@ -52,6 +59,31 @@ void write_failed(int error) {
 }
 
 bool write_all(int fd, const void* data, size_t size);
+
+// Whether g_fd still holds the file it was opened on. The program's close() and dup2()
+// reach writer_around_closing first; a descriptor closed past them (the raw system
+// call) and reused by the program for a file of its own is not written to: the
+// profile ends there.
+bool descriptor_is_the_profile() {
+  struct stat now;
+  if (fstat(g_fd, &now) == 0 && now.st_dev == g_fd_device && now.st_ino == g_fd_inode) return true;
+  if (!g_write_failed) {
+    g_write_failed = true;
+    say("the program closed the descriptor of the profile file ", g_path,
+        "; the profile ends here, the program runs on");
+  }
+  return false;
+}
+
+// g_fd is written under g_lock; writer_around_closing reads it once without.
+void set_descriptor(int fd) { __atomic_store_n(&g_fd, fd, __ATOMIC_RELAXED); }
+
+void remember_identity(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return;
+  g_fd_device = st.st_dev;
+  g_fd_inode = st.st_ino;
+}
 
 // --- compression ------------------------------------------------------------------------
 //
@@ -169,6 +201,7 @@ void compress_when_large(format::ChunkKind next) {
 
 void write_chunk_locked(int fd, format::ChunkKind kind, uint32_t thread, const void* payload,
                         size_t size) {
+  if (fd == g_fd && !descriptor_is_the_profile()) return;
   if (fd == g_fd) compress_when_large(kind);
   format::ChunkHeader header;
   std::memset(&header, 0, sizeof header);
@@ -228,7 +261,7 @@ char* read_proc_file(const char* path, size_t* size, size_t* capacity) {
     if (n <= 0) break;
     used += static_cast<size_t>(n);
   }
-  close(fd);
+  close_own(fd);
   *size = used;
   *capacity = cap;
   return buf;
@@ -260,7 +293,7 @@ void write_program_chunk() {
   if (fd >= 0) {
     ssize_t n = read(fd, payload + used, sizeof payload - used);
     if (n > 0) used += static_cast<size_t>(n);
-    close(fd);
+    close_own(fd);
   }
   write_chunk_locked(g_fd, format::ChunkKind::kProgram, 0, payload, used);
 }
@@ -316,7 +349,7 @@ uint64_t process_start_unix_ns() {
   int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   ssize_t got = read(fd, stat, sizeof stat - 1);
-  close(fd);
+  close_own(fd);
   if (got <= 0) return 0;
   stat[got] = '\0';
   const char* p = std::strrchr(stat, ')');  // the command name may hold spaces and parentheses
@@ -353,18 +386,18 @@ int open_exclusive(const char* path) {
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
   if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
-    close(fd);
+    close_own(fd);
     errno = EWOULDBLOCK;
     return -1;
   }
   if (written_by_an_earlier_image(fd)) {
-    close(fd);
+    close_own(fd);
     errno = EEXIST;
     return -1;
   }
   if (ftruncate(fd, 0) != 0 && errno != EINVAL) {  // EINVAL: not a regular file (/dev/full)
     int error = errno;
-    close(fd);
+    close_own(fd);
     errno = error;
     return -1;
   }
@@ -437,7 +470,8 @@ bool open_locked(const char* path, uint64_t clock_tick_ns, const LoadCounts& loa
   g_compressing = g_compression == Compression::kAlways && start_stream();
   if (g_compressing) header.flags |= format::kFlagZstd;
   g_ended = false;
-  g_fd = fd;
+  set_descriptor(fd);
+  remember_identity(fd);
   g_plain_bytes = sizeof header;
   if (!write_all(fd, &header, sizeof header)) write_failed(errno);
   write_program_chunk();
@@ -449,6 +483,50 @@ void open_if_deferred_locked(const LoadCounts& loads = kUnknownLoads) {
   if (g_fd >= 0 || !g_open_later) return;
   if (!open_locked(g_path, g_clock_tick_ns, loads))
     say("cannot create the profile file ", g_path, ": ", strerrordesc_np(errno), "; the process runs unprofiled");
+}
+
+// Whether descriptor `fd` is the profile's and lies in first..last.
+bool holds_profile(int fd, unsigned first, unsigned last) {
+  return fd >= 0 && static_cast<unsigned>(fd) >= first && static_cast<unsigned>(fd) <= last;
+}
+
+// The profile's descriptor duplicated to a number outside first..last (past it, or the
+// lowest free one below it), which the profile keeps: the program's call then closes
+// or replaces the old number. False when every free number lies in the range.
+bool move_descriptor_out_of(unsigned first, unsigned last) {
+  for (long from : {last < INT_MAX ? static_cast<long>(last) + 1 : -1L, 0L}) {
+    if (from < 0) continue;
+    int moved = fcntl(g_fd, F_DUPFD_CLOEXEC, static_cast<int>(from));
+    if (moved < 0) continue;
+    if (holds_profile(moved, first, last)) {
+      close_own(moved);
+      continue;
+    }
+    set_descriptor(moved);
+    return true;
+  }
+  return false;
+}
+
+// The program closed every descriptor from some number up (closefrom, close_range), the
+// profile's with them: it is opened again by its path, if that is still the same file,
+// and takes its lock again.
+void reopen_profile() {
+  int fd = open(g_path, O_RDWR | O_CLOEXEC);
+  struct stat st;
+  bool same = fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g_fd_device && st.st_ino == g_fd_inode &&
+              flock(fd, LOCK_EX | LOCK_NB) == 0 && lseek(fd, 0, SEEK_END) >= 0;
+  if (same) {
+    set_descriptor(fd);
+    return;
+  }
+  if (fd >= 0) close_own(fd);
+  set_descriptor(-1);
+  if (!g_write_failed) {
+    g_write_failed = true;
+    say("the program closed the descriptor of the profile file ", g_path,
+        " and it could not be opened again; the profile ends here, the program runs on");
+  }
 }
 
 }  // namespace
@@ -478,8 +556,8 @@ void writer_set_aggregated(bool aggregated) { g_aggregated_flag = aggregated ? f
 void writer_close() {
   LockGuard guard(g_lock);
   g_open_later = false;
-  if (g_fd >= 0) close(g_fd);
-  g_fd = -1;
+  if (g_fd >= 0) close_own(g_fd);
+  set_descriptor(-1);
 }
 
 const char* writer_path() { return g_path; }
@@ -522,7 +600,7 @@ bool writer_copy(const char* path, format::ChunkKind kind, const void* payload, 
     offset += n;
   }
   if (ok) write_chunk_locked(out, kind, 0, payload, size);
-  close(out);
+  close_own(out);
   return ok;
 }
 
@@ -530,9 +608,20 @@ void writer_lock_for_fork() { g_lock.lock(); }
 void writer_unlock_after_fork() { g_lock.unlock(); }
 
 void writer_forget_in_child() {
-  if (g_fd >= 0) close(g_fd);
-  g_fd = -1;
+  if (g_fd >= 0) close_own(g_fd);
+  set_descriptor(-1);
   g_lock.unlock();
+}
+
+int writer_around_closing(unsigned first, unsigned last, int (*close_them)(void*), void* context) {
+  if (!holds_profile(__atomic_load_n(&g_fd, __ATOMIC_RELAXED), first, last)) return close_them(context);
+  LockGuard guard(g_lock);
+  bool reopen = holds_profile(g_fd, first, last) && !move_descriptor_out_of(first, last);
+  int result = close_them(context);
+  int error = errno;
+  if (reopen) reopen_profile();
+  errno = error;
+  return result;
 }
 
 }  // namespace runtime

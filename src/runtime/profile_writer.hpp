@@ -49,6 +49,11 @@ bool writer_copy(const char* path, format::ChunkKind kind, const void* payload, 
 void writer_lock_for_fork();
 void writer_unlock_after_fork();
 void writer_forget_in_child();
+// The program is about to close, or replace by dup2(), its descriptors first..last
+// (descriptor_hooks.cpp): `close_them(context)` does it, under the writer's lock, after
+// the profile's descriptor moved out of the range, or followed by opening the profile
+// again when no number outside it was free. Returns what close_them returned, errno kept.
+int writer_around_closing(unsigned first, unsigned last, int (*close_them)(void*), void* context);
 const char* writer_path();
 // Whether the profile's file is open (a forked child's opens with its first chunk).
 bool writer_has_file();

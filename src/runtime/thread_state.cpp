@@ -14,6 +14,7 @@
 #include "clock.hpp"
 #include "diagnostics.hpp"
 #include "internal_memory.hpp"
+#include "libc_next.hpp"
 #include "profile_writer.hpp"
 #include "tracker.hpp"
 
@@ -110,7 +111,7 @@ size_t thread_name(const ThreadState* t, char (&name)[17]) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   ssize_t got = read(fd, name, 16);
-  close(fd);
+  close_own(fd);
   size_t length = got > 0 ? static_cast<size_t>(got) : 0;
   while (length && name[length - 1] == '\n') name[--length] = '\0';
   return length;

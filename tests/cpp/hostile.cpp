@@ -15,7 +15,14 @@
 //   exec HOW N PATH [ARG...]  N typed Main objects, kept, then PATH replaces this
 //                   image through exec HOW: execl, execlp, execle, execv, execvp, execvpe
 //                   or execve (with ARGs: execv only); prints "exec failed" if it returns
+//   close-all HOW N DIR   N typed Main objects, then closes every descriptor from 3 up
+//                   the way a daemon does (HOW: loop, a close() of each number below
+//                   1024; closefrom; close_range; dup2, /dev/null put over each number
+//                   below 64 first), opens 8 files of its own in DIR, makes N more Main
+//                   objects, writes a line to each file and reads them back: prints
+//                   "files intact" or what a file held instead
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -153,6 +160,48 @@ int run_exec(const char* how, long n, const char* path, char** args) {
   return 1;
 }
 
+void close_descriptors(const char* how) {
+  if (std::strcmp(how, "loop") == 0) {
+    for (int fd = 3; fd < 1024; ++fd) close(fd);
+  } else if (std::strcmp(how, "closefrom") == 0) {
+    closefrom(3);
+  } else if (std::strcmp(how, "close_range") == 0) {
+    close_range(3, ~0u, 0);
+  } else if (std::strcmp(how, "dup2") == 0) {
+    int null = open("/dev/null", O_RDONLY);
+    for (int fd = 3; fd < 64; ++fd)
+      if (fd != null) dup2(null, fd);
+    for (int fd = 3; fd < 64; ++fd) close(fd);
+  }
+}
+
+int run_close_all(const char* how, long n, const char* dir) {
+  make_mains(n);
+  close_descriptors(how);
+  constexpr int kFiles = 8;
+  int files[kFiles];
+  char path[4096];
+  for (int k = 0; k < kFiles; ++k) {
+    std::snprintf(path, sizeof path, "%s/own%d.txt", dir, k);
+    files[k] = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  }
+  make_mains(n);
+  const char line[] = "the program's own line\n";
+  bool intact = true;
+  for (int k = 0; k < kFiles; ++k) {
+    if (write(files[k], line, sizeof line - 1) != static_cast<ssize_t>(sizeof line - 1)) intact = false;
+    char back[256];
+    ssize_t got = pread(files[k], back, sizeof back, 0);
+    if (got != static_cast<ssize_t>(sizeof line - 1) || std::memcmp(back, line, sizeof line - 1) != 0) {
+      std::printf("file %d holds %zd bytes\n", k, got);
+      intact = false;
+    }
+    close(files[k]);
+  }
+  if (intact) std::printf("files intact\n");
+  return intact ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -168,6 +217,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "throw") == 0) return run_throw(std::atol(argv[2]));
   if (std::strcmp(mode, "free-array") == 0) return run_free_array(std::atol(argv[2]));
   if (std::strcmp(mode, "plugin") == 0 && argc > 3) return run_plugin(argv[2], std::atol(argv[3]));
+  if (std::strcmp(mode, "close-all") == 0 && argc > 4) return run_close_all(argv[2], std::atol(argv[3]), argv[4]);
   if (std::strcmp(mode, "exec") == 0 && argc > 4) return run_exec(argv[2], std::atol(argv[3]), argv[4], argv + 5);
   return 2;
 }

@@ -280,3 +280,65 @@ def test_a_forged_seal_gets_nothing_written(cpp_programs, tmp_path):
     assert profile.complete and profile.warnings == []
     # heaptype::tag on memory the runtime did not allocate tracks it as tagged memory
     assert allocations(profile, "PooledNode") == (2, 1)
+
+
+CLOSE_ALL_WAYS = ["loop", "closefrom", "close_range", "dup2"]
+OWN_LINE = b"the program's own line\n"
+
+
+def own_files(directory: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(directory.glob("own*.txt"))}
+
+
+def close_all(program: Path, tmp_path: Path, how: str, *, preload: bool):
+    """Runs the close-all scenario (1000 Main objects before and after), linked or under
+    `heaptype run`; returns the finished run, the profile and the program's files."""
+    files = tmp_path / "files"
+    files.mkdir()
+    output = tmp_path / "close.htp"
+    if preload:
+        done = subprocess.run([*HEAPTYPE, "run", "-o", str(output), "--", str(program), "close-all", how, "1000",
+                               str(files)], capture_output=True, text=True, timeout=120)
+    else:
+        done = run_profiled(program, output, "close-all", how, "1000", str(files))
+    return done, heaptype.load(output), own_files(files)
+
+
+@pytest.mark.parametrize("how", CLOSE_ALL_WAYS)
+def test_a_program_that_closes_every_descriptor_keeps_its_files_and_its_profile(hostile, tmp_path, how):
+    """A daemon closes every descriptor from 3 up (a close() of each number, closefrom,
+    close_range, or /dev/null put over each by dup2) and opens files of its own, which
+    take the lowest free numbers: the profile's among them. The runtime went on writing
+    its chunks there (the first file of a program run so held 3,155 bytes of profile).
+    The program's files hold its lines alone, and the profile every Main object, before
+    the closing and after (src/runtime/descriptor_hooks.cpp)."""
+    done, profile, files = close_all(hostile, tmp_path, how, preload=False)
+    assert done.returncode == 0 and done.stdout == "files intact\n", (done.stdout, done.stderr)
+    assert files == {f"own{k}.txt": OWN_LINE for k in range(8)}
+    assert profile.complete and profile.warnings == []
+    assert allocations(profile, "Main") == (2000, 0)
+
+
+@pytest.fixture(scope="module")
+def hostile_plain(tmp_path_factory) -> Path:
+    """tests/cpp/hostile.cpp built without HeapType, for `heaptype run` to preload the runtime
+    (-fno-allocation-dce: GCC would drop make_mains' new and delete, whose block nothing reads
+    but its own loop)."""
+    exe = tmp_path_factory.mktemp("hostile_plain") / "hostile"
+    subprocess.run([require_tool("g++"), CXX_STD, "-O2", "-fno-allocation-dce", str(CPP / "hostile.cpp"), "-o",
+                    str(exe), "-ldl"],
+                   check=True, capture_output=True, timeout=300)
+    return exe
+
+
+@pytest.mark.parametrize("how", CLOSE_ALL_WAYS)
+def test_a_preloaded_program_that_closes_every_descriptor_keeps_its_files_and_its_profile(hostile_plain, tmp_path,
+                                                                                          how):
+    """The same under `heaptype run`: the runtime preloaded, the program's close() and
+    its kin replaced from the shared library. Main's 24-byte blocks are untyped there:
+    the profile holds all 2,000 of them (no other block of that size is allocated)."""
+    done, profile, files = close_all(hostile_plain, tmp_path, how, preload=True)
+    assert done.returncode == 0 and done.stdout == "files intact\n", (done.stdout, done.stderr)
+    assert files == {f"own{k}.txt": OWN_LINE for k in range(8)}
+    assert profile.complete and profile.warnings == []
+    assert profile.filter(sizes=(24, 24)).selected.allocations == 2000

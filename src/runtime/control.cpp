@@ -87,6 +87,21 @@ void append(char* out, size_t cap, size_t* used, const char* text) {
   out[*used] = '\0';
 }
 
+// The program's name for %e, copied when the runtime starts: glibc's
+// program_invocation_short_name points into argv[0], which a server overwrites with its
+// process title ("nginx: master process ..."), so that a forked worker's %e named no
+// file that could be created.
+char g_program_name[256];
+
+void remember_program_name() {
+  if (g_program_name[0]) return;  // started again (heaptype_start), or a forked child: the first one holds
+  const char* name = program_invocation_short_name && *program_invocation_short_name
+                         ? program_invocation_short_name
+                         : "program";
+  size_t used = 0;
+  append(g_program_name, sizeof g_program_name, &used, name);
+}
+
 // Expands %p (pid), %e (program name) and %% in the output pattern. Without %p a
 // forked child writes to "<path>.<pid>", so parent and child never share a file.
 void expand_output_path(const char* pattern, bool child, char* out, size_t cap) {
@@ -101,7 +116,7 @@ void expand_output_path(const char* pattern, bool child, char* out, size_t cap) 
       had_pid = true;
       ++p;
     } else if (*p == '%' && p[1] == 'e') {
-      append(out, cap, &used, program_invocation_short_name ? program_invocation_short_name : "program");
+      append(out, cap, &used, g_program_name);
       ++p;
     } else if (*p == '%' && p[1] == '%') {
       append(out, cap, &used, "%");
@@ -370,6 +385,7 @@ int start_up() {
     pattern = kDefaultOutput;
   }
   append(g_output_pattern, sizeof g_output_pattern, &used, pattern);
+  remember_program_name();
   char path[4096];
   expand_output_path(g_output_pattern, false, path, sizeof path);
   writer_set_mode(entry_mode());

@@ -284,16 +284,26 @@ size_t keep_file_backed_lines(char* text, size_t size) {
   return out;
 }
 
+// The executable and its command line, read once, when the process's first profile
+// opens: a forked child's profile names the command that ran, not the process title a
+// server writes over its argv later ("nginx: worker process").
+char g_program_payload[8192];
+size_t g_program_payload_size = 0;
+
 void write_program_chunk() {
-  char payload[8192];
-  ssize_t exe = readlink("/proc/self/exe", payload, sizeof payload - 1);
-  size_t used = exe > 0 ? static_cast<size_t>(exe) : 0;
-  payload[used++] = '\0';
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t n = read(fd, payload + used, sizeof payload - used);
-    if (n > 0) used += static_cast<size_t>(n);
-    close_own(fd);
+  char* payload = g_program_payload;
+  size_t used = g_program_payload_size;
+  if (!used) {
+    ssize_t exe = readlink("/proc/self/exe", payload, sizeof g_program_payload - 1);
+    used = exe > 0 ? static_cast<size_t>(exe) : 0;
+    payload[used++] = '\0';
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ssize_t n = read(fd, payload + used, sizeof g_program_payload - used);
+      if (n > 0) used += static_cast<size_t>(n);
+      close_own(fd);
+    }
+    g_program_payload_size = used;
   }
   write_chunk_locked(g_fd, format::ChunkKind::kProgram, 0, payload, used);
 }
@@ -545,6 +555,12 @@ void writer_open_later(const char* path, uint64_t clock_tick_ns) {
   remember_path(path);
   g_clock_tick_ns = clock_tick_ns;
   g_open_later = true;
+}
+
+void writer_open_while_allowed() {
+  if (!__atomic_load_n(&g_open_later, __ATOMIC_RELAXED)) return;
+  LockGuard guard(g_lock);
+  open_if_deferred_locked();
 }
 
 void writer_set_mode(format::RuntimeMode mode) { g_mode_flags = format::mode_flags(mode); }

@@ -36,6 +36,10 @@ void writer_close();
 // Like writer_open, but only when the first chunk is written: a forked child that
 // goes straight to exec() leaves no empty profile behind.
 void writer_open_later(const char* path, uint64_t clock_tick_ns);
+// The process is about to give up the rights it has now (a worker's setuid() or
+// chroot(), privilege_hooks.cpp): a profile still to be opened is opened now, while
+// its directory can be written.
+void writer_open_while_allowed();
 void writer_chunk(format::ChunkKind kind, uint32_t thread, const void* payload, size_t size);
 // Snapshot of the file-backed mappings (/proc/self/maps): the load bias of every
 // module, so that addresses can be symbolised after the process is gone. Written

@@ -21,14 +21,25 @@
 //                   below 64 first), opens 8 files of its own in DIR, makes N more Main
 //                   objects, writes a line to each file and reads them back: prints
 //                   "files intact" or what a file held instead
+//   fork-drop N     forks a child that gives up root (setgroups, setgid and setuid to
+//                   65534, as a server's worker does) and makes N Main objects; the
+//                   parent waits and makes N; prints "dropped" or why not
+//   wait-term N     makes N Main objects, prints "waiting", and waits for SIGTERM, on
+//                   which it prints "terminated" and exits normally (as a server stops);
+//                   SIGALRM ends it after 60 s
+//   retitle N       writes a process title over argv[0] ("worker: a/b c", as a server
+//                   does), then forks a child that makes N Main objects; the parent
+//                   waits and makes N
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -202,6 +213,60 @@ int run_close_all(const char* how, long n, const char* dir) {
   return intact ? 0 : 1;
 }
 
+// Runs `child` in a forked child, which exits with its status; the parent waits and
+// makes n Main objects. The parent's status: the child's.
+int in_child_then_mains(int (*child)(long), long n) {
+  pid_t pid = fork();
+  if (pid == 0) std::exit(child(n));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  make_mains(n);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+}
+
+int drop_root_then_mains(long n) {
+  constexpr unsigned kNobody = 65534;
+  if (setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0) {
+    std::printf("cannot drop: %s\n", std::strerror(errno));
+    return 3;
+  }
+  make_mains(n);
+  std::printf("dropped\n");
+  return 0;
+}
+
+volatile sig_atomic_t g_terminated = 0;
+
+void on_term(int) { g_terminated = 1; }
+
+int run_wait_term(long n) {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_handler = on_term;
+  sigaction(SIGTERM, &action, nullptr);
+  sigset_t term, before;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigprocmask(SIG_BLOCK, &term, &before);  // taken only in sigsuspend: no wakeup is lost
+  make_mains(n);
+  alarm(60);  // never left waiting by a test that failed
+  std::printf("waiting\n");
+  std::fflush(stdout);
+  while (!g_terminated) sigsuspend(&before);
+  std::printf("terminated\n");
+  return 0;
+}
+
+int mains_in_child(long n) { return make_mains(n) >= 0 ? 0 : 1; }
+
+int run_retitle(char* argv0, long n) {
+  const char title[] = "worker: a/b c";
+  size_t room = std::strlen(argv0);
+  std::memset(argv0, 0, room);
+  std::memcpy(argv0, title, room < sizeof title - 1 ? room : sizeof title - 1);
+  return in_child_then_mains(mains_in_child, n);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -217,6 +282,9 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "throw") == 0) return run_throw(std::atol(argv[2]));
   if (std::strcmp(mode, "free-array") == 0) return run_free_array(std::atol(argv[2]));
   if (std::strcmp(mode, "plugin") == 0 && argc > 3) return run_plugin(argv[2], std::atol(argv[3]));
+  if (std::strcmp(mode, "fork-drop") == 0) return in_child_then_mains(drop_root_then_mains, std::atol(argv[2]));
+  if (std::strcmp(mode, "wait-term") == 0) return run_wait_term(std::atol(argv[2]));
+  if (std::strcmp(mode, "retitle") == 0) return run_retitle(argv[0], std::atol(argv[2]));
   if (std::strcmp(mode, "close-all") == 0 && argc > 4) return run_close_all(argv[2], std::atol(argv[3]), argv[4]);
   if (std::strcmp(mode, "exec") == 0 && argc > 4) return run_exec(argv[2], std::atol(argv[3]), argv[4], argv + 5);
   return 2;

@@ -7,8 +7,10 @@ program allocated, or that the runtime says clearly on stderr why it does not.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -342,3 +344,57 @@ def test_a_preloaded_program_that_closes_every_descriptor_keeps_its_files_and_it
     assert files == {f"own{k}.txt": OWN_LINE for k in range(8)}
     assert profile.complete and profile.warnings == []
     assert profile.filter(sizes=(24, 24)).selected.allocations == 2000
+
+
+def test_a_forked_child_that_gives_up_root_writes_its_profile(hostile, tmp_path):
+    """A server started as root forks workers that give up root (nginx's become nobody:
+    setgroups, setgid, setuid) before they allocate much. A forked child opens its profile
+    with its first chunk, and a worker could no longer create it in the directory the
+    master writes to: the server's work went unprofiled, said only in its error log. The
+    child opens its profile before it gives up root (src/runtime/privilege_hooks.cpp)."""
+    if os.geteuid() != 0:
+        pytest.skip("the child gives up root: run as root (CI does)")
+    directory = tmp_path / "profiles"
+    directory.mkdir(mode=0o755)
+    done = run_profiled(hostile, directory / "drop.%p.htp", "fork-drop", "300")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "dropped\n", "")
+    profiles = [heaptype.load(path) for path in sorted(directory.glob("drop.*.htp"))]
+    assert len(profiles) == 2
+    for profile in profiles:
+        assert profile.complete and profile.warnings == []
+        assert allocations(profile, "Main") == (300, 0)
+
+
+def test_a_retitled_programs_forked_child_keeps_its_name(hostile, tmp_path):
+    """A server writes its process title over argv[0] ("nginx: master process ...") and
+    forks its workers: %e in a worker's profile path was that title, slashes and all, and
+    named no file that could be created; the profile named the title as the program. The
+    name and the command line are the ones the process started with."""
+    done = run_profiled(hostile, tmp_path / "t.%e.%p.htp", "retitle", "200")
+    assert (done.returncode, done.stderr) == (0, "")
+    paths = sorted(tmp_path.glob("t.*.htp"))
+    assert [path.name.split(".")[1] for path in paths] == ["hostile", "hostile"], paths
+    for path in paths:
+        profile = heaptype.load(path)
+        assert profile.complete and allocations(profile, "Main") == (200, 0)
+        assert profile.argv == [str(hostile), "retitle", "200"]
+
+
+def test_heaptype_run_passes_sigterm_on_to_the_program(hostile, tmp_path):
+    """A service manager, `timeout` or `kill` stops the process it started: `heaptype
+    run`, which ended at once and left the program running on, detached, with no
+    summary. The program gets the signal (SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 too),
+    stops as it would by itself, and its profile is finished."""
+    output = tmp_path / "term.htp"
+    run = subprocess.Popen([*HEAPTYPE, "run", "-o", str(output), "--", str(hostile), "wait-term", "500"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert run.stdout.readline() == "waiting\n"
+        run.send_signal(signal.SIGTERM)
+        stdout, stderr = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert (run.returncode, stdout) == (0, "terminated\n"), stderr
+    assert f"profile written to {output}" in stderr
+    profile = heaptype.load(output)
+    assert profile.complete and allocations(profile, "Main") == (500, 0)

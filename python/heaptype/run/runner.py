@@ -15,6 +15,7 @@ file (HEAPTYPE_LOG) that the runner reads after the run, for the caller to show.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fnmatch
 import itertools
 import os
@@ -23,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from glob import escape as glob_escape
@@ -309,6 +311,35 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
                        messages)
 
 
+# What a service manager, `timeout`, `kill` or a terminal's job control sends the process
+# it started (this one) to stop, reload or ask a program: the program gets them, as it
+# would if it had been started directly. SIGINT reaches it from the terminal itself, and
+# from the KeyboardInterrupt below when this process alone got it.
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+
+@contextlib.contextmanager
+def _signals_forwarded_to(proc: subprocess.Popen):
+    """While the program runs, FORWARDED_SIGNALS sent to this process go to it: a
+    `heaptype run` that SIGTERM ended at once left its program running on, detached, with
+    no summary of its run. Only the main thread can set handlers (an embedding caller's
+    worker thread forwards nothing)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def forward(signum, _frame):
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signum)
+
+    previous = {number: signal.signal(number, forward) for number in FORWARDED_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def _run_to_the_end(command: list[str], cwd: Path | None, environment: dict[str, str], capture: bool,
                     timeout: float | None, pattern: str,
                     while_running: Callable[[subprocess.Popen, Path], None] | None):
@@ -323,9 +354,10 @@ def _run_to_the_end(command: list[str], cwd: Path | None, environment: dict[str,
         raise RunError(f"cannot run {command[0]}: {e.strerror}") from None
     timed_out = False
     try:
-        if while_running is not None:
-            while_running(proc, Path(_expand(pattern, proc.pid, os.path.basename(command[0]))))
-        stdout, stderr = proc.communicate(timeout=timeout)
+        with _signals_forwarded_to(proc):
+            if while_running is not None:
+                while_running(proc, Path(_expand(pattern, proc.pid, os.path.basename(command[0]))))
+            stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         stdout, stderr = proc.communicate()

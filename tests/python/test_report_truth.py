@@ -375,3 +375,22 @@ def test_overhead_line_tells_headers_from_blocks_the_profile_does_not_count(call
 def test_overhead_line_of_counted_blocks_only(lifetimes):
     (overhead,) = [line for line in cli("report", lifetimes).splitlines() if line.strip().startswith("overhead")]
     assert overhead.endswith("(16 B per block)"), overhead
+
+
+def test_timeline_rows_name_each_groups_own_peak(cpp_programs, tmp_path):
+    """A timeline's series hold each group's bytes at the moments the total was highest
+    (so that they stack up to it); a block that lives between those moments is 0 there.
+    The row named its peak from those points: "peak 0 B" beside the report's 1 KiB
+    (tests/cpp/short_lived.cpp; a forked nginx worker's stdio buffer showed so). The peak
+    is the group's own."""
+    from conftest import run_profiled
+
+    output = tmp_path / "short.htp"
+    done = run_profiled(cpp_programs.program("short_lived"), output)
+    assert done.returncode == 0, done.stderr
+    assert heaptype.load(output).type_row("Small").peak_bytes == 1024
+    timeline = json.loads(cli("timeline", str(output), "--format", "json"))
+    small = next(s for s in timeline["series"] if s["name"] == "Small")
+    assert max(small["bytes"]) == 0 and small["peak_bytes"] == 1024
+    row = next(line for line in cli("timeline", str(output)).splitlines() if line.strip().startswith("Small "))
+    assert row.endswith("| peak 1 KiB"), row

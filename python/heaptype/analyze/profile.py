@@ -566,8 +566,14 @@ def _call_path_rows(leaves) -> list[CallPathRow]:
 
 @dataclass
 class TimelineSeries:
+    """A group's bytes at each point: at the moment the total was highest in the point's
+    span, so that the series stack up to the total. ``peak_bytes`` is the group's own
+    peak, which a block shorter than a span reaches between those moments (a forked
+    worker's stdio buffer: its series is 0 throughout, its peak 4 KiB)."""
+
     name: str
     bytes: list[int]
+    peak_bytes: int = 0
 
 
 @dataclass
@@ -587,7 +593,8 @@ class Timeline:
     stack_peak_bytes: int = 0
 
     def as_dict(self) -> dict:
-        return {"by": self.by, "times_s": self.times_s, "series": [{"name": s.name, "bytes": s.bytes}
+        return {"by": self.by, "times_s": self.times_s, "series": [{"name": s.name, "bytes": s.bytes,
+                                                                   "peak_bytes": s.peak_bytes}
                                                                   for s in self.series],
                 "totals": self.totals, "peak_bytes": self.peak_bytes, "peak_time_s": self.peak_time_s,
                 "stack_bytes": self.stack_bytes, "stack_peak_bytes": self.stack_peak_bytes}
@@ -600,9 +607,10 @@ def _timeline_of(analysis: "_core.Analysis", by: str, top: int) -> Timeline:
     groups.sort(key=lambda g: (-g[2], g[1]))
     chosen = groups[:top]
     raw = analysis.timeline([g[0] for g in chosen], by)
-    series = [TimelineSeries(name, values) for (_, name, _), values in zip(chosen, raw["series"])]
+    series = [TimelineSeries(name, values, max(peak, max(values, default=0)))
+              for (_, name, peak), values in zip(chosen, raw["series"])]
     if len(groups) > len(chosen) or any(raw["other"]):
-        series.append(TimelineSeries("other", raw["other"]))
+        series.append(TimelineSeries("other", raw["other"], max(raw["other"], default=0)))
     return Timeline(by, [t / 1e6 for t in raw["times_us"]], series, raw["totals"],
                     analysis.selected.peak_bytes, analysis.selected.peak_time_us / 1e6, raw["stack"],
                     analysis.totals.stack_peak_bytes)

@@ -58,11 +58,12 @@ def render_timeline_text(profile: Profile, by: str = "type", top: int = 10, *, i
                  f"({format_bytes(timeline.peak_bytes)} at {timeline.peak_time_s:.3f} s):")
     scale = timeline.peak_bytes
     name_width = min(48, max(len(s.name) for s in timeline.series + [type("S", (), {"name": "total"})]))
-    rows = [("total", timeline.totals)] + [(s.name, s.bytes) for s in timeline.series]
-    for name, values in rows:
+    rows = [("total", timeline.totals, timeline.peak_bytes)] + [(s.name, s.bytes, s.peak_bytes)
+                                                                 for s in timeline.series]
+    for name, values, peak in rows:
         label = name if len(name) <= name_width else name[: name_width - 3] + "..."
         lines.append(f"  {label:<{name_width}} |{sparkline(_columns(timeline, values, WIDTH), scale)}| "
-                     f"peak {format_bytes(max(values, default=0))}")
+                     f"peak {format_bytes(peak)}")
     if timeline.stack_peak_bytes:
         lines += ["", f"Stack depth of all threads, on its own scale (deepest {format_bytes(timeline.stack_peak_bytes)}):",
                   f"  {'stack':<{name_width}} |"

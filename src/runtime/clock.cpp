@@ -127,6 +127,10 @@ void start_deferred_ticker() {
 }
 
 void clock_after_fork_in_child() {
+  // The child's profile starts at the fork: its times count from there, not from the
+  // parent's start (a worker forked at 3.8 s had 3.8 s of nothing before its first event).
+  g_start_ns = monotonic_ns();
+  g_clock.store(0, std::memory_order_relaxed);
   bool was_deferred = g_deferred.load();
   g_ticker_running.store(false);
   if (was_deferred)

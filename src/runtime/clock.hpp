@@ -71,7 +71,8 @@ __attribute__((always_inline)) inline uint64_t event_tick() noexcept {
   bool due;
   return tick_without_ticker(&due);
 }
-// After fork only the forking thread survives: the child starts a new ticker.
+// After fork only the forking thread survives: the child starts a new ticker, and its
+// times count from the fork.
 void clock_after_fork_in_child();
 
 }  // namespace runtime

@@ -27,6 +27,9 @@
 //   wait-term N     makes N Main objects, prints "waiting", and waits for SIGTERM, on
 //                   which it prints "terminated" and exits normally (as a server stops);
 //                   SIGALRM ends it after 60 s
+//   late-fork N     makes a Main object, sleeps a second, then forks a child that
+//                   deletes it and makes N Main objects; the parent waits, makes N and
+//                   deletes its own
 //   retitle N       writes a process title over argv[0] ("worker: a/b c", as a server
 //                   does), then forks a child that makes N Main objects; the parent
 //                   waits and makes N
@@ -257,6 +260,21 @@ int run_wait_term(long n) {
   return 0;
 }
 
+Main* g_inherited = nullptr;
+
+int delete_inherited_then_mains(long n) {
+  delete g_inherited;  // the parent's block: the child's profile never saw it allocated
+  return make_mains(n) >= 0 ? 0 : 1;
+}
+
+int run_late_fork(long n) {
+  g_inherited = new Main{{1, 2, 3}};
+  sleep(1);
+  int status = in_child_then_mains(delete_inherited_then_mains, n);
+  delete g_inherited;
+  return status;
+}
+
 int mains_in_child(long n) { return make_mains(n) >= 0 ? 0 : 1; }
 
 int run_retitle(char* argv0, long n) {
@@ -284,6 +302,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "plugin") == 0 && argc > 3) return run_plugin(argv[2], std::atol(argv[3]));
   if (std::strcmp(mode, "fork-drop") == 0) return in_child_then_mains(drop_root_then_mains, std::atol(argv[2]));
   if (std::strcmp(mode, "wait-term") == 0) return run_wait_term(std::atol(argv[2]));
+  if (std::strcmp(mode, "late-fork") == 0) return run_late_fork(std::atol(argv[2]));
   if (std::strcmp(mode, "retitle") == 0) return run_retitle(argv[0], std::atol(argv[2]));
   if (std::strcmp(mode, "close-all") == 0 && argc > 4) return run_close_all(argv[2], std::atol(argv[3]), argv[4]);
   if (std::strcmp(mode, "exec") == 0 && argc > 4) return run_exec(argv[2], std::atol(argv[3]), argv[4], argv + 5);

@@ -398,3 +398,28 @@ def test_heaptype_run_passes_sigterm_on_to_the_program(hostile, tmp_path):
     assert f"profile written to {output}" in stderr
     profile = heaptype.load(output)
     assert profile.complete and allocations(profile, "Main") == (500, 0)
+
+
+def mode_line(path) -> str:
+    report = subprocess.run([*HEAPTYPE, "report", str(path)], capture_output=True, text=True, check=True).stdout
+    return next(line for line in report.splitlines() if line.startswith("  mode"))
+
+
+def test_a_forked_childs_times_count_from_the_fork(hostile, tmp_path):
+    """A child forked a second into the run: its times counted from the parent's start,
+    so its profile began with a second of nothing (an nginx worker forked at 3.8 s) and
+    its peak came after it. They count from the fork. The block of the parent's that the
+    child frees is said in the report's mode line, not left unexplained."""
+    done = run_profiled(hostile, tmp_path / "late.%p.htp", "late-fork", "100")
+    assert done.returncode == 0, done.stderr
+    profiles = [heaptype.load(path) for path in sorted(tmp_path.glob("late.*.htp"))]
+    child, parent = sorted(profiles, key=lambda p: allocations(p, "Main"))
+    assert allocations(child, "Main") == (100, 0) and allocations(parent, "Main") == (101, 0)
+    assert child.totals.peak_time_us < 500_000 and parent.totals.peak_time_us >= 1_000_000
+    # The Main, and whatever else of the parent's the C library frees in the child
+    inherited = child.runtime_summary["untracked_frees"]
+    assert inherited >= 1 and parent.runtime_summary["untracked_frees"] == 0
+    mode_lines = [mode_line(profile.path) for profile in (child, parent)]
+    assert mode_lines[0].endswith(f"; {inherited} frees of blocks from before the profile began ignored (a forked "
+                                  "child's parent's, or allocated before the runtime started)"), mode_lines
+    assert "before the profile began" not in mode_lines[1]

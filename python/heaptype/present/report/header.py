@@ -83,6 +83,9 @@ def mode_text(profile: Profile) -> str:
     end = profile.runtime_summary
     if profile.mode == "attached" and end:
         text += f"; {format_count(end['untracked_frees'])} frees of older blocks ignored"
+    elif end and end["untracked_frees"]:
+        text += (f"; {format_count(end['untracked_frees'])} frees of blocks from before the profile began ignored "
+                 "(a forked child's parent's, or allocated before the runtime started)")
     if not profile.complete:
         text += "; unfinished (the program was running, or did not exit normally)"
     return text

@@ -104,6 +104,16 @@ def test_text_view_names_its_peaks(fleet):
     assert parcel.split()[0] == "2,200"
 
 
+def test_an_output_named_as_a_profile_is_refused(fleet, tmp_path):
+    """`heaptype merge -o all.htp` wrote the text table there, which `heaptype report`
+    then refused as "not a HeapType profile"; it says what merge writes instead."""
+    done = heaptype_cli("merge", *map(str, fleet), "-o", str(tmp_path / "all.htp"))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"heaptype: error: merge: {tmp_path / 'all.htp'}: merge writes a table (or JSON "
+                                  "with --json), not a profile"), done.stderr
+    assert not (tmp_path / "all.htp").exists()
+
+
 def test_profiles_of_another_program_are_refused(cpp_programs, fleet, tmp_path):
     other = tmp_path / "objects.htp"
     assert run_profiled(cpp_programs.program("objects"), other).returncode == 0

@@ -88,6 +88,11 @@ def cmd_fleet_merge(args) -> int:
     from ..cli import parse_map_options
     from ..present.console import load_profile
 
+    if args.output and args.output.endswith(".htp"):
+        # Read back as a profile, the table failed with "not a HeapType profile".
+        raise CommandError(f"merge: {args.output}: merge writes a table (or JSON with --json), not a profile: "
+                           "name the output .txt or .json; for one profile of every process, "
+                           "`heaptype export --format pprof` reads them all")
     map_files = parse_map_options(args.map) or None
     try:
         profiles = fleet.load_fleet(args.profiles, lambda path: load_profile(path, map_files))

@@ -216,6 +216,46 @@ inline int cut_walk(uintptr_t* out, CutState& cut) {
   return static_cast<int>(kept) + 1;
 }
 
+// Words copied and compared: with memcpy and memcmp, except in a runtime built for
+// ThreadSanitizer. A thread's tables (its known paths, its walk's log) pass to the next
+// thread that starts after it ends (its state is reused, handed over under a lock whose
+// turns ThreadSanitizer is told of). The runtime is not built with the sanitizer, but
+// libc's memcpy and memcmp are its interceptors: built for ThreadSanitizer, the runtime
+// copies and compares word by word, unseen, like every other access to its own tables.
+// (Through the interceptors, TSan reported the first owner's copy of a path and the next
+// owner's as a race in about one run in twenty of tests/cpp/callpaths_known.cpp, with
+// annotations on the hand-over too.)
+#ifdef HEAPTYPE_SANITIZER
+inline bool same_words(const uintptr_t* a, const uintptr_t* b, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    asm volatile("" ::: "memory");  // a loop, not a call to memcmp
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+inline void copy_words(uintptr_t* to, const uintptr_t* from, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    asm volatile("" ::: "memory");  // a loop, not a call to memcpy
+    to[i] = from[i];
+  }
+}
+inline void copy_steps(WalkStep* to, const WalkStep* from, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    asm volatile("" ::: "memory");
+    to[i] = from[i];
+  }
+}
+#else
+// memcmp compares a word a step where a loop took five instructions (callgrind).
+inline bool same_words(const uintptr_t* a, const uintptr_t* b, size_t n) {
+  return std::memcmp(a, b, n * sizeof(uintptr_t)) == 0;
+}
+inline void copy_words(uintptr_t* to, const uintptr_t* from, size_t n) {
+  std::memcpy(to, from, n * sizeof(uintptr_t));
+}
+inline void copy_steps(WalkStep* to, const WalkStep* from, size_t n) { std::memcpy(to, from, n * sizeof(WalkStep)); }
+#endif
+
 // The steps a walk takes, logged for the next walk to replay.
 struct WalkLog {
   WalkStep* steps;
@@ -228,6 +268,19 @@ __attribute__((always_inline)) inline void log_step(WalkLog& log, const WalkStep
     log.steps[log.count++] = step;
   else
     log.whole = false;
+}
+
+// The steps [from, to) of the last walk, replayed by this one: logged at once, not one
+// by one as they were replayed (clang-tidy's walks replay ~45 steps each; a step logged
+// alone cost eight instructions).
+__attribute__((always_inline)) inline void log_steps(WalkLog& log, const WalkStep* from, const WalkStep* to) {
+  uint32_t n = static_cast<uint32_t>(to - from), room = kMaxWalkSteps - log.count;
+  if (n > room) {
+    n = room;
+    log.whole = false;
+  }
+  copy_steps(log.steps + log.count, from, n);
+  log.count += n;
 }
 
 // The last walk's steps, as far as this walk may replay them: taken under the same
@@ -420,14 +473,17 @@ replay_steps:
       if (s->kind != StepKind::kSkip) {
         // The word s->pc was read from: a frame record's second, or the one below a CFA.
         uintptr_t slot = s->kind == StepKind::kChain ? s->sp + sizeof(uintptr_t) : s->sp - sizeof(uintptr_t);
-        if (full(slot, s->pc)) return cut_walk(out, cut);
+        if (full(slot, s->pc)) {
+          log_steps(log, matched + 1, s);
+          return cut_walk(out, cut);
+        }
         *at++ = s->pc;
         sum += s->pc;
       }
       rule_steps += s->kind == StepKind::kRule;
-      log_step(log, *s);
       resume = s;
     }
+    log_steps(log, matched + 1, resume + 1);
     replay.next = static_cast<uint32_t>(resume - replay.steps) + 1;
     if (in_rule_state(resume->kind)) {
       pc = resume->pc;
@@ -483,37 +539,6 @@ inline uint64_t path_hash(const uintptr_t* ras, uint32_t depth, uintptr_t sum) {
          0xC2B2AE3D27D4EB4Full;
 }
 
-// A thread's table of known paths passes to the next thread that starts after it ends
-// (its state is reused, handed over under a lock whose turns ThreadSanitizer is told of).
-// The runtime is not built with the sanitizer, but libc's memcpy and memcmp are its
-// interceptors: built for ThreadSanitizer, the runtime copies and compares a path word
-// by word, unseen, like every other access to its own tables. (Through the interceptors,
-// TSan reported the first owner's copy and the next owner's as a race in about one run
-// in twenty of tests/cpp/callpaths_known.cpp, with annotations on the hand-over too.)
-#ifdef HEAPTYPE_SANITIZER
-inline bool same_path(const uintptr_t* a, const uintptr_t* b, uint32_t depth) {
-  for (uint32_t i = 0; i < depth; ++i) {
-    asm volatile("" ::: "memory");  // a loop, not a call to memcmp
-    if (a[i] != b[i]) return false;
-  }
-  return true;
-}
-inline void copy_path(uintptr_t* to, const uintptr_t* from, uint32_t depth) {
-  for (uint32_t i = 0; i < depth; ++i) {
-    asm volatile("" ::: "memory");  // a loop, not a call to memcpy
-    to[i] = from[i];
-  }
-}
-#else
-// memcmp compares a word a step where this loop took five instructions (callgrind).
-inline bool same_path(const uintptr_t* a, const uintptr_t* b, uint32_t depth) {
-  return std::memcmp(a, b, depth * sizeof(uintptr_t)) == 0;
-}
-inline void copy_path(uintptr_t* to, const uintptr_t* from, uint32_t depth) {
-  std::memcpy(to, from, depth * sizeof(uintptr_t));
-}
-#endif
-
 // The unwinder's backtrace holds the runtime's own frames before the call site (a
 // handful), then the callers a walk keeps, and one slot to learn that more follow.
 constexpr int kUnwoundFrames = kMaxWalkedFrames + 32;
@@ -537,12 +562,30 @@ _Unwind_Reason_Code collect_frame(struct _Unwind_Context* context, void* arg) {
   return _URC_NO_REASON;
 }
 
+// How many frames, from the outermost in, the previous walk's path (`outer_first`, of
+// `known` frames) shares with `ras` (innermost first, `depth` frames): four at a time,
+// then one at a time (clang-tidy's paths, 60 frames deep, were compared a frame at a
+// time in 7 instructions each).
+inline uint32_t shared_outer_frames(const uintptr_t* outer_first, uint32_t known, const uintptr_t* ras,
+                                    uint32_t depth) {
+  const uint32_t limit = depth < known ? depth : known;
+  const uintptr_t* outermost = ras + depth - 1;  // ras read backwards from here
+  uint32_t same = 0;
+  while (same + 4 <= limit) {
+    const uintptr_t* w = outer_first + same;
+    const uintptr_t* r = outermost - same;
+    if (((w[0] ^ r[0]) | (w[1] ^ r[-1]) | (w[2] ^ r[-2]) | (w[3] ^ r[-3])) != 0) break;
+    same += 4;
+  }
+  while (same < limit && outer_first[same] == outermost[-static_cast<ptrdiff_t>(same)]) ++same;
+  return same;
+}
+
 // The node of the path of return addresses `ras` (innermost first), outside in.
 // The previous path's nodes serve the frames both share from the outermost in.
 uint32_t node_of_path(ThreadState* t, const uintptr_t* ras, uint32_t depth) {
   CallContext& c = t->context;
-  uint32_t same = 0, limit = depth < c.walk_depth ? depth : c.walk_depth;
-  while (same < limit && c.walk_path[same] == ras[depth - 1 - same]) ++same;
+  uint32_t same = shared_outer_frames(c.walk_path, c.walk_depth, ras, depth);
   uint32_t node = same ? c.walk_nodes[same - 1] : 0;
   for (uint32_t k = same; k < depth; ++k) {
     node = child_node(t, node, 0, ras[depth - 1 - k]);
@@ -580,13 +623,13 @@ uint32_t walked_context(ThreadState* t, uintptr_t frame) {
   if (depth > kKnownPathFrames) return node_of_path(t, ras, depth);
   uint64_t hash = path_hash(ras, depth, sum);
   KnownPath& known = c.known_paths[hash >> (64 - kKnownPathBits)];
-  if (known.hash == hash && known.depth == depth && same_path(known.return_addresses, ras, depth))
+  if (known.hash == hash && known.depth == depth && same_words(known.return_addresses, ras, depth))
     return known.node;
   uint32_t node = node_of_path(t, ras, depth);
   known.hash = hash;
   known.depth = depth;
   known.node = node;
-  copy_path(known.return_addresses, ras, depth);
+  copy_words(known.return_addresses, ras, depth);
   return node;
 }
 

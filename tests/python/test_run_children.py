@@ -290,6 +290,22 @@ def test_a_shell_that_execs_the_program_leaves_both_profiles_listed(forks, tmp_p
         f"  {shell}"]
 
 
+def test_follow_children_on_a_wrapper_script_profiles_what_it_starts(forks, tmp_path):
+    """A server's wrapper script (mariadbd-safe) under `--follow-children`: the runtime went
+    into programs only, so the script and what it started ran unprofiled, said only when
+    the server had exited. Following a script's children preloads the runtime into its
+    interpreter, which passes it on."""
+    wrapper = tmp_path / "wrapper.sh"
+    wrapper.write_text(f"#!/bin/sh\n{forks} alone\nexec {forks} alone\n")
+    wrapper.chmod(0o755)
+    done = heaptype_run("--follow-children", "-o", str(tmp_path / "w.%p.htp"), "--", str(wrapper))
+    assert done.returncode == 0, done.stderr
+    runs = [heaptype.load(path) for path in tmp_path.glob("w.*.htp*")]
+    assert sorted(p.argv for p in runs if Path(p.executable) == forks) == [[str(forks), "alone"]] * 2
+    assert all(p.complete for p in runs)
+    assert "(runtime preloaded: the program does not link it)" in done.stderr
+
+
 def test_a_run_of_many_processes_lists_their_profiles_by_name(forks, tmp_path):
     """A build starts hundreds of processes: past ten profiles, `heaptype run` lists
     each name with its pid as `*` (a glob for `heaptype report`) and how many."""

@@ -267,13 +267,20 @@ class RuntimeLog:
         return list(dict.fromkeys(text.splitlines()))
 
 
-def should_preload(command: list[str], cwd: Path | None, preload: bool | None) -> bool:
-    """``preload`` if given, else whether the program is a plain binary."""
+def should_preload(command: list[str], cwd: Path | None, preload: bool | None,
+                   follow_children: bool = False) -> bool:
+    """``preload`` if given, else whether the program is a plain binary, or a script whose
+    children are to be followed (a wrapper such as mariadbd-safe: the runtime goes into
+    its interpreter and from there into each program it starts; without it the run
+    profiled nothing and said so only when the server had exited)."""
     if preload is not None:
         return preload
     from .linkage import Linkage, runtime_linkage
 
-    return runtime_linkage(command[0], cwd) is Linkage.PLAIN
+    linkage = runtime_linkage(command[0], cwd)
+    if follow_children and linkage is Linkage.UNKNOWN and script_path(command[0]) is not None:
+        return True
+    return linkage is Linkage.PLAIN
 
 
 def run_profiled(command: list[str], *, output: str | os.PathLike | None = None, cwd: Path | None = None,
@@ -288,7 +295,7 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
     (``other_profiles``). ``while_running(process, profile path)`` runs while the
     program does (the live view) and returns when it has exited."""
     _check_program(command, cwd)
-    preloaded = should_preload(command, cwd, preload)
+    preloaded = should_preload(command, cwd, preload, follow_children)
     base = Path(cwd) if cwd else Path.cwd()
     pattern = str(base / (os.fspath(output) if output else DEFAULT_PATTERN))
     _prepare_output_dir(Path(pattern).parent)

@@ -92,11 +92,16 @@ class CodeLocation:
 
     @property
     def name(self) -> str:
-        """The function's name, or ``module+0xoffset`` / ``0xaddress`` when unknown."""
+        """The function's name, or ``module+0xoffset`` / ``0xaddress`` when unknown. A
+        function without a name (a stripped program's) is named by its start where its
+        call frame information gives it (``function_address``): its frames are one function."""
         if self.function:
             return self.function
         if self.module is not None and self.module_offset is not None:
-            return f"{os.path.basename(self.module)}+{self.module_offset:#x}"
+            offset = self.module_offset
+            if self.function_address:
+                offset = self.function_address - (self.address - self.module_offset)
+            return f"{os.path.basename(self.module)}+{offset:#x}"
         return f"{self.address:#x}"
 
     @property

@@ -18,9 +18,13 @@ std::string hex(uint64_t value) {
 
 std::string Location::name() const {
   if (!function.empty()) return function;
-  if (!module.empty()) return base_name(module) + "+" + hex(module_offset);
+  // A function without a name (a stripped program's): its start, where the call frame
+  // information gives it, so that its frames are one function; else the address's own.
+  if (!module.empty()) return base_name(module) + "+" + hex(function_address ? start_offset() : module_offset);
   return hex(address);
 }
+
+uint64_t Location::start_offset() const { return function_address - (address - module_offset); }
 
 }  // namespace symbolize
 }  // namespace heaptype

@@ -39,8 +39,11 @@ struct Location {
   uint64_t function_address = 0;  // its runtime entry; 0 unknown
   std::vector<Frame> frames;   // innermost first: inlined ones, then the function; empty without a function
 
-  // The function, else "module+0xoffset" (module's base name), else "0xaddress".
+  // The function, else "module+0xoffset" (module's base name; the offset of the
+  // function's start where its call frame information gives it), else "0xaddress".
   std::string name() const;
+  // The link-time offset of the function's start (function_address known).
+  uint64_t start_offset() const;
 };
 
 // What one link-time pc of a module is: the unit kept in the on-disk cache.

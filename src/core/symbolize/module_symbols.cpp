@@ -114,7 +114,12 @@ CodeInfo ModuleSymbols::decode(uint64_t pc, bool lines) {
   FunctionTable::Symbol symbol = functions_->find(pc);
   CodeInfo info;
   info.with_lines = lines;
-  if (symbol.name == nullptr && chain.empty()) return info;
+  if (symbol.name == nullptr && chain.empty()) {
+    // No name: the start of its function, from the call frame information, names it.
+    if (!unwind_starts_) unwind_starts_ = std::make_unique<UnwindStarts>(*elf_);
+    info.has_start = unwind_starts_->find(pc, &info.start);
+    return info;
+  }
   info.found = true;
   if (symbol.name != nullptr) {
     info.function = strip_cold(demangled(symbol.name));

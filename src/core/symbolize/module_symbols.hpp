@@ -19,6 +19,7 @@
 #include "module_map.hpp"
 #include "symbol_cache.hpp"
 #include "type_tags.hpp"
+#include "unwind_starts.hpp"
 
 namespace heaptype {
 namespace symbolize {
@@ -84,6 +85,7 @@ class ModuleSymbols {
   CacheContents learnt_;  // what this process added: entries decoded, the tag table
   bool dirty_ = false;
   std::unique_ptr<FunctionTable> functions_;
+  std::unique_ptr<UnwindStarts> unwind_starts_;  // read when a pc has no symbol
   std::unique_ptr<ElfFile> debug_elf_;  // separate debug file, when its symbols name what the module's do not
   std::unique_ptr<DwarfLookup> dwarf_;
   std::unordered_map<std::string, std::string> demangled_;

@@ -164,9 +164,9 @@ Location Symbolizer::locate(uint64_t address, Kind kind) {
   if (kind == Kind::kFunction && symbols.lacks_debug_info() && warned_.insert(&symbols).second)
     warn(symbols.path() + " has no debug info: its functions come without source lines or inlined frames "
                           "(compile with -g)");
+  location.function_address = info.has_start ? info.start + module->bias : 0;
   if (!info.found) return location;
   location.function = std::move(info.function);
-  location.function_address = info.has_start ? info.start + module->bias : 0;
   location.frames = std::move(info.frames);
   return location;
 }

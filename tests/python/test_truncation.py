@@ -207,3 +207,21 @@ def test_truncated_compressed_copies_load(compressed, tmp_path):
     assert counts[-1] == (size, full.totals.allocations)
     assert counts[len(counts) // 2][1] > 0, "half the stream holds events"
     assert problems == []
+
+
+def test_a_profile_without_events_yet_says_so(original, tmp_path):
+    """A running program's profile read in its first second holds its header, program
+    and module map but no events yet (they wait in the threads' buffers): the report said
+    "0 blocks" and "unfinished", and a reader of a live server's took it for nothing
+    allocated. The mode line says no events are in the file yet."""
+    _, data, _ = original
+    starts = chunk_starts(data)
+    first_events = next(s for s in starts[:-1] if data[s + 4] == 4)
+    path = tmp_path / "early.htp"
+    path.write_bytes(data[:first_events])
+    assert heaptype.load(path).totals.allocations == 0
+    from heaptype.present.report.header import mode_text
+    assert mode_text(heaptype.load(path)).endswith(
+        "; unfinished (the program was running, or did not exit normally); no events in the file yet "
+        "(a running program's reach it about once a second)")
+    assert "no events in the file yet" not in mode_text(heaptype.load(original[0]))

@@ -88,6 +88,9 @@ def mode_text(profile: Profile) -> str:
                  "(a forked child's parent's, or allocated before the runtime started)")
     if not profile.complete:
         text += "; unfinished (the program was running, or did not exit normally)"
+        if not profile.totals.allocations and not profile.aggregated:
+            # A live read in the first second: the threads' events wait in their buffers.
+            text += "; no events in the file yet (a running program's reach it about once a second)"
     return text
 
 

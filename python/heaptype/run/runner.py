@@ -325,23 +325,42 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
 
-@contextlib.contextmanager
-def _signals_forwarded_to(proc: subprocess.Popen):
-    """While the program runs, FORWARDED_SIGNALS sent to this process go to it: a
-    `heaptype run` that SIGTERM ended at once left its program running on, detached, with
-    no summary of its run. Only the main thread can set handlers (an embedding caller's
-    worker thread forwards nothing)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+class _SignalForwarder:
+    """Passes FORWARDED_SIGNALS on to the program; one that comes before the program is
+    started (its handlers are set first, so that none ends this process meanwhile) is
+    passed on as soon as it is."""
 
-    def forward(signum, _frame):
+    def __init__(self):
+        self.proc: subprocess.Popen | None = None
+        self.pending: list[int] = []
+
+    def __call__(self, signum, _frame) -> None:
+        if self.proc is None:
+            self.pending.append(signum)
+            return
         with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signum)
+            self.proc.send_signal(signum)
 
-    previous = {number: signal.signal(number, forward) for number in FORWARDED_SIGNALS}
+    def started(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        for signum in self.pending:
+            self(signum, None)
+        self.pending.clear()
+
+
+@contextlib.contextmanager
+def _signals_forwarded():
+    """While the program runs, FORWARDED_SIGNALS sent to this process go to it (the
+    forwarder's ``started(process)``): a `heaptype run` that SIGTERM ended at once left
+    its program running on, detached, with no summary of its run. Only the main thread
+    can set handlers (an embedding caller's worker thread forwards nothing)."""
+    forwarder = _SignalForwarder()
+    if threading.current_thread() is not threading.main_thread():
+        yield forwarder
+        return
+    previous = {number: signal.signal(number, forwarder) for number in FORWARDED_SIGNALS}
     try:
-        yield
+        yield forwarder
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
@@ -352,27 +371,28 @@ def _run_to_the_end(command: list[str], cwd: Path | None, environment: dict[str,
                     while_running: Callable[[subprocess.Popen, Path], None] | None):
     """Starts the program and waits for its end: (process, stdout, stderr, timed out)."""
     pipe = subprocess.PIPE if capture else None
-    try:
-        proc = subprocess.Popen(command, cwd=cwd, env=environment, stdout=pipe, stderr=pipe,
-                                text=True if capture else None, errors="replace" if capture else None)
-    except PermissionError:
-        raise RunError(f"{command[0]} is not executable (chmod +x, or is it a directory?)") from None
-    except OSError as e:
-        raise RunError(f"cannot run {command[0]}: {e.strerror}") from None
-    timed_out = False
-    try:
-        with _signals_forwarded_to(proc):
+    with _signals_forwarded() as forwarder:
+        try:
+            proc = subprocess.Popen(command, cwd=cwd, env=environment, stdout=pipe, stderr=pipe,
+                                    text=True if capture else None, errors="replace" if capture else None)
+        except PermissionError:
+            raise RunError(f"{command[0]} is not executable (chmod +x, or is it a directory?)") from None
+        except OSError as e:
+            raise RunError(f"cannot run {command[0]}: {e.strerror}") from None
+        forwarder.started(proc)
+        timed_out = False
+        try:
             if while_running is not None:
                 while_running(proc, Path(_expand(pattern, proc.pid, os.path.basename(command[0]))))
             stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        stdout, stderr = proc.communicate()
-        timed_out = True
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        proc.wait()
-        raise
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            timed_out = True
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+            proc.wait()
+            raise
     return proc, stdout, stderr, timed_out
 
 

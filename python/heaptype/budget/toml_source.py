@@ -3,7 +3,6 @@ budget file names its line and column."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Iterable
 
@@ -18,12 +17,31 @@ _TOKEN = re.compile(f"(?P<key>{_DOTTED})\\s*=(?!=)|(?P<str>{_BASIC}|{_LITERAL})|
 _HEADER = re.compile(f"^\\s*(\\[\\[?)\\s*({_DOTTED})\\s*\\]\\]?")
 
 
+_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"}
+_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|x([0-9A-Fa-f]{2})|(.))")
+
+
+def _basic_string(quoted: str) -> str:
+    """A TOML basic string's value (tomllib has accepted the file): its escapes, and the
+    tabs it may hold as they are (JSON's decoder refused them: a key with a tab in it
+    stopped the budget's parser with a JSONDecodeError)."""
+    def unescape(match: re.Match) -> str:
+        code = match.group(1) or match.group(2) or match.group(3)
+        if code:
+            try:
+                return chr(int(code, 16))
+            except ValueError:  # past U+10FFFF: tomllib refuses it first
+                return match.group(0)
+        return _ESCAPES.get(match.group(4), match.group(0))
+    return _ESCAPE.sub(unescape, quoted[1:-1])
+
+
 def _split_key(text: str) -> tuple[str, ...]:
     parts = []
     for match in re.finditer(_KEY_PART, text):
         part = match.group(0)
         if part.startswith('"'):
-            part = json.loads(part) if "\\" in part else part[1:-1]
+            part = _basic_string(part)
         elif part.startswith("'"):
             part = part[1:-1]
         parts.append(part)

@@ -53,10 +53,7 @@ void gather(const char* first, va_list args, char** argv, size_t n, char*** envp
 // Finishes the profile, then calls the C library's `name` (found once into `cached`).
 template <class Function, class... Args>
 int finish_then(Function* cached, const char* name, Args... args) {
-  Function real = rt::next_definition(cached, name);
-  if (!real) return rt::unavailable();
-  rt::finish_before_exec();
-  return real(args...);
+  return rt::call_next_after(cached, name, rt::finish_before_exec, args...);
 }
 
 HEAPTYPE_LIBC_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {

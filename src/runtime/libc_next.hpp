@@ -21,6 +21,19 @@ Function next_definition(Function* cached, const char* name) {
   return *cached;
 }
 
+// Runs `before()`, then the C library's `name` with `args` (ENOSYS when there is none):
+// the exec family finishes the profile first, the set*id family opens it.
+template <class Function, class... Args>
+int call_next_after(Function* cached, const char* name, void (*before)(), Args... args) {
+  Function real = next_definition(cached, name);
+  if (!real) {
+    errno = ENOSYS;
+    return -1;
+  }
+  before();
+  return real(args...);
+}
+
 // Closes one of the runtime's own descriptors, past the program's close() (which the
 // runtime replaces: descriptor_hooks.cpp).
 inline int close_own(int fd) { return static_cast<int>(syscall(SYS_close, fd)); }

@@ -22,10 +22,7 @@ namespace {
 // Opens the profile while the process may, then calls the C library's `name`.
 template <class Function, class... Args>
 int open_then(Function* cached, const char* name, Args... args) {
-  Function real = rt::next_definition(cached, name);
-  if (!real) return rt::unavailable();
-  rt::writer_open_while_allowed();
-  return real(args...);
+  return rt::call_next_after(cached, name, rt::writer_open_while_allowed, args...);
 }
 
 using OneId = int (*)(unsigned);

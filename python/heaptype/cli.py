@@ -218,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--follow-children", action="store_true",
                      help="with the runtime preloaded: also profile each program it starts, into a profile of "
                           "its own (by default only the process started is profiled)")
+    run.add_argument("--wait", action="store_true",
+                     help="when the program exits and leaves processes running in the background (a daemon, "
+                          "a server's `daemon on`), wait for them to exit too, then list their profiles")
     run.add_argument("--watch", action="store_true",
                      help="show what is live while the program runs (redrawn every --interval), then the report")
     run.add_argument("--interval", type=float, default=1.0, metavar="S", help="with --watch: seconds between "
@@ -382,7 +385,8 @@ def cmd_run(args) -> int:
             run = run_for_budget(command, output=args.output, aggregate=True)
         else:
             run = run_profiled(command, output=args.output, preload=args.preload,
-                               follow_children=args.follow_children, while_running=watching, env=env)
+                               follow_children=args.follow_children, while_running=watching, env=env,
+                               background="wait" if args.wait else "list")
     except RunError as e:
         raise CommandError(f"run: {e}") from None
     print_runtime_messages(run)
@@ -392,6 +396,7 @@ def cmd_run(args) -> int:
     mode_note = " (runtime preloaded: the program does not link it)" if run.preloaded else ""
     print(f"heaptype: profile written to {run.profile_path}{signal_note}{mode_note}", file=sys.stderr)
     print_other_profiles(run.other_profiles)
+    print_left_running(run.left_running, waited=args.wait)
     if args.watch or args.report:
         cmd_report(build_parser().parse_args(["report", str(run.profile_path), "--by", args.by,
                                               "--top", str(args.top)]))
@@ -452,6 +457,21 @@ def print_other_profiles(paths: list[Path]) -> None:
     print(f"heaptype: {count}, of the processes it started ({names}, the pids as *):", file=sys.stderr)
     for glob, n in sorted(groups.items(), key=lambda item: (-item[1], item[0])):
         print(f"  {n:5d}  {glob}", file=sys.stderr)
+
+
+def print_left_running(processes, waited: bool) -> None:
+    """The processes the program left running in the background (a daemon): their
+    profiles are written as they run, so the run's list cannot hold them yet."""
+    if not processes:
+        return
+    count = f"{len(processes)} process{'es' if len(processes) > 1 else ''}"
+    names = ", ".join(f"{p.pid} ({p.name})" for p in processes[:LISTED_PROFILES])
+    more = f" and {len(processes) - LISTED_PROFILES} more" if len(processes) > LISTED_PROFILES else ""
+    how = ("stopped waiting for them" if waited else
+           "`heaptype run --wait` waits for such processes and lists their profiles")
+    print(f"heaptype: {count} the program started still run{'s' if len(processes) == 1 else ''} in the "
+          f"background: pid {names}{more}; each profiled one writes its profile as it runs and finishes it "
+          f"when it exits ({how})", file=sys.stderr)
 
 
 def cmd_attach(args) -> int:

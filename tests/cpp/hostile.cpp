@@ -30,6 +30,11 @@
 //   late-fork N     makes a Main object, sleeps a second, then forks a child that
 //                   deletes it and makes N Main objects; the parent waits, makes N and
 //                   deletes its own
+//   daemon N FILE   goes into the background as a daemon does (fork, the parent
+//                   returns; setsid, fork, the middle process exits; stdio onto
+//                   /dev/null), makes N Main objects, writes its pid into FILE and
+//                   waits for SIGTERM, on which it appends "terminated" to FILE and
+//                   exits normally; SIGALRM ends it after 60 s
 //   retitle N       writes a process title over argv[0] ("worker: a/b c", as a server
 //                   does), then forks a child that makes N Main objects; the parent
 //                   waits and makes N
@@ -260,6 +265,37 @@ int run_wait_term(long n) {
   return 0;
 }
 
+// The daemon's steps, each as the daemon(3) of the C libraries takes it.
+int run_daemon(long n, const char* file) {
+  if (fork() != 0) return 0;  // the process started returns at once
+  setsid();
+  if (fork() != 0) _exit(0);
+  int null = open("/dev/null", O_RDWR);
+  for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
+  close(null);
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_handler = on_term;
+  sigaction(SIGTERM, &action, nullptr);
+  sigset_t term, before;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigprocmask(SIG_BLOCK, &term, &before);
+  make_mains(n);
+  alarm(60);
+  char ready[256];
+  std::snprintf(ready, sizeof ready, "%s.tmp", file);
+  FILE* out = std::fopen(ready, "w");
+  std::fprintf(out, "%d\n", static_cast<int>(getpid()));
+  std::fclose(out);
+  rename(ready, file);  // whole, or not there
+  while (!g_terminated) sigsuspend(&before);
+  out = std::fopen(file, "a");
+  std::fprintf(out, "terminated\n");
+  std::fclose(out);
+  return 0;
+}
+
 Main* g_inherited = nullptr;
 
 int delete_inherited_then_mains(long n) {
@@ -303,6 +339,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "fork-drop") == 0) return in_child_then_mains(drop_root_then_mains, std::atol(argv[2]));
   if (std::strcmp(mode, "wait-term") == 0) return run_wait_term(std::atol(argv[2]));
   if (std::strcmp(mode, "late-fork") == 0) return run_late_fork(std::atol(argv[2]));
+  if (std::strcmp(mode, "daemon") == 0 && argc > 3) return run_daemon(std::atol(argv[2]), argv[3]);
   if (std::strcmp(mode, "retitle") == 0) return run_retitle(argv[0], std::atol(argv[2]));
   if (std::strcmp(mode, "close-all") == 0 && argc > 4) return run_close_all(argv[2], std::atol(argv[3]), argv[4]);
   if (std::strcmp(mode, "exec") == 0 && argc > 4) return run_exec(argv[2], std::atol(argv[3]), argv[4], argv + 5);

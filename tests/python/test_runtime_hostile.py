@@ -400,6 +400,72 @@ def test_heaptype_run_passes_sigterm_on_to_the_program(hostile, tmp_path):
     assert profile.complete and allocations(profile, "Main") == (500, 0)
 
 
+def daemon_pid(ready: Path, deadline_s: float = 60) -> int:
+    """The pid the daemon scenario writes once it waits for SIGTERM."""
+    import time
+
+    deadline = time.monotonic() + deadline_s
+    while not ready.exists():
+        assert time.monotonic() < deadline, f"the daemon never wrote {ready}"
+        time.sleep(0.02)
+    return int(ready.read_text().split()[0])
+
+
+def wait_until_gone(pid: int, deadline_s: float = 60) -> None:
+    import time
+
+    deadline = time.monotonic() + deadline_s
+    while Path(f"/proc/{pid}").exists():
+        assert time.monotonic() < deadline, f"process {pid} is still running"
+        time.sleep(0.02)
+
+
+def test_heaptype_run_names_the_daemon_a_program_leaves_running(hostile, tmp_path):
+    """A daemon's process returns at once and leaves the daemon proper running (nginx's
+    `daemon on`): `heaptype run` listed the short first process's profile and said
+    nothing of the process doing the work. It names it now, by pid, and says how to wait
+    for it; the daemon's profile, finished when it exits, holds its objects exactly."""
+    ready = tmp_path / "daemon.pid"
+    done = subprocess.run([*HEAPTYPE, "run", "-o", str(tmp_path / "d.%p.htp"), "--", str(hostile), "daemon", "300",
+                           str(ready)], capture_output=True, text=True, timeout=120)
+    pid = daemon_pid(ready)
+    try:
+        assert done.returncode == 0, done.stderr
+        assert (f"heaptype: 1 process the program started still runs in the background: pid {pid} (hostile); each "
+                "profiled one writes its profile as it runs and finishes it when it exits (`heaptype run --wait` "
+                "waits for such processes and lists their profiles)") in done.stderr.splitlines(), done.stderr
+        assert Path(f"/proc/{pid}").exists()
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    wait_until_gone(pid)
+    assert ready.read_text().split() == [str(pid), "terminated"]
+    profile = heaptype.load(tmp_path / f"d.{pid}.htp")
+    assert profile.complete and allocations(profile, "Main") == (300, 0)
+
+
+def test_heaptype_run_wait_stays_until_the_daemon_exits_and_passes_sigterm_on(hostile, tmp_path):
+    """`heaptype run --wait` waits for what the program left in the background, passes
+    SIGTERM on to it (a service manager stops `heaptype run`), and lists its profile."""
+    ready = tmp_path / "daemon.pid"
+    run = subprocess.Popen([*HEAPTYPE, "run", "--wait", "-o", str(tmp_path / "d.%p.htp"), "--", str(hostile), "daemon",
+                            "400", str(ready)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pid = daemon_pid(ready)
+        assert run.poll() is None, "heaptype run --wait returned while the daemon runs"
+        run.send_signal(signal.SIGTERM)
+        stdout, stderr = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == 0, stderr
+    assert ready.read_text().split() == [str(pid), "terminated"]
+    assert (f"heaptype: the program exited and left 1 process running in the background (pid {pid} (hostile)): "
+            "waiting for it to exit") in stderr, stderr
+    assert f"  {tmp_path / f'd.{pid}.htp'}" in stderr.splitlines()
+    assert "still runs" not in stderr
+    profile = heaptype.load(tmp_path / f"d.{pid}.htp")
+    assert profile.complete and profile.end_cause == "exit" and allocations(profile, "Main") == (400, 0)
+
+
 def mode_line(path) -> str:
     report = subprocess.run([*HEAPTYPE, "report", str(path)], capture_output=True, text=True, check=True).stdout
     return next(line for line in report.splitlines() if line.startswith("  mode"))

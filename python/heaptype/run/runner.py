@@ -31,6 +31,9 @@ from glob import escape as glob_escape
 from pathlib import Path
 from typing import Callable
 
+from .background import BackgroundProcess, adopting_orphans, left_running_settled, wait_for
+from .signals import SignalForwarder, signals_forwarded
+
 DEFAULT_PATTERN = "heaptype.%e.%p.htp"
 # What the runtime says, as it is loaded, of a program whose malloc comes before its own
 # (src/runtime/control.cpp, note_an_allocator_ahead).
@@ -60,6 +63,8 @@ class ProfiledRun:
     other_profiles: list[Path] = field(default_factory=list)  # of other processes the run started
     preloaded: bool = False  # the runtime was preloaded into a program built without it
     runtime_messages: list[str] = field(default_factory=list)  # the runtime's lines ("heaptype: ...")
+    # what the program left running at its exit (a daemon), when the run looked (``background``)
+    left_running: list[BackgroundProcess] = field(default_factory=list)
 
     @property
     def crashed(self) -> bool:
@@ -286,7 +291,8 @@ def should_preload(command: list[str], cwd: Path | None, preload: bool | None,
 def run_profiled(command: list[str], *, output: str | os.PathLike | None = None, cwd: Path | None = None,
                  env: dict[str, str] | None = None, timeout: float | None = None, capture: bool = False,
                  keep_settings: bool = True, preload: bool | None = False, follow_children: bool = False,
-                 while_running: Callable[[subprocess.Popen, Path], None] | None = None) -> ProfiledRun:
+                 while_running: Callable[[subprocess.Popen, Path], None] | None = None,
+                 background: str | None = None) -> ProfiledRun:
     """Runs ``command`` with profiling on. ``output`` is the profile's path or pattern
     (default ``heaptype.%e.%p.htp`` in the working directory); relative to ``cwd``.
     ``preload``: put the shared runtime into the program; None: when the program does
@@ -308,91 +314,62 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
     log = RuntimeLog(environment)
     started = time.monotonic()
     try:
-        proc, stdout, stderr, timed_out = _run_to_the_end(command, cwd, log.env, capture, timeout, pattern,
-                                                          while_running)
+        with adopting_orphans() if background else contextlib.nullcontext() as reaper, \
+                signals_forwarded() as forwarder:
+            proc, stdout, stderr, timed_out = _run_to_the_end(command, cwd, log.env, capture, timeout, pattern,
+                                                              while_running, forwarder, reaper)
+            running = _left_in_background(background, forwarder)
     finally:
         messages = log.messages()
     duration = time.monotonic() - started
     mine, others = find_profile(pattern, proc.pid, os.path.basename(command[0]), before)
     return ProfiledRun(list(command), proc.returncode, mine, duration, timed_out, stdout, stderr, others, preloaded,
-                       messages)
+                       messages, running)
 
 
-# What a service manager, `timeout`, `kill` or a terminal's job control sends the process
-# it started (this one) to stop, reload or ask a program: the program gets them, as it
-# would if it had been started directly. SIGINT reaches it from the terminal itself, and
-# from the KeyboardInterrupt below when this process alone got it.
-FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
-
-
-class _SignalForwarder:
-    """Passes FORWARDED_SIGNALS on to the program; one that comes before the program is
-    started (its handlers are set first, so that none ends this process meanwhile) is
-    passed on as soon as it is."""
-
-    def __init__(self):
-        self.proc: subprocess.Popen | None = None
-        self.pending: list[int] = []
-
-    def __call__(self, signum, _frame) -> None:
-        if self.proc is None:
-            self.pending.append(signum)
-            return
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.send_signal(signum)
-
-    def started(self, proc: subprocess.Popen) -> None:
-        self.proc = proc
-        for signum in self.pending:
-            self(signum, None)
-        self.pending.clear()
-
-
-@contextlib.contextmanager
-def _signals_forwarded():
-    """While the program runs, FORWARDED_SIGNALS sent to this process go to it (the
-    forwarder's ``started(process)``): a `heaptype run` that SIGTERM ended at once left
-    its program running on, detached, with no summary of its run. Only the main thread
-    can set handlers (an embedding caller's worker thread forwards nothing)."""
-    forwarder = _SignalForwarder()
-    if threading.current_thread() is not threading.main_thread():
-        yield forwarder
-        return
-    previous = {number: signal.signal(number, forwarder) for number in FORWARDED_SIGNALS}
-    try:
-        yield forwarder
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+def _left_in_background(background: str | None, forwarder: SignalForwarder) -> list[BackgroundProcess]:
+    """What the program left running, after waiting for it when asked to; the signals
+    heaptype run is sent meanwhile go to it."""
+    if not background:
+        forwarder.left_behind([])
+        return []
+    running = left_running_settled()
+    if running and background == "wait":
+        running = wait_for(running, forwarder)
+    forwarder.left_behind([])  # signals come to this process again after the run
+    return running
 
 
 def _run_to_the_end(command: list[str], cwd: Path | None, environment: dict[str, str], capture: bool,
                     timeout: float | None, pattern: str,
-                    while_running: Callable[[subprocess.Popen, Path], None] | None):
-    """Starts the program and waits for its end: (process, stdout, stderr, timed out)."""
+                    while_running: Callable[[subprocess.Popen, Path], None] | None, forwarder: SignalForwarder,
+                    reaper=None):
+    """Starts the program and waits for its end: (process, stdout, stderr, timed out).
+    ``forwarder`` and ``reaper`` are told the program's process (signals.py, background.py)."""
     pipe = subprocess.PIPE if capture else None
-    with _signals_forwarded() as forwarder:
-        try:
-            proc = subprocess.Popen(command, cwd=cwd, env=environment, stdout=pipe, stderr=pipe,
-                                    text=True if capture else None, errors="replace" if capture else None)
-        except PermissionError:
-            raise RunError(f"{command[0]} is not executable (chmod +x, or is it a directory?)") from None
-        except OSError as e:
-            raise RunError(f"cannot run {command[0]}: {e.strerror}") from None
-        forwarder.started(proc)
-        timed_out = False
-        try:
-            if while_running is not None:
-                while_running(proc, Path(_expand(pattern, proc.pid, os.path.basename(command[0]))))
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            stdout, stderr = proc.communicate()
-            timed_out = True
-        except KeyboardInterrupt:
-            proc.send_signal(signal.SIGINT)
-            proc.wait()
-            raise
+    try:
+        proc = subprocess.Popen(command, cwd=cwd, env=environment, stdout=pipe, stderr=pipe,
+                                text=True if capture else None, errors="replace" if capture else None)
+    except PermissionError:
+        raise RunError(f"{command[0]} is not executable (chmod +x, or is it a directory?)") from None
+    except OSError as e:
+        raise RunError(f"cannot run {command[0]}: {e.strerror}") from None
+    forwarder.started(proc)
+    if reaper is not None:
+        reaper.program_pid = proc.pid
+    timed_out = False
+    try:
+        if while_running is not None:
+            while_running(proc, Path(_expand(pattern, proc.pid, os.path.basename(command[0]))))
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        timed_out = True
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        proc.wait()
+        raise
     return proc, stdout, stderr, timed_out
 
 

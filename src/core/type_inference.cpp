@@ -232,6 +232,13 @@ InferredType infer_type(const CodeInfo& call_site) {
     fallback.push_back(CodeFrame{call_site.function, "", 0, false, 0});
     frames = &fallback;
   }
+  if (call_site.coroutine && !frames->empty()) {
+    size_t ramp = 0;  // past the promise type's operator new
+    while (ramp + 1 < frames->size() && (*frames)[ramp].function.find("::operator new(") != std::string::npos) ++ramp;
+    out.name = "coroutine frame of " + (*frames)[ramp].function;
+    out.library = true;
+    return out;
+  }
   for (const CodeFrame& frame : *frames) {
     bool own_argument = false;
     if (type_from_function(frame.function, &out.name, &own_argument)) {

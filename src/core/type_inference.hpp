@@ -22,7 +22,8 @@ struct InferredType {
   uint64_t size = 0;  // sizeof(T) when known
   // `name` is not a C++ type but a row for what a C or C++ runtime allocates in code
   // built without HeapType ("glibc: stdio buffer", "libstdc++: std::locale"), by the
-  // function that allocates; such a row is not marked inferred.
+  // function that allocates, or for a coroutine's frame ("coroutine frame of
+  // counter(int)"); such a row is not marked inferred.
   bool library = false;
 
   // How many T `count` blocks of `bytes` in all hold: bytes / sizeof(T) when that
@@ -36,7 +37,9 @@ struct InferredType {
   const std::string& row(uint64_t bytes) const;
 };
 
-// The innermost standard allocator or factory frame at the call site decides.
+// The innermost standard allocator or factory frame at the call site decides. A
+// coroutine's ramp (the function that starts it) that calls the allocator itself
+// allocates the coroutine's frame: the compiler's, which no new-expression names.
 InferredType infer_type(const CodeInfo& call_site);
 
 // For one function name: the type it allocates, and whether that is the frame's

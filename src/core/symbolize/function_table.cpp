@@ -1,6 +1,7 @@
 #include "function_table.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <tuple>
 
 namespace heaptype {
@@ -26,7 +27,37 @@ bool is_defined_function(const GElf_Sym& sym) {
   return (kind == STT_FUNC || kind == STT_GNU_IFUNC) && sym.st_shndx != SHN_UNDEF && sym.st_value != 0;
 }
 
+bool ends_with(const char* text, size_t size, const char* suffix) {
+  size_t n = std::strlen(suffix);
+  return size >= n && std::memcmp(text + size - n, suffix, n) == 0;
+}
+
 }  // namespace
+
+std::string coroutine_of_clone(const char* clone) {
+  size_t size = std::strlen(clone);
+  static const char kGccClone[] = ".Frame.actor", kClangClone[] = ".resume";
+  if (ends_with(clone, size, kClangClone)) {
+    std::string ramp(clone, size - (sizeof kClangClone - 1));
+    return ramp.compare(0, 2, "_Z") == 0 && ramp.find('.') == std::string::npos ? ramp : "";
+  }
+  if (!ends_with(clone, size, kGccClone)) return "";
+  // "..._Z7counterPZ7counteriE17_Z7counteri.Frame.actor": the frame type's name is a
+  // <length><identifier> whose identifier is "<ramp>.Frame".
+  size_t end = size - (sizeof ".actor" - 1);  // after ".Frame"
+  for (size_t start = end; start-- > 0;) {
+    size_t digits = start;
+    uint64_t length = 0, scale = 1;
+    while (digits > 0 && clone[digits - 1] >= '0' && clone[digits - 1] <= '9' && scale <= 1000000) {
+      length += static_cast<uint64_t>(clone[digits - 1] - '0') * scale;
+      scale *= 10;
+      --digits;
+      if (length == end - start && clone[start] == '_' && clone[start + 1] == 'Z')
+        return std::string(clone + start, end - start - (sizeof ".Frame" - 1));
+    }
+  }
+  return "";
+}
 
 FunctionTable::FunctionTable(const ElfFile& file) {
   std::vector<Candidate> all;
@@ -43,6 +74,8 @@ FunctionTable::FunctionTable(const ElfFile& file) {
     return a.start != b.start ? a.start < b.start : a.rank < b.rank;
   });
   for (const Candidate& c : all) {
+    std::string ramp = coroutine_of_clone(c.name);
+    if (!ramp.empty()) coroutine_ramps_.insert(std::move(ramp));
     if (!starts_.empty() && starts_.back() == c.start) continue;
     starts_.push_back(c.start);
     sizes_.push_back(c.size);

@@ -38,6 +38,7 @@ struct Location {
   std::string function;        // the out-of-line function, symbol table name demangled; "" unknown
   uint64_t function_address = 0;  // its runtime entry; 0 unknown
   std::vector<Frame> frames;   // innermost first: inlined ones, then the function; empty without a function
+  bool coroutine = false;      // the innermost function starts a C++20 coroutine (FunctionTable::starts_coroutine)
 
   // The function, else "module+0xoffset" (module's base name; the offset of the
   // function's start where its call frame information gives it), else "0xaddress".
@@ -54,10 +55,11 @@ struct CodeInfo {
   bool has_start = false;   // `start` (link-time entry of the function's symbol) is known
   uint64_t start = 0;
   std::vector<Frame> frames;
+  bool coroutine = false;  // the innermost function at pc starts a C++20 coroutine
 
   bool operator==(const CodeInfo& o) const {
     return found == o.found && with_lines == o.with_lines && function == o.function &&
-           has_start == o.has_start && start == o.start && frames == o.frames;
+           has_start == o.has_start && start == o.start && frames == o.frames && coroutine == o.coroutine;
   }
 };
 

@@ -89,6 +89,17 @@ const std::string& ModuleSymbols::demangled(const char* name) {
   return demangled_[name] = text.compare(0, 2, "_Z") == 0 ? core::demangle(text) : text;
 }
 
+// Whether the innermost function at pc, past a class's own `operator new` inlined
+// into it (a promise type's), starts a C++20 coroutine: its allocation there is the
+// coroutine's frame. `chain`: the DWARF frames, outermost first; the outermost is
+// named by the symbol table when it has it.
+bool ModuleSymbols::allocates_coroutine_frame(const std::vector<RawFrame>& chain, const char* symbol) {
+  size_t depth = chain.size();
+  while (depth > 1 && demangled(chain[depth - 1].name.c_str()).find("::operator new(") != std::string::npos) --depth;
+  const char* name = depth > 1 || (symbol == nullptr && depth == 1) ? chain[depth - 1].name.c_str() : symbol;
+  return name != nullptr && functions_->starts_coroutine(name);
+}
+
 // The symbol table names the out-of-line function; DWARF adds the functions
 // inlined at pc (innermost first) and the lines.
 CodeInfo ModuleSymbols::decode(uint64_t pc, bool lines) {
@@ -143,6 +154,7 @@ CodeInfo ModuleSymbols::decode(uint64_t pc, bool lines) {
     info.frames.back().function = info.function;
   }
   if (symbol.name == nullptr) info.function = info.frames.back().function;
+  info.coroutine = allocates_coroutine_frame(chain, symbol.name);
   return info;
 }
 

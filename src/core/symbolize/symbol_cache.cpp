@@ -24,13 +24,13 @@ const char kDefaultCacheDir[] = "<default>";
 namespace {
 
 const char kMagic[8] = {'H', 'T', 'S', 'Y', 'M', 'C', '\r', '\n'};
-constexpr uint32_t kFormatVersion = 6;  // bump when the layout or the meaning of entries changes
+constexpr uint32_t kFormatVersion = 7;  // bump when the layout or the meaning of entries changes
 constexpr uint32_t kNoString = 0xFFFFFFFFu;
 constexpr size_t kHeaderSize = 8 + 4 + 4 + 8 + 8;  // magic, version, reserved, payload size, checksum
 constexpr size_t kIndexItem = 8 + 4;               // pc, record offset
 constexpr size_t kFrameSize = 4 + 4 + 4 + 1 + 8;   // function, file, line, inlined, type argument size
 
-enum EntryFlags : uint8_t { kFound = 1, kWithLines = 2, kHasStart = 4 };
+enum EntryFlags : uint8_t { kFound = 1, kWithLines = 2, kHasStart = 4, kCoroutine = 8 };
 
 // FNV-1a over 8-byte words (then the tail bytes): fast enough to check a
 // multi-megabyte file at every load.
@@ -108,7 +108,7 @@ class StringTable {
 
 void write_record(Writer& w, StringTable& strings, const CodeInfo& info) {
   w.u8(static_cast<uint8_t>((info.found ? kFound : 0) | (info.with_lines ? kWithLines : 0) |
-                            (info.has_start ? kHasStart : 0)));
+                            (info.has_start ? kHasStart : 0) | (info.coroutine ? kCoroutine : 0)));
   w.u32(strings.index(info.function));
   w.u64(info.start);
   w.u32(static_cast<uint32_t>(info.frames.size()));
@@ -289,6 +289,7 @@ bool CacheReader::decode_record(size_t offset, CodeInfo* out) const {
   out->found = flags & kFound;
   out->with_lines = flags & kWithLines;
   out->has_start = flags & kHasStart;
+  out->coroutine = flags & kCoroutine;
   out->function = string_at(c.get<uint32_t>());
   out->start = c.get<uint64_t>();
   uint32_t frames = c.get<uint32_t>();

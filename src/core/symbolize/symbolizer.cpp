@@ -168,6 +168,7 @@ Location Symbolizer::locate(uint64_t address, Kind kind) {
   if (!info.found) return location;
   location.function = std::move(info.function);
   location.frames = std::move(info.frames);
+  location.coroutine = info.coroutine;
   return location;
 }
 

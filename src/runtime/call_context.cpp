@@ -613,10 +613,24 @@ uint32_t node_from_backtrace(ThreadState* t, uintptr_t call_site, uintptr_t* ras
   return node_of_path(t, callers, static_cast<uint32_t>(depth));
 }
 
+// The node of the unwinder's walk of the stack, from the call frame information alone.
+uint32_t unwound_context(ThreadState* t, uintptr_t call_site) {
+  uintptr_t ras[kUnwoundFrames + 1];
+  UnwindState s = {ras, 0, kUnwoundFrames, false};
+  _Unwind_Backtrace(collect_frame, &s);
+  return node_from_backtrace(t, call_site, ras, s.n, s.more);
+}
+
 // The node of the stack above an allocation function's frame, through the table
-// of known paths.
-uint32_t walked_context(ThreadState* t, uintptr_t frame) {
+// of known paths. A frame off the thread's own stack is on one the program made (a
+// coroutine's, a fiber's): its bounds are unknown, and a frame pointer read there (the
+// garbage a context switch left in rbp at the bottom of such a stack) could lead
+// anywhere below the thread's stack, unmapped memory included; the unwinder, which
+// reads only what the call frame information says, walks it instead.
+uint32_t walked_context(ThreadState* t, uintptr_t call_site, uintptr_t frame) {
   CallContext& c = t->context;
+  if (__builtin_expect(!t->stack.low_known, 0)) find_stack_low(t);
+  if (__builtin_expect(frame < t->stack.low || frame >= t->stack.high, 0)) return unwound_context(t, call_site);
   uintptr_t ras[kMaxWalkedFrames + 1];
   uintptr_t sum = 0;
   uint32_t depth = static_cast<uint32_t>(walk_callers(c, frame, t->stack.high, ras, sum));
@@ -662,14 +676,10 @@ uint32_t allocation_context(ThreadState* t, uintptr_t call_site, uintptr_t frame
       [[fallthrough]];
     case CallstackMode::kFramePointer:
       if (__builtin_expect(!c.frames, 0) && !ensure_frames(c)) return 0;
-      return walked_context(t, frame);
-    case CallstackMode::kUnwind: {
+      return walked_context(t, call_site, frame);
+    case CallstackMode::kUnwind:
       if (!ensure_frames(c)) return 0;
-      uintptr_t ras[kUnwoundFrames + 1];
-      UnwindState s = {ras, 0, kUnwoundFrames, false};
-      _Unwind_Backtrace(collect_frame, &s);
-      return node_from_backtrace(t, call_site, ras, s.n, s.more);
-    }
+      return unwound_context(t, call_site);
   }
   return 0;
 }

@@ -191,8 +191,15 @@ FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
   FrameRule first = learned_rule(b, i);
   // The last frame of a backtrace cut at kMaxFrames has no caller in it: its rule is
   // unknown (it keeps a frame pointer or not): this walk ends there, and the next
-  // one meeting it asks again.
-  if (i + 1 >= b.count) return {pc, 0, kRbpKept, FrameKind::kOpaque};
+  // one meeting it asks again. The last frame of a whole backtrace is where the
+  // unwinder itself stops (code without call frame information: the bottom of a
+  // coroutine's stack, boost.context's `finish`): every walk ends there, and the rule
+  // is kept (pdns_recursor took a backtrace for each allocation on its coroutines).
+  if (i + 1 >= b.count) {
+    FrameRule end = {pc, 0, kRbpKept, FrameKind::kOpaque};
+    if (b.count < kMaxFrames) store(rules, end);
+    return end;
+  }
   store(rules, first);
   // The walk asks the rule of every return address outside the runtime's module: one
   // backtrace teaches the rules of the whole stack above (a preloaded test suite's

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "diagnostics.hpp"
 #include "internal_memory.hpp"
 #include "libc_next.hpp"
+#include "mappings.hpp"
 #include "profile_writer.hpp"
 #include "tracker.hpp"
 
@@ -246,7 +248,10 @@ void find_stack(ThreadState* t) {
   bool main_thread = t->os_tid == static_cast<uint64_t>(getpid());
   t->stack.high = main_thread ? reinterpret_cast<uintptr_t>(__libc_stack_end)
                               : static_cast<uintptr_t>(pthread_self());
+  t->stack.low = 0;  // until find_stack_low: the depth counts every frame, as it always did
+  t->stack.low_known = false;
 }
+
 
 // A fresh stream; the flush lock is held (or the state is not yet shared). `keep_totals`:
 // a state an exited thread left keeps its counters, which the END chunk sums.
@@ -339,6 +344,25 @@ void on_thread_exit(void* state) {
 
 }  // namespace
 
+void find_stack_low(ThreadState* t) {
+  uintptr_t high = t->stack.high, start = 0, end = 0;
+  t->stack.low_known = true;
+  t->stack.low = high;  // nothing known: no frame is taken for this stack's
+  if (!high) return;
+  bool main_thread = t->os_tid == static_cast<uint64_t>(getpid());
+  struct rlimit limit;
+  if (main_thread && getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      limit.rlim_cur < high) {
+    // The kernel keeps the main stack's limit below its top for the stack alone (mmap's
+    // base lies under it), and grows the stack down to any address there.
+    t->stack.low = high - limit.rlim_cur;
+    return;
+  }
+  // Another thread's stack is one mapping (its guard page another), the main thread's
+  // as deep as it has grown (deeper frames then get the unwinder's walk).
+  if (readable_mapping_of(high - 1, &start, &end) && start < high) t->stack.low = start;
+}
+
 ThreadState* create_thread_state() {
   ThreadState* t = new_state();
   if (!t) return nullptr;
@@ -394,7 +418,12 @@ const SiteKey* site_definition(const ThreadState* t, uint32_t site) {
 
 // The tick ends: a STACK record says how deep the stack went in it, when that changed.
 void report_stack_depth(ThreadState* t) {
-  if (!t->stack.high || t->stack_deepest == UINTPTR_MAX || t->stack_deepest > t->stack.high) return;
+  if (!t->stack.low_known) find_stack_low(t);
+  if (!t->stack.high || t->stack_deepest == UINTPTR_MAX || t->stack_deepest > t->stack.high ||
+      t->stack_deepest < t->stack.low) {
+    t->stack_deepest = UINTPTR_MAX;  // a frame on another stack (a coroutine's) before the bounds were known
+    return;
+  }
   uint64_t bytes = t->stack.high - t->stack_deepest;
   t->stack_deepest = UINTPTR_MAX;
   if (bytes == t->stack_reported) return;

@@ -100,9 +100,13 @@ struct PendingEvent {
 };
 constexpr uint32_t kPendingSlots = 32;
 
-// The thread's stack, for walking frame pointers without leaving it.
+// The thread's stack, for walking frame pointers without leaving it: every address in
+// [low, high) is mapped while the thread runs. A frame outside is on a stack the program
+// made itself (a coroutine's, a fiber's, a signal stack), whose bounds nobody tells.
 struct StackBounds {
   uintptr_t high;  // frames lie below; 0: unknown (no walking)
+  uintptr_t low;   // known once `low_known` (find_stack_low); high when nothing is known
+  bool low_known;
 };
 
 constexpr size_t kEventBufferSize = 64 * 1024;
@@ -167,6 +171,9 @@ struct ThreadState {
 extern __thread ThreadState* tls_thread_state __attribute__((tls_model("initial-exec")));
 
 ThreadState* create_thread_state();
+
+// Learns the stack's low end (a call to the kernel, made at the thread's first walk).
+void find_stack_low(ThreadState* t);
 
 // The calling thread's state, created on first use; nullptr if out of memory.
 inline ThreadState* this_thread_state() {
@@ -245,8 +252,10 @@ inline void put_address(ThreadState* t, uintptr_t address) {
 }
 
 // How deep the stack goes: frames lie below the top, the deepest at the lowest address.
+// A frame below the stack's known low end is on another stack (a coroutine's): not
+// this one's depth.
 __attribute__((always_inline)) inline void note_stack_depth(ThreadState* t, uintptr_t frame) {
-  if (frame < t->stack_deepest) t->stack_deepest = frame;
+  if (frame < t->stack_deepest && frame >= t->stack.low) t->stack_deepest = frame;
 }
 
 __attribute__((always_inline)) inline void emit_alloc(ThreadState* t, uint32_t site, uintptr_t address,

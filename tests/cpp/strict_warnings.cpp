@@ -1,7 +1,8 @@
 // Compiled with -Wall -Wextra -Weffc++ -Werror -pedantic and the force-included
 // heaptype/new.hpp (tests/integration/test_strict_header.py): every form of
 // new-expression the header rewrites, and standard containers through the typed
-// allocator shim, must compile without a warning from HeapType's headers.
+// allocator shim, must compile without a warning from HeapType's headers; in C++20
+// also new-expressions evaluated at compile time.
 #include <map>
 #include <memory>
 #include <new>
@@ -14,6 +15,20 @@ struct Point {
   int y;
 };
 }  // namespace shapes
+
+#if defined(__cpp_constexpr_dynamic_alloc)
+// C++20: new-expressions in a constant expression (the operators the macro calls are
+// constexpr and report nothing there).
+constexpr int constant_sum() {
+  shapes::Point* p = new shapes::Point{20, 22};
+  shapes::Point& r = *new shapes::Point{1, 1};
+  int sum = p->x + p->y + r.x;
+  delete p;
+  delete &r;
+  return sum;
+}
+static_assert(constant_sum() == 43, "new in a constant expression");
+#endif
 
 int main() {
   shapes::Point* one = new shapes::Point{1, 2};

@@ -10,9 +10,11 @@
 // receives the T* the expression produced and reports heaptype::type_id<T> for it.
 // The trick struct lives in the global namespace, so argument-dependent lookup
 // finds the operator from any namespace, and `::new (p) T` becomes
-// `::heaptype_new_trick{} * new (p) T`, which still parses. Placement
-// new reports too, but the runtime only names blocks it tracks and has not named
-// yet, so it changes nothing.
+// `::heaptype_new_trick{} * new (p) T`, which still parses. Placement new reports
+// too: the runtime names only a block it tracks and has not named yet, where the
+// object starts (within the block's first bytes), so an object constructed at the
+// start of a fresh malloc() block (an allocator's `construct`, a header placed
+// before a buffer) names that block.
 //
 // Other unary operators applied directly to a new-expression do not survive the
 // macro: `delete new T` (which does nothing useful) and C-style casts such as
@@ -50,16 +52,27 @@ struct heaptype_new_macro__to_declare_an_operator_new_include_heaptype_undef_new
 using heaptype_new_trick = heaptype_new_macro__to_declare_an_operator_new_include_heaptype_undef_new_h;
 struct heaptype_deref_new_trick {};
 
+// C++20 allows new-expressions in constant expressions (`constexpr int f() { int* p =
+// new int(42); ... delete p; }`): there the operators must be constexpr, and report
+// nothing (no block is made at run time).
+#if defined(__cpp_constexpr_dynamic_alloc)
+#define HEAPTYPE_CONSTEXPR_NEW constexpr
+#define HEAPTYPE_AT_RUN_TIME !__builtin_is_constant_evaluated()
+#else
+#define HEAPTYPE_CONSTEXPR_NEW inline
+#define HEAPTYPE_AT_RUN_TIME true
+#endif
+
 template <class T>
-inline T* operator*(heaptype_new_trick, T* p) noexcept {
-  ::heaptype::detail::report_new(p, ::heaptype::tag_of<T>(), sizeof(T), alignof(T));
+HEAPTYPE_CONSTEXPR_NEW T* operator*(heaptype_new_trick, T* p) noexcept {
+  if (HEAPTYPE_AT_RUN_TIME) ::heaptype::detail::report_new(p, ::heaptype::tag_of<T>(), sizeof(T), alignof(T));
   return p;
 }
 
 // `*new T` (as in `static Foo& f = *new Foo;`) becomes `*heaptype_new_trick{} * new T`,
 // which C++ reads as `(*heaptype_new_trick{}) * new T`: the unary * hands over to a
 // second trick whose binary * dereferences.
-inline heaptype_deref_new_trick operator*(heaptype_new_trick) noexcept { return {}; }
+HEAPTYPE_CONSTEXPR_NEW heaptype_deref_new_trick operator*(heaptype_new_trick) noexcept { return {}; }
 
 // GCC's -Weffc++ wants a binary operator* to return by value; this one must return
 // the object itself, and the warning would fire in every translation unit.
@@ -68,8 +81,8 @@ inline heaptype_deref_new_trick operator*(heaptype_new_trick) noexcept { return 
 #pragma GCC diagnostic ignored "-Weffc++"
 #endif
 template <class T>
-inline T& operator*(heaptype_deref_new_trick, T* p) noexcept {
-  ::heaptype::detail::report_new(p, ::heaptype::tag_of<T>(), sizeof(T), alignof(T));
+HEAPTYPE_CONSTEXPR_NEW T& operator*(heaptype_deref_new_trick, T* p) noexcept {
+  if (HEAPTYPE_AT_RUN_TIME) ::heaptype::detail::report_new(p, ::heaptype::tag_of<T>(), sizeof(T), alignof(T));
   return *p;
 }
 #if defined(__GNUC__) && !defined(__clang__)

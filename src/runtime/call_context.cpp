@@ -613,6 +613,56 @@ uint32_t node_from_backtrace(ThreadState* t, uintptr_t call_site, uintptr_t* ras
   return node_of_path(t, callers, static_cast<uint32_t>(depth));
 }
 
+// The return addresses of the callers of the function whose frame is `frame`, stepped
+// over by their frame rules alone, each read from the function's call frame information
+// (or learned from the unwinder's own steps): the words the unwinder would read, and no
+// other. For a stack whose bounds are unknown (a coroutine's): a frame pointer is
+// followed only where the CFI says the function keeps its frame record there, never on a
+// guess, and the walk ends where a rule is missing, as the unwinder does. -1 when the
+// rule table has no memory (the unwinder walks instead).
+int unwind_by_rules(FrameRules& rules, uintptr_t frame, uintptr_t* out, uintptr_t& sum) {
+  if (__builtin_expect(!rules.slots, 0)) frame_rule(rules, 0);  // the table, at the first walk
+  if (!rules.slots) return -1;
+  const uintptr_t* hook = reinterpret_cast<const uintptr_t*>(frame);  // the runtime's own frame record
+  uintptr_t sp = frame + 2 * sizeof(uintptr_t), rbp = hook[0], pc = hook[1];
+  int depth = 0;
+  for (;;) {
+    FrameRule rule = frame_rule(rules, pc);
+    uintptr_t cfa, saved = 0;
+    bool reads_rbp = true;
+    switch (rule.kind) {
+      case FrameKind::kFramePointer:
+        if (rule.guessed) return depth;
+        cfa = rbp + 2 * sizeof(uintptr_t);
+        saved = rbp;
+        break;
+      case FrameKind::kStackOffset:
+      case FrameKind::kRbpOffset:
+        cfa = (rule.kind == FrameKind::kStackOffset ? sp : rbp) + static_cast<uintptr_t>(rule.cfa_offset);
+        reads_rbp = rule.saved_rbp != kRbpKept;
+        if (reads_rbp) saved = cfa + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
+        break;
+      case FrameKind::kRbpSlot:
+        cfa = *reinterpret_cast<const uintptr_t*>(rbp + static_cast<uintptr_t>(static_cast<intptr_t>(rule.cfa_offset)));
+        saved = rbp + static_cast<uintptr_t>(static_cast<intptr_t>(rule.saved_rbp));
+        break;
+      default:
+        return depth;  // kOpaque, kEnd
+    }
+    if (cfa <= sp) return depth;
+    if (reads_rbp) rbp = *reinterpret_cast<const uintptr_t*>(saved);
+    pc = reinterpret_cast<const uintptr_t*>(cfa)[-1];
+    if (pc < kLowestCode || pc == rules.last_end) return depth;
+    if (depth == kMaxWalkedFrames) {
+      out[depth++] = kWalkCut;
+      return depth;
+    }
+    out[depth++] = pc;
+    sum += pc;
+    sp = cfa;
+  }
+}
+
 // The node of the unwinder's walk of the stack, from the call frame information alone.
 uint32_t unwound_context(ThreadState* t, uintptr_t call_site) {
   uintptr_t ras[kUnwoundFrames + 1];
@@ -630,10 +680,16 @@ uint32_t unwound_context(ThreadState* t, uintptr_t call_site) {
 uint32_t walked_context(ThreadState* t, uintptr_t call_site, uintptr_t frame) {
   CallContext& c = t->context;
   if (__builtin_expect(!t->stack.low_known, 0)) find_stack_low(t);
-  if (__builtin_expect(frame < t->stack.low || frame >= t->stack.high, 0)) return unwound_context(t, call_site);
   uintptr_t ras[kMaxWalkedFrames + 1];
   uintptr_t sum = 0;
-  uint32_t depth = static_cast<uint32_t>(walk_callers(c, frame, t->stack.high, ras, sum));
+  uint32_t depth;
+  if (__builtin_expect(frame < t->stack.low || frame >= t->stack.high, 0)) {
+    int by_rules = unwind_by_rules(c.frame_rules, frame, ras, sum);
+    if (by_rules < 0) return unwound_context(t, call_site);
+    depth = static_cast<uint32_t>(by_rules);
+  } else {
+    depth = static_cast<uint32_t>(walk_callers(c, frame, t->stack.high, ras, sum));
+  }
   if (depth > kKnownPathFrames) return node_of_path(t, ras, depth);
   uint64_t hash = path_hash(ras, depth, sum);
   KnownPath& known = c.known_paths[hash >> (64 - kKnownPathBits)];

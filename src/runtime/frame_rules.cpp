@@ -108,8 +108,11 @@ FrameRule cfi_rule(FrameRule rule, FrameKind kind, const FrameCfi& cfi, bool cfa
 // The rule of frame `i` of the backtrace (its caller is frame i + 1).
 FrameRule rule_of(const Backtrace& b, int i) {
   const UnwoundFrame& f = b.frames[i];
-  FrameRule rule = {f.ip, 0, kRbpKept, FrameKind::kFramePointer};
-  if (i + 1 >= b.count) return rule;
+  FrameRule rule = {f.ip, 0, kRbpKept, FrameKind::kFramePointer, false};
+  if (i + 1 >= b.count) {  // no caller to check it against
+    rule.guessed = true;
+    return rule;
+  }
   const UnwoundFrame& caller = b.frames[i + 1];
   uintptr_t cfa = caller.sp;
   // The function's call frame information says how its CFA is computed and where it
@@ -184,7 +187,7 @@ FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
     // of) it walks on by the frame pointer. Either way the next walk meeting it does
     // not ask again (a walk that asked at every meeting took a backtrace each time).
     FrameKind kind = b.count == kMaxFrames ? FrameKind::kOpaque : FrameKind::kFramePointer;
-    FrameRule unknown = {pc, 0, kRbpKept, kind};
+    FrameRule unknown = {pc, 0, kRbpKept, kind, true};
     store(rules, unknown);
     return unknown;
   }
@@ -196,7 +199,7 @@ FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
   // coroutine's stack, boost.context's `finish`): every walk ends there, and the rule
   // is kept (pdns_recursor took a backtrace for each allocation on its coroutines).
   if (i + 1 >= b.count) {
-    FrameRule end = {pc, 0, kRbpKept, FrameKind::kOpaque};
+    FrameRule end = {pc, 0, kRbpKept, FrameKind::kOpaque, false};
     if (b.count < kMaxFrames) store(rules, end);
     return end;
   }
@@ -236,7 +239,7 @@ bool keeps_frame_record(uintptr_t pc, FrameRule* rule) {
   if (cfi.cfa_base != CfaBase::kFramePointer || cfi.cfa_offset != kFrameRecord || cfi.rbp != SavedRbp::kAtCfa ||
       cfi.rbp_offset != -kFrameRecord)
     return false;
-  *rule = {pc, 0, kRbpKept, FrameKind::kFramePointer};
+  *rule = {pc, 0, kRbpKept, FrameKind::kFramePointer, false};
   return true;
 }
 
@@ -252,7 +255,7 @@ FrameRule find_frame_rule(FrameRules& rules, uintptr_t pc) {
     ++rules.epoch;
     rules.shift = 64 - kFrameRuleBits;
     rules.slots = static_cast<FrameRule*>(map_pages(sizeof(FrameRule) * capacity_of(rules.shift), MemoryUse::kCallPaths));
-    if (!rules.slots) return {pc, 0, kRbpKept, FrameKind::kFramePointer};
+    if (!rules.slots) return {pc, 0, kRbpKept, FrameKind::kFramePointer, true};
   }
   FrameRule* found = find(rules.slots, rules.shift, pc);
   if (found->pc == pc) return *found;

@@ -45,6 +45,9 @@ struct FrameRule {
   int32_t saved_rbp;    // the caller's frame pointer at CFA + saved_rbp (at rbp + saved_rbp for
                         // kRbpSlot), or kRbpKept
   FrameKind kind;
+  // kFramePointer taken for code the unwinder knows nothing of, not read from call frame
+  // information: a walk of a stack whose bounds are unknown ends there (unwind_by_rules).
+  bool guessed;
 };
 
 // A thread's table starts with 1 << kFrameRuleBits slots (6 KiB: a program built with

@@ -7,8 +7,12 @@
 //     STACK  malloc: the coroutine's stack from malloc (far below the thread's stack);
 //            below: mapped 64 MiB below the thread's stack
 //   The coroutine runs work_in_coroutine() > level1() > level2(), which makes N typed
-//   `Main` objects (each deleted), then returns to the thread. Prints "done N".
+//   `Main` objects (each deleted), then returns to the thread. Prints "done N
+//   backtraces=B": B the runtime's calls to _Unwind_Backtrace (the program exports its
+//   own, which forwards to libgcc's).
+#include <dlfcn.h>
 #include <sys/mman.h>
+#include <unwind.h>
 #include <ucontext.h>
 
 #include <cstdio>
@@ -19,6 +23,17 @@
 struct Main {
   long value[3];
 };
+
+namespace {
+unsigned long g_backtraces = 0;
+}
+
+extern "C" _Unwind_Reason_Code _Unwind_Backtrace(_Unwind_Trace_Fn trace, void* argument) {
+  using Real = _Unwind_Reason_Code (*)(_Unwind_Trace_Fn, void*);
+  static Real real = reinterpret_cast<Real>(dlsym(RTLD_NEXT, "_Unwind_Backtrace"));
+  ++g_backtraces;
+  return real(trace, argument);
+}
 
 namespace {
 
@@ -71,6 +86,6 @@ int main(int argc, char** argv) {
     std::thread([&] { status = run(argv[2]); }).join();
   else
     status = run(argv[2]);
-  if (status == 0) std::printf("done %ld\n", g_count);
+  if (status == 0) std::printf("done %ld backtraces=%lu\n", g_count, g_backtraces);
   return status;
 }

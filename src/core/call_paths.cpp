@@ -28,10 +28,14 @@ bool is_runtime_module(const std::string& path) {
   return false;
 }
 
-// Where a walk of a whole stack ends: the function that started the process or thread.
+// Where a walk of a whole stack ends: the function that started the process or thread,
+// or a coroutine's stack (boost.context's make_fcontext, whose `finish` label is the
+// return address at the bottom of every context it makes: PowerDNS Recursor's, folly's
+// fibers', Boost.Asio's stackful coroutines'; glibc's __start_context for ucontext).
 bool is_entry_function(const std::string& name) {
   for (const char* exact : {"_start", "__libc_start_main", "__libc_start_call_main", "clone", "clone3",
-                            "start_thread", "execute_native_thread_routine"})
+                            "start_thread", "execute_native_thread_routine", "make_fcontext",
+                            "__start_context"})
     if (name == exact) return true;
   return false;
 }

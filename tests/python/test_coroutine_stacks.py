@@ -20,7 +20,7 @@ import pytest
 
 import heaptype
 from heaptype.capture import flags
-from tooling import require_tool
+from tooling import missing, require_tool
 
 SOURCE = Path(__file__).resolve().parents[1] / "cpp" / "coroutine_stacks.cpp"
 HEAPTYPE = [sys.executable, "-m", "heaptype"]
@@ -72,4 +72,55 @@ def test_allocations_on_a_coroutines_stack_keep_their_call_paths(builds, build, 
     # Stepped over by rules the unwinder taught once, not a backtrace per allocation
     # (the coroutine's entry frame, whose caller the unwinder cannot find, was asked again
     # at every walk: PowerDNS Recursor ran 4.8x slower).
+    assert backtraces <= 20, backtraces
+
+
+BOOST_SOURCE = SOURCE.parent / "fcontext_stacks.cpp"
+BOOST_CALLERS = ("coroutine_entry(boost::context::detail::transfer_t)", "serve()", "make_reply()")
+
+
+@pytest.fixture(scope="module")
+def boost_builds(tmp_path_factory) -> dict[str, Path]:
+    """tests/cpp/fcontext_stacks.cpp, with HeapType and plain (boost.context's library:
+    Debian's libboost-context-dev)."""
+    cxx = require_tool("g++")
+    if not Path("/usr/include/boost/context/detail/fcontext.hpp").exists():
+        missing("boost.context's headers and library (apt-get install libboost-context-dev)")
+    out = tmp_path_factory.mktemp("fcontext_stacks")
+    commands = {
+        "linked": [cxx, "-std=c++17", "-O2", "-g", *flags.compile_flags(cxx=cxx), str(BOOST_SOURCE),
+                   *flags.link_flags(), "-lboost_context", "-ldl", "-o", str(out / "linked")],
+        "plain": [cxx, "-std=c++17", "-O2", "-g", "-fno-allocation-dce", "-rdynamic", str(BOOST_SOURCE),
+                  "-lboost_context", "-ldl", "-o", str(out / "plain")],
+    }
+    for name, command in commands.items():
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0 and "boost_context" in done.stderr:
+            missing(f"boost.context's library (apt-get install libboost-context-dev): {done.stderr[-300:]}")
+        assert done.returncode == 0, done.stderr
+    return {name: out / name for name in commands}
+
+
+@pytest.mark.parametrize("build", ["linked", "plain"])
+def test_allocations_in_a_boost_context_start_at_the_coroutines_entry(boost_builds, build, tmp_path):
+    """boost.context (PowerDNS Recursor's coroutines): the bottom of each context's stack
+    is a return address into make_fcontext, without call frame information. The walk ends
+    there without a backtrace each time (pdns_recursor ran 4.8x slower), and the path
+    starts at the function the context runs (it started at `make_fcontext`, 85% of
+    pdns_recursor's allocations)."""
+    output = tmp_path / f"{build}.htp"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+    command = [str(boost_builds[build]), str(COUNT)]
+    if build == "plain":
+        command = [*HEAPTYPE, "run", "-o", str(output), "--", *command]
+    else:
+        environment["HEAPTYPE_OUTPUT"] = str(output)
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
+    assert done.returncode == 0 and done.stdout.startswith(f"done {COUNT} backtraces="), done.stderr
+    backtraces = int(done.stdout.split("=")[1])
+    profile = heaptype.load(output)
+    reply_type = "Reply" if build == "linked" else None
+    paths = {row.path: row.allocations for row in profile.call_paths() if row.type == reply_type and
+             row.path[-1] == "make_reply()"}
+    assert paths == {BOOST_CALLERS: COUNT}, paths
     assert backtraces <= 20, backtraces

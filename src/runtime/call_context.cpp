@@ -675,8 +675,9 @@ uint32_t unwound_context(ThreadState* t, uintptr_t call_site) {
 // of known paths. A frame off the thread's own stack is on one the program made (a
 // coroutine's, a fiber's): its bounds are unknown, and a frame pointer read there (the
 // garbage a context switch left in rbp at the bottom of such a stack) could lead
-// anywhere below the thread's stack, unmapped memory included; the unwinder, which
-// reads only what the call frame information says, walks it instead.
+// anywhere below the thread's stack, unmapped memory included; it is stepped over by
+// frame rules alone (unwind_by_rules), which read only what the call frame information
+// says, as the unwinder does.
 uint32_t walked_context(ThreadState* t, uintptr_t call_site, uintptr_t frame) {
   CallContext& c = t->context;
   if (__builtin_expect(!t->stack.low_known, 0)) find_stack_low(t);

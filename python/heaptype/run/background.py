@@ -1,7 +1,7 @@
 """Processes a program leaves running when it exits: a daemon (nginx's default
 ``daemon on``, a server's ``--daemonize``) forks into the background and its first
-process returns at once. `heaptype run` then saw its program end within milliseconds,
-listed the short first process's profile and nothing of the server's.
+process returns at once, so that the program `heaptype run` started ends within
+milliseconds, its profile a few allocations long, while the server goes on.
 
 While the program runs, `heaptype run` is its descendants' *subreaper*
 (prctl PR_SET_CHILD_SUBREAPER): a process whose parent exits is given to it instead of

@@ -671,6 +671,19 @@ uint32_t unwound_context(ThreadState* t, uintptr_t call_site) {
   return node_from_backtrace(t, call_site, ras, s.n, s.more);
 }
 
+// The walk of a frame the thread's first walk meets (its stack's bounds are learned
+// then), or of one off the thread's own stack: out of the common walk's way. The
+// number of callers in `ras`, or -1 when the unwinder's walk made the node (`*node`).
+__attribute__((noinline, cold)) int walk_elsewhere(ThreadState* t, uintptr_t call_site, uintptr_t frame,
+                                                   uintptr_t* ras, uintptr_t& sum, uint32_t* node) {
+  if (!t->stack.low_known) find_stack_low(t);
+  if (frame >= t->stack.low && frame < t->stack.high)
+    return walk_callers(t->context, frame, t->stack.high, ras, sum);
+  int depth = unwind_by_rules(t->context.frame_rules, frame, ras, sum);
+  if (depth < 0) *node = unwound_context(t, call_site);
+  return depth;
+}
+
 // The node of the stack above an allocation function's frame, through the table
 // of known paths. A frame off the thread's own stack is on one the program made (a
 // coroutine's, a fiber's): its bounds are unknown, and a frame pointer read there (the
@@ -678,16 +691,16 @@ uint32_t unwound_context(ThreadState* t, uintptr_t call_site) {
 // anywhere below the thread's stack, unmapped memory included; it is stepped over by
 // frame rules alone (unwind_by_rules), which read only what the call frame information
 // says, as the unwinder does.
-uint32_t walked_context(ThreadState* t, uintptr_t call_site, uintptr_t frame) {
+__attribute__((always_inline)) inline uint32_t walked_context(ThreadState* t, uintptr_t call_site, uintptr_t frame) {
   CallContext& c = t->context;
-  if (__builtin_expect(!t->stack.low_known, 0)) find_stack_low(t);
   uintptr_t ras[kMaxWalkedFrames + 1];
   uintptr_t sum = 0;
   uint32_t depth;
-  if (__builtin_expect(frame < t->stack.low || frame >= t->stack.high, 0)) {
-    int by_rules = unwind_by_rules(c.frame_rules, frame, ras, sum);
-    if (by_rules < 0) return unwound_context(t, call_site);
-    depth = static_cast<uint32_t>(by_rules);
+  if (__builtin_expect(frame < t->stack.walk_low || frame >= t->stack.high, 0)) {
+    uint32_t node = 0;
+    int walked = walk_elsewhere(t, call_site, frame, ras, sum, &node);
+    if (walked < 0) return node;
+    depth = static_cast<uint32_t>(walked);
   } else {
     depth = static_cast<uint32_t>(walk_callers(c, frame, t->stack.high, ras, sum));
   }

@@ -249,6 +249,7 @@ void find_stack(ThreadState* t) {
   t->stack.high = main_thread ? reinterpret_cast<uintptr_t>(__libc_stack_end)
                               : static_cast<uintptr_t>(pthread_self());
   t->stack.low = 0;  // until find_stack_low: the depth counts every frame, as it always did
+  t->stack.walk_low = UINTPTR_MAX;
   t->stack.low_known = false;
 }
 
@@ -347,7 +348,7 @@ void on_thread_exit(void* state) {
 void find_stack_low(ThreadState* t) {
   uintptr_t high = t->stack.high, start = 0, end = 0;
   t->stack.low_known = true;
-  t->stack.low = high;  // nothing known: no frame is taken for this stack's
+  t->stack.low = t->stack.walk_low = high;  // nothing known: no frame is taken for this stack's
   if (!high) return;
   bool main_thread = t->os_tid == static_cast<uint64_t>(getpid());
   struct rlimit limit;
@@ -355,12 +356,12 @@ void find_stack_low(ThreadState* t) {
       limit.rlim_cur < high) {
     // The kernel keeps the main stack's limit below its top for the stack alone (mmap's
     // base lies under it), and grows the stack down to any address there.
-    t->stack.low = high - limit.rlim_cur;
+    t->stack.low = t->stack.walk_low = high - limit.rlim_cur;
     return;
   }
   // Another thread's stack is one mapping (its guard page another), the main thread's
   // as deep as it has grown (deeper frames then get the unwinder's walk).
-  if (readable_mapping_of(high - 1, &start, &end) && start < high) t->stack.low = start;
+  if (readable_mapping_of(high - 1, &start, &end) && start < high) t->stack.low = t->stack.walk_low = start;
 }
 
 ThreadState* create_thread_state() {

@@ -104,8 +104,9 @@ constexpr uint32_t kPendingSlots = 32;
 // [low, high) is mapped while the thread runs. A frame outside is on a stack the program
 // made itself (a coroutine's, a fiber's, a signal stack), whose bounds nobody tells.
 struct StackBounds {
-  uintptr_t high;  // frames lie below; 0: unknown (no walking)
-  uintptr_t low;   // known once `low_known` (find_stack_low); high when nothing is known
+  uintptr_t high;      // frames lie below; 0: unknown (no walking)
+  uintptr_t low;       // known once `low_known` (find_stack_low); high when nothing is known
+  uintptr_t walk_low;  // low once known, else UINTPTR_MAX: a walk's one test sends it to learn it
   bool low_known;
 };
 

@@ -304,7 +304,9 @@
       const present = timeline.series.map((s) => [s.name, s.bytes[i]]).filter(([, v]) => v > 0)
         .sort((a, b) => b[1] - a[1]);
       for (const [name, value] of present) lines.push([name, exactBytes(value)]);
-      if (i === rows.findIndex((r) => r.time === timeline.peak_time_s) && timeline.totals[i] === timeline.peak_bytes) {
+      // Several points may share the peak's time (events within one clock tick): the
+      // point under the mouse is the peak when its time and its total are the peak's.
+      if (rows[i].time === timeline.peak_time_s && timeline.totals[i] === timeline.peak_bytes) {
         lines.push(["", "the peak"]);
       }
       showTooltip(lines, d3.event.pageX, d3.event.pageY);

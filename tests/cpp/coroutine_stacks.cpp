@@ -10,9 +10,7 @@
 //   `Main` objects (each deleted), then returns to the thread. Prints "done N
 //   backtraces=B": B the runtime's calls to _Unwind_Backtrace (the program exports its
 //   own, which forwards to libgcc's).
-#include <dlfcn.h>
 #include <sys/mman.h>
-#include <unwind.h>
 #include <ucontext.h>
 
 #include <cstdio>
@@ -20,20 +18,12 @@
 #include <cstring>
 #include <thread>
 
+#include "count_backtraces.hpp"
+
 struct Main {
   long value[3];
 };
 
-namespace {
-unsigned long g_backtraces = 0;
-}
-
-extern "C" _Unwind_Reason_Code _Unwind_Backtrace(_Unwind_Trace_Fn trace, void* argument) {
-  using Real = _Unwind_Reason_Code (*)(_Unwind_Trace_Fn, void*);
-  static Real real = reinterpret_cast<Real>(dlsym(RTLD_NEXT, "_Unwind_Backtrace"));
-  ++g_backtraces;
-  return real(trace, argument);
-}
 
 namespace {
 

@@ -9,11 +9,11 @@
 //   jumps back. Prints "done N backtraces=B" (B: the runtime's calls to _Unwind_Backtrace,
 //   counted by the program's own, which forwards to libgcc's).
 #include <boost/context/detail/fcontext.hpp>
-#include <dlfcn.h>
-#include <unwind.h>
 
 #include <cstdio>
 #include <cstdlib>
+
+#include "count_backtraces.hpp"
 
 namespace ctx = boost::context::detail;
 
@@ -22,17 +22,9 @@ struct Reply {
 };
 
 namespace {
-unsigned long g_backtraces = 0;
 long g_count = 0;
 volatile long g_sink = 0;
 }  // namespace
-
-extern "C" _Unwind_Reason_Code _Unwind_Backtrace(_Unwind_Trace_Fn trace, void* argument) {
-  using Real = _Unwind_Reason_Code (*)(_Unwind_Trace_Fn, void*);
-  static Real real = reinterpret_cast<Real>(dlsym(RTLD_NEXT, "_Unwind_Backtrace"));
-  ++g_backtraces;
-  return real(trace, argument);
-}
 
 __attribute__((noinline)) void make_reply() {
   Reply* r = new Reply{{1, 2, 3, 4}};

@@ -247,7 +247,9 @@ volatile sig_atomic_t g_terminated = 0;
 
 void on_term(int) { g_terminated = 1; }
 
-int run_wait_term(long n) {
+// SIGTERM sets g_terminated, and is blocked but in sigsuspend(returned mask), so that
+// no wakeup is lost between the test and the wait.
+sigset_t catch_term() {
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
   action.sa_handler = on_term;
@@ -255,7 +257,12 @@ int run_wait_term(long n) {
   sigset_t term, before;
   sigemptyset(&term);
   sigaddset(&term, SIGTERM);
-  sigprocmask(SIG_BLOCK, &term, &before);  // taken only in sigsuspend: no wakeup is lost
+  sigprocmask(SIG_BLOCK, &term, &before);
+  return before;
+}
+
+int run_wait_term(long n) {
+  sigset_t before = catch_term();
   make_mains(n);
   alarm(60);  // never left waiting by a test that failed
   std::printf("waiting\n");
@@ -273,14 +280,7 @@ int run_daemon(long n, const char* file) {
   int null = open("/dev/null", O_RDWR);
   for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
   close(null);
-  struct sigaction action;
-  std::memset(&action, 0, sizeof action);
-  action.sa_handler = on_term;
-  sigaction(SIGTERM, &action, nullptr);
-  sigset_t term, before;
-  sigemptyset(&term);
-  sigaddset(&term, SIGTERM);
-  sigprocmask(SIG_BLOCK, &term, &before);
+  sigset_t before = catch_term();
   make_mains(n);
   alarm(60);
   char ready[256];

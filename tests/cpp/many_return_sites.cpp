@@ -6,28 +6,18 @@
 // own, which forwards to libgcc's) and prints "sites=N rounds=R backtraces=B".
 //
 // Usage: many_return_sites [ROUNDS]
-#include <dlfcn.h>
-#include <unwind.h>
 
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
 
+#include "count_backtraces.hpp"
+
 #ifndef SITES
 #define SITES 4000
 #endif
 
-namespace {
-unsigned long g_backtraces = 0;
-}
-
-extern "C" _Unwind_Reason_Code _Unwind_Backtrace(_Unwind_Trace_Fn trace, void* argument) {
-  using Real = _Unwind_Reason_Code (*)(_Unwind_Trace_Fn, void*);
-  static Real real = reinterpret_cast<Real>(dlsym(RTLD_NEXT, "_Unwind_Backtrace"));
-  ++g_backtraces;
-  return real(trace, argument);
-}
 
 struct Block {
   long value;

@@ -44,11 +44,11 @@ def builds(tmp_path_factory) -> dict[str, Path]:
     return {name: out / name for name in commands}
 
 
-def profile_of(builds, build: str, where: str, stack: str, tmp_path: Path) -> tuple[heaptype.Profile, int]:
-    """The run's profile, and how many backtraces the runtime asked the unwinder for."""
-    output = tmp_path / f"{build}.{where}.{stack}.htp"
+def profile_of(program: Path, build: str, args: list[str], output: Path) -> tuple[heaptype.Profile, int]:
+    """The profile of `program args` (the plain build under `heaptype run`, the linked one
+    as it is), and how many backtraces the runtime asked the unwinder for."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
-    command = [str(builds[build]), where, stack, str(COUNT)]
+    command = [str(program), *args]
     if build == "plain":
         command = [*HEAPTYPE, "run", "-o", str(output), "--", *command]
     else:
@@ -62,7 +62,8 @@ def profile_of(builds, build: str, where: str, stack: str, tmp_path: Path) -> tu
 @pytest.mark.parametrize("where", ["main", "thread"])
 @pytest.mark.parametrize("build", ["linked", "plain"])
 def test_allocations_on_a_coroutines_stack_keep_their_call_paths(builds, build, where, stack, tmp_path):
-    profile, backtraces = profile_of(builds, build, where, stack, tmp_path)
+    profile, backtraces = profile_of(builds[build], build, [where, stack, str(COUNT)],
+                                     tmp_path / f"{build}.{where}.{stack}.htp")
     main_type = "Main" if build == "linked" else None  # preloaded: 24-byte blocks, untyped
     paths = {row.path: row.allocations for row in profile.call_paths()
              if row.type == main_type and row.path[-3:] == CALLERS}
@@ -108,17 +109,7 @@ def test_allocations_in_a_boost_context_start_at_the_coroutines_entry(boost_buil
     there without a backtrace each time (pdns_recursor ran 4.8x slower), and the path
     starts at the function the context runs (it started at `make_fcontext`, 85% of
     pdns_recursor's allocations)."""
-    output = tmp_path / f"{build}.htp"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
-    command = [str(boost_builds[build]), str(COUNT)]
-    if build == "plain":
-        command = [*HEAPTYPE, "run", "-o", str(output), "--", *command]
-    else:
-        environment["HEAPTYPE_OUTPUT"] = str(output)
-    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
-    assert done.returncode == 0 and done.stdout.startswith(f"done {COUNT} backtraces="), done.stderr
-    backtraces = int(done.stdout.split("=")[1])
-    profile = heaptype.load(output)
+    profile, backtraces = profile_of(boost_builds[build], build, [str(COUNT)], tmp_path / f"{build}.htp")
     reply_type = "Reply" if build == "linked" else None
     paths = {row.path: row.allocations for row in profile.call_paths() if row.type == reply_type and
              row.path[-1] == "make_reply()"}

@@ -15,8 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import heaptype
 from heaptype.capture import flags
 from tooling import require_tool

@@ -222,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="when the program exits and leaves processes running in the background (a daemon, "
                           "a server's `daemon on`), wait for them to exit too, then list their profiles")
     run.add_argument("--watch", action="store_true",
-                     help="show what is live while the program runs (redrawn every --interval), then the report")
+                     help="show what is live while the program runs (redrawn every --interval), then the report; "
+                          "with --wait, then what the processes it left running hold, summed")
     run.add_argument("--interval", type=float, default=1.0, metavar="S", help="with --watch: seconds between "
                                                                              "refreshes (1)")
     run.add_argument("--report", action="store_true", help="print the report when the program has exited")
@@ -364,7 +365,7 @@ def cmd_run(args) -> int:
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not command:
         raise CommandError("run: no program given (heaptype run [-o FILE] -- PROGRAM ARGS...)")
-    watching = None
+    watching = watching_background = None
     if args.watch and args.aggregate:
         raise CommandError("run: --watch reads the events as they are written; an aggregated run writes its "
                            "counts at exit (and at HEAPTYPE_SIGNAL snapshots): use one or the other")
@@ -377,16 +378,17 @@ def cmd_run(args) -> int:
     if args.watch:
         from functools import partial
 
-        from .run.live_view import watch
+        from .run.live_view import show_live, watch
 
         watching = partial(watch, interval=args.interval, by=args.by, top=args.top)
+        watching_background = partial(show_live, interval=args.interval, by=args.by, top=args.top)
     try:
         if args.budget:  # a budget's run is made as pytest's: counts first (docs/aggregate.md)
             run = run_for_budget(command, output=args.output, aggregate=True)
         else:
             run = run_profiled(command, output=args.output, preload=args.preload,
                                follow_children=args.follow_children, while_running=watching, env=env,
-                               background="wait" if args.wait else "list")
+                               background="wait" if args.wait else "list", while_background=watching_background)
     except RunError as e:
         raise CommandError(f"run: {e}") from None
     print_runtime_messages(run)
@@ -396,7 +398,7 @@ def cmd_run(args) -> int:
     mode_note = " (runtime preloaded: the program does not link it)" if run.preloaded else ""
     print(f"heaptype: profile written to {run.profile_path}{signal_note}{mode_note}", file=sys.stderr)
     print_other_profiles(run.other_profiles)
-    print_left_running(run.left_running, waited=args.wait)
+    print_left_running(run.left_running, waited=args.wait, watched=args.watch)
     if args.watch or args.report:
         cmd_report(build_parser().parse_args(["report", str(run.profile_path), "--by", args.by,
                                               "--top", str(args.top)]))
@@ -459,7 +461,7 @@ def print_other_profiles(paths: list[Path]) -> None:
         print(f"  {n:5d}  {glob}", file=sys.stderr)
 
 
-def print_left_running(processes, waited: bool) -> None:
+def print_left_running(processes, waited: bool, watched: bool = False) -> None:
     """The processes the program left running in the background (a daemon): their
     profiles are written as they run, so the run's list cannot hold them yet."""
     if not processes:
@@ -468,6 +470,7 @@ def print_left_running(processes, waited: bool) -> None:
     names = ", ".join(f"{p.pid} ({p.name})" for p in processes[:LISTED_PROFILES])
     more = f" and {len(processes) - LISTED_PROFILES} more" if len(processes) > LISTED_PROFILES else ""
     how = ("stopped waiting for them" if waited else
+           "`heaptype run --wait --watch` goes on showing what they hold until they exit" if watched else
            "`heaptype run --wait` waits for such processes and lists their profiles")
     print(f"heaptype: {count} the program started still run{'s' if len(processes) == 1 else ''} in the "
           f"background: pid {names}{more}; each profiled one writes its profile as it runs and finishes it "

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -402,8 +403,6 @@ def test_heaptype_run_passes_sigterm_on_to_the_program(hostile, tmp_path):
 
 def daemon_pid(ready: Path, deadline_s: float = 60) -> int:
     """The pid the daemon scenario writes once it waits for SIGTERM."""
-    import time
-
     deadline = time.monotonic() + deadline_s
     while not ready.exists():
         assert time.monotonic() < deadline, f"the daemon never wrote {ready}"
@@ -412,8 +411,6 @@ def daemon_pid(ready: Path, deadline_s: float = 60) -> int:
 
 
 def wait_until_gone(pid: int, deadline_s: float = 60) -> None:
-    import time
-
     deadline = time.monotonic() + deadline_s
     while Path(f"/proc/{pid}").exists():
         assert time.monotonic() < deadline, f"process {pid} is still running"
@@ -464,6 +461,35 @@ def test_heaptype_run_wait_stays_until_the_daemon_exits_and_passes_sigterm_on(ho
     assert "still runs" not in stderr
     profile = heaptype.load(tmp_path / f"d.{pid}.htp")
     assert profile.complete and profile.end_cause == "exit" and allocations(profile, "Main") == (400, 0)
+
+
+def test_heaptype_run_wait_watch_shows_what_the_daemon_holds(hostile, tmp_path):
+    """`heaptype run --wait --watch`: once the program has gone into the background, the
+    live view goes on with the daemon's profile. The process started allocates no Sig:
+    the row comes from the daemon, which holds one while it waits."""
+    ready = tmp_path / "daemon.pid"
+    run = subprocess.Popen([*HEAPTYPE, "run", "--wait", "--watch", "--interval", "0.2", "-o", str(tmp_path / "w.%p.htp"),
+                            "--", str(hostile), "daemon", "300", str(ready)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pid = daemon_pid(ready)
+        held = tmp_path / f"w.{pid}.htp"
+        deadline = time.monotonic() + 30
+        while not (held.exists() and allocations(heaptype.load(held), "Sig") == (1, 1)):
+            assert time.monotonic() < deadline, "the daemon's profile never showed its Sig"
+            time.sleep(0.1)
+        time.sleep(1.0)  # a few refreshes of the view after the daemon's profile holds it
+        assert run.poll() is None, "heaptype run --wait --watch returned while the daemon runs"
+        run.send_signal(signal.SIGTERM)
+        stdout, stderr = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == 0, stderr
+    # │ Sig  │ 40 B │ 1 │ 1 │: live bytes, live blocks, allocations
+    sig_rows = re.findall(r"^│ Sig +│ +(\S+ \S+) │ +(\d+) │ +(\d+) │$", stdout, re.MULTILINE)
+    assert sig_rows and set(sig_rows) == {("40 B", "1", "1")}, stdout
+    assert f"  {held}" in stderr.splitlines()
+    assert allocations(heaptype.load(held), "Sig") == (1, 0)
 
 
 def mode_line(path) -> str:

@@ -159,24 +159,50 @@ def _processes(n: int) -> str:
     return f"{n} process{'es' if n != 1 else ''}"
 
 
-def wait_for(processes: list[BackgroundProcess], forwarder) -> list[BackgroundProcess]:
+def wait_for(processes: list[BackgroundProcess], forwarder, watching=None) -> list[BackgroundProcess]:
     """Waits until the processes the program left running, and those they start, have
     all exited, and says so on stderr; the signals heaptype run is sent meanwhile go to
     the daemon's main process (``forwarder``: signals.SignalForwarder), as they would to
-    a program started directly. Ctrl-C stops the wait and leaves them running: returns
-    those still running then (none when they all ended)."""
-    running = processes
-    names = ", ".join(f"{p.pid} ({p.name})" for p in running[:5]) + (", ..." if len(running) > 5 else "")
-    it = "it" if len(running) == 1 else "them"
-    print(f"heaptype: the program exited and left {_processes(len(running))} running in the background (pid "
+    a program started directly. ``watching(gone, pids)`` shows them meanwhile (the live
+    view): it calls ``gone(seconds)``, which waits up to that long and says whether they
+    have all exited, until it says so; ``pids()`` are those running now. Ctrl-C stops
+    the wait and leaves them running: returns those still running then (none when they
+    all ended)."""
+    names = ", ".join(f"{p.pid} ({p.name})" for p in processes[:5]) + (", ..." if len(processes) > 5 else "")
+    it = "it" if len(processes) == 1 else "them"
+    print(f"heaptype: the program exited and left {_processes(len(processes))} running in the background (pid "
           f"{names}): waiting for {it} to exit (Ctrl-C stops waiting; SIGTERM or SIGHUP sent to heaptype run is "
           "passed on)", file=sys.stderr, flush=True)
+    waiting = _BackgroundWait(processes, forwarder)
     try:
-        while running:
-            forwarder.left_behind([p.pid for p in running if p.adopted])
-            time.sleep(POLL_SECONDS)
-            reap_adopted()
-            running = left_running()
+        if watching is not None:
+            watching(waiting.gone, waiting.pids)
+        while not waiting.gone(POLL_SECONDS):
+            pass
     except KeyboardInterrupt:
-        return running
+        return waiting.running
     return []
+
+
+class _BackgroundWait:
+    """The processes left running, looked at again every POLL_SECONDS while waited for."""
+
+    def __init__(self, processes: list[BackgroundProcess], forwarder):
+        self.running = processes
+        self.forwarder = forwarder
+
+    def gone(self, seconds: float) -> bool:
+        """Waits up to ``seconds`` for them to exit; whether they all have."""
+        deadline = time.monotonic() + seconds
+        while self.running:
+            self.forwarder.left_behind([p.pid for p in self.running if p.adopted])
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(POLL_SECONDS, left))
+            reap_adopted()
+            self.running = left_running()
+        return True
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.running]

@@ -206,6 +206,19 @@ def profiles_of_a_run_like(pattern: str) -> set[Path]:
     return _files_like(glob.parent, glob.name, exact + ".*")
 
 
+def profiles_of_processes(pattern: str, pids: list[int]) -> list[Path]:
+    """The profiles the processes ``pids`` write now: the pattern with each pid (any
+    program name), or ``<path>.<pid>`` for a forked process when it has no ``%p``."""
+    glob = Path(pattern.replace("%e", "*").replace("%%", "%"))
+    names = []
+    for pid in pids:
+        if "%p" in pattern:
+            names.append(glob.name.replace("%p", str(pid)))
+        else:
+            names.append(f"{glob_escape(glob.name) if '%e' not in pattern else glob.name}.{pid}")
+    return sorted(_files_like(glob.parent, *names))
+
+
 def find_profile(pattern: str, pid: int, program: str, before: set[Path]) -> tuple[Path | None, list[Path]]:
     """The profile of process ``pid``, and the others the run wrote (forked or exec'ed
     processes). Without ``%p`` a forked child writes ``<path>.<pid>``."""
@@ -291,14 +304,20 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
                  env: dict[str, str] | None = None, timeout: float | None = None, capture: bool = False,
                  keep_settings: bool = True, preload: bool | None = False, follow_children: bool = False,
                  while_running: Callable[[subprocess.Popen, Path], None] | None = None,
-                 background: str | None = None) -> ProfiledRun:
+                 background: str | None = None,
+                 while_background: Callable[[Callable[[float], bool], Callable[[], list[Path]]], None] | None = None,
+                 ) -> ProfiledRun:
     """Runs ``command`` with profiling on. ``output`` is the profile's path or pattern
     (default ``heaptype.%e.%p.htp`` in the working directory); relative to ``cwd``.
     ``preload``: put the shared runtime into the program; None: when the program does
     not bring it (see linkage.py). A preloaded runtime profiles the process started
     only; ``follow_children``: also each program it execs, into a profile of its own
     (``other_profiles``). ``while_running(process, profile path)`` runs while the
-    program does (the live view) and returns when it has exited."""
+    program does (the live view) and returns when it has exited. ``background``: what
+    to do with the processes the program leaves running when it exits (a daemon):
+    "list" them (``left_running``), or "wait" for them, running
+    ``while_background(gone, profiles)`` meanwhile (see background.wait_for; ``profiles()``
+    are their profiles' paths)."""
     _check_program(command, cwd)
     preloaded = should_preload(command, cwd, preload, follow_children)
     base = Path(cwd) if cwd else Path.cwd()
@@ -317,7 +336,7 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
                 signals_forwarded() as forwarder:
             proc, stdout, stderr, timed_out = _run_to_the_end(command, cwd, log.env, capture, timeout, pattern,
                                                               while_running, forwarder, reaper)
-            running = _left_in_background(background, forwarder)
+            running = _left_in_background(background, forwarder, while_background, pattern)
     finally:
         messages = log.messages()
     duration = time.monotonic() - started
@@ -326,7 +345,8 @@ def run_profiled(command: list[str], *, output: str | os.PathLike | None = None,
                        messages, running)
 
 
-def _left_in_background(background: str | None, forwarder: SignalForwarder) -> list[BackgroundProcess]:
+def _left_in_background(background: str | None, forwarder: SignalForwarder, while_background,
+                        pattern: str) -> list[BackgroundProcess]:
     """What the program left running, after waiting for it when asked to; the signals
     heaptype run is sent meanwhile go to it."""
     if not background:
@@ -334,7 +354,11 @@ def _left_in_background(background: str | None, forwarder: SignalForwarder) -> l
         return []
     running = left_running_settled()
     if running and background == "wait":
-        running = wait_for(running, forwarder)
+        watching = None
+        if while_background is not None:
+            def watching(gone, pids):
+                while_background(gone, lambda: profiles_of_processes(pattern, pids()))
+        running = wait_for(running, forwarder, watching)
     forwarder.left_behind([])  # signals come to this process again after the run
     return running
 

@@ -186,10 +186,12 @@ __attribute__((noinline)) void mismatched_release(void* p, const rt::BlockHeader
                  reinterpret_cast<uintptr_t>(call_site), reinterpret_cast<uintptr_t>(frame));
 }
 
-// Releases the block of ours at p (header h, marked at `mark`).
-__attribute__((always_inline)) inline void release_sealed(void* p, rt::BlockHeader* h, unsigned code,
-                                                          uint8_t* mark) noexcept {
-  if (!rt::on_free_block(p, h)) return;  // another thread's block on probation: its owner releases it
+// Releases the block of ours at p (header h, marked at `mark`), for the hook whose
+// frame address is `frame`.
+__attribute__((always_inline)) inline void release_sealed(void* p, rt::BlockHeader* h, unsigned code, uint8_t* mark,
+                                                          void* frame) noexcept {
+  // false: another thread's block on probation, which its owner releases
+  if (!rt::on_free_block(p, h, reinterpret_cast<uintptr_t>(frame))) return;
   rt::clear_block_start(mark);           // before glibc may hand the memory out again; a second free
   if (__builtin_expect(rt::g_keep_released_memory, 0)) return;  // of p is then a foreign free (glibc
   __libc_free(rt::allocation_base(p, code));                    // reports it)
@@ -206,7 +208,7 @@ __attribute__((always_inline)) inline void release(void* p, unsigned family, voi
   if (!h) return release_foreign(p, family, call_site, frame);
   if (__builtin_expect(allocated != family && family != rt::kFamilyAny, 0))
     mismatched_release(p, h, allocated, family, call_site, frame);
-  release_sealed(p, h, code, mark);
+  release_sealed(p, h, code, mark, frame);
 }
 
 // The program's bytes of a block of ours: the header's size, or what glibc gives.
@@ -345,7 +347,7 @@ HEAPTYPE_EXPORT void heaptype_typed_delete(void* p, const void* type_tag, size_t
     mismatched_release(p, h, allocated, family, HEAPTYPE_CALLER);
   else if (__builtin_expect(size_disagrees(h, size, kind), 0))
     mismatched_delete(p, h, type_tag, size, HEAPTYPE_CALLER);
-  release_sealed(p, h, code, mark);
+  release_sealed(p, h, code, mark, __builtin_frame_address(0));
 }
 
 }  // extern "C"

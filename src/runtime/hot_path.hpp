@@ -60,7 +60,7 @@ __attribute__((always_inline)) inline void on_new_block(void* p, size_t size, un
   uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
   uint64_t owner;
   if (!record_known_allocation(t, address, size, call_site, node, &owner))
-    owner = record_new_call_site(t, address, size, call_site, node);
+    owner = record_new_call_site(t, address, size, call_site, node, frame);
   t->busy = false;
   write_header(p, size, 0, family, owner);
   end_event(t);
@@ -95,16 +95,17 @@ __attribute__((always_inline)) inline void on_typed_block(void* p, size_t size, 
   leave_runtime(t);
 }
 
-// The program frees the sealed block at `p`. False when the memory must stay
-// allocated for now (another thread's block on probation: its owner releases it).
-__attribute__((always_inline)) inline bool on_free_block(void* p, BlockHeader* h) {
+// The program frees the sealed block at `p`, from the hook whose frame address is
+// `frame`. False when the memory must stay allocated for now (another thread's block
+// on probation: its owner releases it).
+__attribute__((always_inline)) inline bool on_free_block(void* p, BlockHeader* h, uintptr_t frame) {
   ThreadState* t = tls_thread_state;
   uint64_t owner = load_owner(h);
   // This thread's, of this process, not on probation, not over-aligned.
   bool own_plain_block = t && !t->busy &&
                          (owner & (kOwnerThreadAndEpoch | kOwnerProbation | kOwnerFreed)) == t->owner_base &&
                          !(h->seal & kMaxOffsetCode);
-  if (__builtin_expect(!own_plain_block, 0)) return on_release(p, h);
+  if (__builtin_expect(!own_plain_block, 0)) return on_release(p, h, frame);
   t->busy = true;
   uintptr_t address = reinterpret_cast<uintptr_t>(p);
   if (t->hint_block == address) clear_hint(t);

@@ -78,6 +78,7 @@ struct LastAlloc {
 struct ProbationBlock {
   uintptr_t address;
   uintptr_t call_site;
+  uintptr_t frame;  // the allocating hook's frame address (see record_free)
   uint32_t node;
   uint32_t site;
 };

@@ -152,9 +152,10 @@ void end_probation_untyped(ThreadState* t, uint32_t index) {
   leave_probation(t, b.address, 0);
 }
 
-void put_on_probation(ThreadState* t, uintptr_t address, uintptr_t call_site, uint32_t node, uint32_t site) {
+void put_on_probation(ThreadState* t, uintptr_t address, uintptr_t call_site, uintptr_t frame, uint32_t node,
+                      uint32_t site) {
   if (t->probation_count == kProbationSlots) end_probation_untyped(t, 0);
-  t->probation[t->probation_count++] = {address, call_site, node, site};
+  t->probation[t->probation_count++] = {address, call_site, frame, node, site};
 }
 
 // The type of a block on probation arrived: a typed site, a MOVE there, and the
@@ -174,11 +175,29 @@ void type_probation_block(ThreadState* t, uint32_t index, uintptr_t type_tag, ui
 }
 
 // A new-expression whose constructor throws frees its block while the exception
-// propagates, before the expression could report the type. Such a block (still on
-// probation, freed by its own thread during unwinding) counts as
+// propagates, before the expression could report the type: the compiler's cleanup
+// calls operator delete from the function that called operator new, in the same
+// frame. Such a block (still on probation, freed by its own thread during unwinding,
+// by a call from the frame its allocation was called from) counts as
 // `heaptype::constructor_threw`, not as untyped, and teaches its call site nothing.
-// (A raw operator new block freed by unwinding code before it was typed is counted
-// so too.)
+// A block freed from another frame while an exception unwinds (a destructor's
+// `delete`, std::promise's shared state when future::get() throws) is not one: its
+// expression completed. Nor is a block allocated outside the object built with the
+// runtime (a plain program's, the runtime preloaded), unless new-expressions report
+// types in this process (a library built with HeapType): elsewhere no new-expression
+// could have named the block had its constructor not thrown. (A raw operator new
+// block freed by unwinding code of the same function before it was typed counts as
+// constructor_threw too.)
+std::atomic<bool> g_new_expressions_report{false};  // set by the first report
+
+// Whether the probation block at `index`, freed by the hook whose frame address is
+// `frame` while an exception propagates, is a block whose constructor threw (above).
+bool constructor_threw_for(const ThreadState* t, uint32_t index, uintptr_t frame) {
+  const ProbationBlock& b = t->probation[index];
+  if (!frame || b.frame != frame) return false;  // equal: the callers' stack pointers were
+  return in_framed_code(b.call_site) || g_new_expressions_report.load(std::memory_order_relaxed);
+}
+
 void type_constructor_threw(ThreadState* t, uint32_t index) {
   BlockHeader* h = header_of(reinterpret_cast<void*>(t->probation[index].address));
   type_probation_block(t, index, reinterpret_cast<uintptr_t>(tag_of<constructor_threw>()), h->size, 0, 1, false);
@@ -191,7 +210,8 @@ void type_constructor_threw(ThreadState* t, uint32_t index) {
 // A block whose (call site, context, size) the memo does not know: the call site's
 // learned type decides, and the memo learns the answer unless the block goes on
 // probation.
-uint64_t record_new_call_site(ThreadState* t, uintptr_t p, size_t size, uintptr_t call_site, uint32_t node) {
+uint64_t record_new_call_site(ThreadState* t, uintptr_t p, size_t size, uintptr_t call_site, uint32_t node,
+                              uintptr_t frame) {
   SiteMemo* set = memo_set(t->call_sites, call_site, node, size);
   SiteMemo* known = memo_find(set, call_site, node, size);
   CallSiteType* c = call_site_type(t->call_sites, call_site);
@@ -211,7 +231,7 @@ uint64_t record_new_call_site(ThreadState* t, uintptr_t p, size_t size, uintptr_
     memo_learn(set, known, {call_site, size, 0, node, site, 0});
     return owner;
   }
-  put_on_probation(t, p, call_site, node, site);
+  put_on_probation(t, p, call_site, frame, node, site);
   return owner | kOwnerProbation;
 }
 
@@ -315,7 +335,7 @@ void track_unseen(ThreadState* t, uintptr_t p, uint64_t size, uintptr_t type_tag
 }
 
 // A block's free: the records, and whether its memory can go now.
-bool record_free(ThreadState* t, uintptr_t p, BlockHeader* h) {
+bool record_free(ThreadState* t, uintptr_t p, BlockHeader* h, uintptr_t frame) {
   uint64_t owner = load_owner(h);
   if (!owner_current(owner)) {
     bump(t->untracked_frees, 1);
@@ -324,7 +344,8 @@ bool record_free(ThreadState* t, uintptr_t p, BlockHeader* h) {
   if (owner & kOwnerProbation) {
     if (owner_thread(owner) == t->number) {
       int index = find_probation(t, p);
-      if (index >= 0 && !(owner & kOwnerFreed) && std::uncaught_exceptions() > 0) {
+      if (index >= 0 && !(owner & kOwnerFreed) && std::uncaught_exceptions() > 0 &&
+          constructor_threw_for(t, static_cast<uint32_t>(index), frame)) {
         type_constructor_threw(t, static_cast<uint32_t>(index));
         owner = load_owner(h);
       } else if (index >= 0) {
@@ -449,7 +470,7 @@ void on_block(void* p, size_t size, unsigned offset_code, unsigned family, uintp
     uintptr_t address = address_of(p);
     uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
     if (!record_known_allocation(t, address, size, call_site, node, &owner))
-      owner = record_new_call_site(t, address, size, call_site, node);
+      owner = record_new_call_site(t, address, size, call_site, node, frame);
     t->busy = false;
   }
   write_header(p, size, offset_code, family, owner);
@@ -498,12 +519,12 @@ void on_finding(const void* p, const BlockHeader* h, unsigned kind, uint64_t a, 
                known ? owner_site(owner) : 0, a, b, call_site, node, event_tick());
 }
 
-bool on_release(void* p, BlockHeader* h) {
+bool on_release(void* p, BlockHeader* h, uintptr_t frame) {
   Busy scope;
   ThreadState* t = scope.get();
   if (!t) return defer_free(p, h);  // a signal handler inside the runtime
   bool tracked = owner_current(load_owner(h));
-  bool release = record_free(t, address_of(p), h);
+  bool release = record_free(t, address_of(p), h, frame);
   if (release) bump(t->other_header_bytes, -other_header_bytes(h->seal & kMaxOffsetCode, tracked));
   return release;
 }
@@ -546,6 +567,8 @@ void on_foreign_release(void* p) {
 
 void on_tag_new(const void* p, uintptr_t type_tag, size_t elem_size, size_t elem_align) {
   if (!p || !headers_on()) return;
+  if (!g_new_expressions_report.load(std::memory_order_relaxed))
+    g_new_expressions_report.store(true, std::memory_order_relaxed);
   Busy scope;
   if (ThreadState* t = scope.get())
     type_reported(t, address_of(p), type_tag, elem_size, elem_align);
@@ -628,7 +651,7 @@ void on_untag(const void* ptr) {
   if ((owner & kOwnerProbation) && owner_thread(owner) != t->number) return;  // see on_tag_block
   int index = find_probation(t, p);
   if (index >= 0) end_probation_untyped(t, static_cast<uint32_t>(index));
-  if (record_free(t, p, h)) {  // the memory stays: an untracked block now, its header too
+  if (record_free(t, p, h, 0)) {  // the memory stays: an untracked block now, its header too
     store_owner(h, 0);
     bump(t->other_header_bytes, other_header_bytes(h->seal & kMaxOffsetCode, false) -
                                     other_header_bytes(h->seal & kMaxOffsetCode, true));

@@ -78,11 +78,12 @@ void on_finding(const void* p, const BlockHeader* h, unsigned kind, uint64_t a, 
 struct ThreadState;
 // The owner word and records of a block whose (call site, context, size) the
 // memo does not know.
-uint64_t record_new_call_site(ThreadState* t, uintptr_t p, size_t size, uintptr_t call_site, uint32_t node);
+uint64_t record_new_call_site(ThreadState* t, uintptr_t p, size_t size, uintptr_t call_site, uint32_t node,
+                              uintptr_t frame);
 // The program frees the sealed block at `p`. Records the free; false when the
 // memory must stay allocated for now (another thread's block on probation: its
-// owner releases it).
-bool on_release(void* p, BlockHeader* header);
+// owner releases it). `frame`: the releasing hook's frame address (0: not known).
+bool on_release(void* p, BlockHeader* header, uintptr_t frame);
 // glibc moved (or resized) the block at `old` to `p` for realloc, header and all
 // (`saved`): the old block's free, then the new block.
 void on_reallocated(void* old, void* p, const BlockHeader& saved, size_t size, uintptr_t call_site,

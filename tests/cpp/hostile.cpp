@@ -11,6 +11,11 @@
 //   alone N         N typed Main objects
 //   plugin PATH N   dlopen()s PATH and calls its make_plugin_objects(N)
 //   throw N         N `new Thrower` whose constructor throws (each is caught)
+//   unwind-free N   N times: a std::promise dropped unset, whose future's get() throws
+//                   broken_promise, freeing the shared state and its result while the
+//                   exception propagates (a completed allocation, freed from another
+//                   frame); and a Holder whose destructor deletes its Main as an
+//                   exception leaves the function that made it
 //   free-array N    N times: `new Counted[3]` (an array with a cookie), released with free()
 //   exec HOW N PATH [ARG...]  N typed Main objects, kept, then PATH replaces this
 //                   image through exec HOW: execl, execlp, execle, execv, execvp, execvpe
@@ -52,6 +57,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 
 struct Main {
   long value[3];
@@ -64,6 +70,11 @@ struct Thrower {
     if (v >= 0) throw v;
   }
   long value[2];
+};
+struct Holder {
+  explicit Holder(long i) : main(new Main{{i, i, i}}) {}
+  ~Holder() { delete main; }
+  Main* main;
 };
 struct Counted {
   ~Counted() { value = 0; }  // not trivially destructible: new[] puts a cookie in front
@@ -140,6 +151,34 @@ int run_throw(long n) {
     try {
       Thrower* t = new Thrower(i);
       delete t;
+    } catch (long) {
+      ++caught;
+    }
+  }
+  std::printf("caught=%ld\n", caught);
+  return 0;
+}
+
+__attribute__((noinline)) void throw_holding(long i) {
+  Holder held(i);
+  throw i;
+}
+
+int run_unwind_free(long n) {
+  long caught = 0;
+  for (long i = 0; i < n; ++i) {
+    try {
+      std::future<void> result;
+      {
+        std::promise<void> dropped;
+        result = dropped.get_future();
+      }
+      result.get();
+    } catch (const std::future_error&) {
+      ++caught;
+    }
+    try {
+      throw_holding(i);
     } catch (long) {
       ++caught;
     }
@@ -338,6 +377,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "alone") == 0) return make_mains(std::atol(argv[2])) >= 0 ? 0 : 1;
   if (std::strcmp(mode, "throw") == 0) return run_throw(std::atol(argv[2]));
   if (std::strcmp(mode, "free-array") == 0) return run_free_array(std::atol(argv[2]));
+  if (std::strcmp(mode, "unwind-free") == 0) return run_unwind_free(std::atol(argv[2]));
   if (std::strcmp(mode, "plugin") == 0 && argc > 3) return run_plugin(argv[2], std::atol(argv[3]));
   if (std::strcmp(mode, "fork-drop") == 0) return in_child_then_mains(drop_root_then_mains, std::atol(argv[2]));
   if (std::strcmp(mode, "wait-term") == 0) return run_wait_term(std::atol(argv[2]));

@@ -221,6 +221,41 @@ def test_block_whose_constructor_throws_is_not_untyped(hostile, tmp_path):
     assert profile.type_row("Thrower") is None
 
 
+def type_rows(profile: heaptype.Profile) -> dict[str, tuple[int, int]]:
+    return {row.label: (row.allocations, row.live_blocks) for row in profile.by_type(infer=True)}
+
+
+def test_blocks_freed_from_other_frames_during_unwinding_keep_their_types(hostile, tmp_path):
+    """spdlog's async flush: future::get() throws broken_promise and the promise's shared
+    state and result are freed as the exception propagates. Their allocations completed
+    (the result's, in <future>, is typed from its allocator frames): not
+    heaptype::constructor_threw, which 3,485 of spdlog's results were. A Holder's Main,
+    deleted by its destructor during unwinding, stays a Main."""
+    done = run_profiled(hostile, tmp_path / "unwind.htp", "unwind-free", "5")
+    assert done.returncode == 0 and done.stdout == "caught=10\n", done.stderr
+    rows = type_rows(heaptype.load(tmp_path / "unwind.htp"))
+    assert "heaptype::constructor_threw" not in rows, rows
+    assert rows["std::__future_base::_Result<void> (inferred)"] == (5, 0)
+    assert rows["Main"] == (5, 0)
+
+
+def test_a_plain_program_has_no_constructor_threw_rows(tmp_path):
+    """Preloaded into a plain build no new-expression reports a type, so a block freed
+    while an exception propagates cannot be known to be one whose constructor threw:
+    the throwing constructors' blocks are untyped, the promises' as inferred."""
+    cxx = require_tool("g++")
+    plain = tmp_path / "hostile_plain"
+    subprocess.run([cxx, CXX_STD, "-O2", "-g", str(CPP / "hostile.cpp"), "-o", str(plain)], check=True)
+    for scenario, n in (("throw", "6"), ("unwind-free", "10")):
+        out = tmp_path / f"{scenario}.htp"
+        done = subprocess.run([*HEAPTYPE, "run", "-o", str(out), "--", str(plain), scenario, n], capture_output=True,
+                              text=True)
+        assert done.returncode == 0, done.stderr
+        rows = type_rows(heaptype.load(out))
+        assert "heaptype::constructor_threw" not in rows, (scenario, rows)
+    assert rows["std::__future_base::_Result<void> (inferred)"] == (10, 0)
+
+
 @pytest.mark.parametrize("compiler", ["g++", "clang++"])
 def test_own_operator_new_without_the_fence_names_the_fix(tmp_path, compiler):
     cxx = require_tool(compiler)

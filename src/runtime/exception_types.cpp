@@ -92,11 +92,14 @@ extern "C" {
 void __cxa_rethrow();
 __attribute__((used)) void (*const heaptype_links_the_cxx_runtime_throw)() = &__cxa_rethrow;
 
-__attribute__((visibility("default"), weak, noreturn)) void __cxa_throw(void* object, std::type_info* type,
-                                                                        Destructor destroy) {
+// The C++ runtime's __cxa_throw, which does not return, is called last, as a tail
+// call (a jump): no frame of the runtime's stays under it, so the program's own stack
+// traces (a terminate handler's backtrace(), kj's, a test framework's that drops a
+// fixed number of frames) are the ones they are without HeapType.
+__attribute__((visibility("default"), weak)) void __cxa_throw(void* object, std::type_info* type,
+                                                            Destructor destroy) {
   heaptype::runtime::type_thrown_object(object, type);
   heaptype::runtime::next_or_abort(heaptype::runtime::g_next_throw, "__cxa_throw")(object, type, destroy);
-  abort();  // the C++ runtime's __cxa_throw does not return
 }
 
 // std::make_exception_ptr (GCC 7 and later, with RTTI): the object is allocated

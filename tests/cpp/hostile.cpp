@@ -16,6 +16,10 @@
 //                   exception propagates (a completed allocation, freed from another
 //                   frame); and a Holder whose destructor deletes its Main as an
 //                   exception leaves the function that made it
+//   uncaught N      makes N Main objects, then throws a Sig nothing catches; the
+//                   terminate handler prints "frames=K", the frames of its stack
+//                   (backtrace(), the unwinder's count, as a program's own crash report
+//                   takes it), and exits with 3
 //   free-array N    N times: `new Counted[3]` (an array with a cookie), released with free()
 //   exec HOW N PATH [ARG...]  N typed Main objects, kept, then PATH replaces this
 //                   image through exec HOW: execl, execlp, execle, execv, execvp, execvpe
@@ -45,6 +49,7 @@
 //                   does), then forks a child that makes N Main objects; the parent
 //                   waits and makes N
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
@@ -184,6 +189,22 @@ int run_unwind_free(long n) {
     }
   }
   std::printf("caught=%ld\n", caught);
+  return 0;
+}
+
+void print_stack_depth_and_exit() {
+  void* frames[128];
+  std::printf("frames=%d\n", backtrace(frames, 128));
+  std::fflush(stdout);
+  std::_Exit(3);
+}
+
+__attribute__((noinline)) void throw_uncaught() { throw Sig{{1, 2, 3, 4, 5}}; }
+
+int run_uncaught(long n) {
+  std::set_terminate(print_stack_depth_and_exit);
+  make_mains(n);
+  throw_uncaught();
   return 0;
 }
 
@@ -378,6 +399,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "throw") == 0) return run_throw(std::atol(argv[2]));
   if (std::strcmp(mode, "free-array") == 0) return run_free_array(std::atol(argv[2]));
   if (std::strcmp(mode, "unwind-free") == 0) return run_unwind_free(std::atol(argv[2]));
+  if (std::strcmp(mode, "uncaught") == 0) return run_uncaught(std::atol(argv[2]));
   if (std::strcmp(mode, "plugin") == 0 && argc > 3) return run_plugin(argv[2], std::atol(argv[3]));
   if (std::strcmp(mode, "fork-drop") == 0) return in_child_then_mains(drop_root_then_mains, std::atol(argv[2]));
   if (std::strcmp(mode, "wait-term") == 0) return run_wait_term(std::atol(argv[2]));

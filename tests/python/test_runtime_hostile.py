@@ -256,6 +256,24 @@ def test_a_plain_program_has_no_constructor_threw_rows(tmp_path):
     assert rows["std::__future_base::_Result<void> (inferred)"] == (10, 0)
 
 
+def test_the_programs_stack_at_a_throw_has_no_frame_of_the_runtime(hostile, tmp_path):
+    """The runtime's __cxa_throw (which types the thrown object) jumps to the C++
+    runtime's: a terminate handler's backtrace() counts the frames it counts without
+    HeapType (kj's death tests print such a trace; it had one frame more, the runtime's
+    __cxa_throw), linked and preloaded."""
+    cxx = require_tool("g++")
+    plain = tmp_path / "hostile_plain"
+    subprocess.run([cxx, CXX_STD, "-O2", "-g", str(CPP / "hostile.cpp"), "-o", str(plain)], check=True)
+    alone = subprocess.run([str(plain), "uncaught", "5"], capture_output=True, text=True)
+    assert alone.returncode == 3 and alone.stdout.startswith("frames="), alone
+    linked = run_profiled(hostile, tmp_path / "linked.htp", "uncaught", "5")
+    preloaded = subprocess.run([*HEAPTYPE, "run", "-o", str(tmp_path / "preloaded.htp"), "--", str(plain), "uncaught", "5"],
+                               capture_output=True, text=True)
+    assert (linked.returncode, linked.stdout) == (3, alone.stdout), linked.stderr
+    assert (preloaded.returncode, preloaded.stdout) == (3, alone.stdout), preloaded.stderr
+    assert allocations(heaptype.load(tmp_path / "linked.htp"), "Sig") == (1, 1)  # the thrown object, typed
+
+
 @pytest.mark.parametrize("compiler", ["g++", "clang++"])
 def test_own_operator_new_without_the_fence_names_the_fix(tmp_path, compiler):
     cxx = require_tool(compiler)

@@ -46,6 +46,8 @@ CodeInfo make_info(uint64_t address, const std::string& function, uint64_t funct
 }  // namespace
 
 void bind_names(py::module_& m) {
+  m.def("demangles_with_libiberty", &core::demangles_with_libiberty,
+        "whether binutils' demangler (libiberty) names what the C++ runtime's cannot");
   m.def("demangle", &core::demangle, py::arg("name"),
         "Demangle one C++ symbol name (returned unchanged if it is not one).");
   m.def("demangle_many",

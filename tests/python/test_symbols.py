@@ -6,6 +6,7 @@ the addresses it prints, with its own /proc/self/maps, to TypeResolver.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_tool
+from tooling import missing
 from heaptype.analyze.symbols import (
     Mapping,
     SymbolError,
@@ -354,6 +356,60 @@ def test_demangle_many_falls_back_to_cxxfilt(monkeypatch):
     assert demangle_many(["_ZN8heaptype7type_idI3FooE3tagE", "not_mangled"]) == [
         "heaptype::type_id<Foo>::tag", "not_mangled",
     ]
+
+
+# A generic lambda with a parameter pack, as kj's test runner has: GCC 12's
+# abi::__cxa_demangle refuses its name, binutils' (c++filt) gives it.
+PACK_LAMBDA_CPP = r"""
+#include <cstdio>
+struct Runner { int n; };
+__attribute__((noinline)) int* run(Runner& r) {
+  auto body = [](auto& runner, auto&&... rest) __attribute__((noinline)) {
+    int* p = new int[runner.n + sizeof...(rest)];
+    *p = 7;
+    return p;
+  };
+  return body(r);
+}
+int main() { Runner r{4}; int* p = run(r); std::printf("%d\n", *p); delete[] p; }
+"""
+PACK_LAMBDA = "auto run(Runner&)::{lambda(auto:1&, (auto:2&&)...)#1}::operator()<Runner>(Runner&) const"
+
+
+def require_libiberty():
+    from heaptype import _core
+
+    if not _core.demangles_with_libiberty():
+        missing("the analysis core was built without binutils' demangler: install libiberty-dev and build again")
+
+
+def test_names_the_cxx_runtimes_demangler_refuses_are_demangled_as_cxxfilt_does():
+    from heaptype import _core
+
+    require_libiberty()
+    kj = "_ZZN2kj10TestRunner7getMainEvENUlRT_DpOT0_E5_clIS0_JEEEDaS2_S5_"
+    assert _core.demangle(kj) == ("auto kj::TestRunner::getMain()::{lambda(auto:1&, (auto:2&&)...)#7}"
+                                  "::operator()<kj::TestRunner>(kj::TestRunner&)")
+    assert _core.demangle("_ZZ3runR6RunnerENKUlRT_DpOT0_E_clIS_JEEEDaS2_S5_") == PACK_LAMBDA
+    assert _core.demangle("not_mangled") == "not_mangled" and _core.demangle("_Zx") == "_Zx"
+
+
+def test_a_generic_lambda_with_a_pack_is_named_in_call_paths(tmp_path):
+    import heaptype
+
+    require_libiberty()
+    source = tmp_path / "pack_lambda.cpp"
+    source.write_text(PACK_LAMBDA_CPP)
+    program = tmp_path / "pack_lambda"
+    subprocess.run([require_tool("g++"), "-O2", "-g", "-fno-omit-frame-pointer", str(source), "-o", str(program)],
+                   check=True)
+    out = tmp_path / "pack_lambda.htp"
+    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(out), "--", str(program)],
+                          capture_output=True, text=True, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+    assert done.returncode == 0 and done.stdout == "7\n", done.stderr
+    paths = [row.path for row in heaptype.load(out).call_paths() if row.type_label == "(untyped)"]
+    assert any(path[-2:] == ("run(Runner&)", f"{PACK_LAMBDA} [clone .constprop.0] [clone .isra.0]")
+               for path in paths), paths
 
 
 def test_map_file_discarded_section_is_skipped(tmp_path):

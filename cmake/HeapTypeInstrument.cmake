@@ -234,8 +234,13 @@ function(_heaptype_instrument_all)
     heaptype_instrument(${target} CALLSTACK ${HEAPTYPE_CALLSTACK} MAP_FILE ${HEAPTYPE_MAP_FILES})
     math(EXPR count "${count} + 1")
   endforeach()
+  # what the targets got: a linker that writes no map file (zig's) turned them off
+  set(maps "${HEAPTYPE_MAP_FILES}")
+  if(HEAPTYPE_MAP_FILES AND DEFINED HEAPTYPE_LINKER_WRITES_MAPS AND NOT HEAPTYPE_LINKER_WRITES_MAPS)
+    set(maps "OFF: the linker writes none, the symbol table names the types")
+  endif()
   message(STATUS "HeapType: instrumented ${count} targets (HEAPTYPE_INSTRUMENT_ALL, "
-                 "CALLSTACK ${HEAPTYPE_CALLSTACK}, map files ${HEAPTYPE_MAP_FILES})")
+                 "CALLSTACK ${HEAPTYPE_CALLSTACK}, map files ${maps})")
 endfunction()
 
 # Schedules _heaptype_instrument_all at the end of the top-level CMakeLists.txt, once

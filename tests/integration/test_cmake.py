@@ -381,7 +381,7 @@ def test_capture_mode_is_chosen_by_compiler_and_said(tmp_path):
     assert bad.returncode != 0 and "HEAPTYPE_CAPTURE takes auto, macro or type-aware" in bad.stderr
 
 
-def test_clang_22_gets_the_type_aware_mode(tmp_path):
+def zig_cxx(tmp_path: Path) -> Path:
     """The ziglang wheel's Clang 22, behind a one-line wrapper (CMake wants one path)."""
     try:
         import ziglang  # noqa: F401
@@ -390,6 +390,21 @@ def test_clang_22_gets_the_type_aware_mode(tmp_path):
     wrapper = tmp_path / "zig-c++"
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ziglang c++ "$@"\n')
     wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_instrument_all_says_when_the_linker_writes_no_map_file(tmp_path):
+    """zig's linker writes no map file: the targets get none, and the summary says so
+    (it said "map files ON")."""
+    root = write_shapes_project(tmp_path / "p", LIBRARIES)
+    result = configure(root, tmp_path / "b", f"-DCMAKE_CXX_COMPILER={zig_cxx(tmp_path)}", f"-DHeapType_DIR={CMAKE_DIR}",
+                       "-DHEAPTYPE_INSTRUMENT_ALL=ON")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ("map files OFF: the linker writes none, the symbol table names the types)") in result.stdout, result.stdout
+
+
+def test_clang_22_gets_the_type_aware_mode(tmp_path):
+    wrapper = zig_cxx(tmp_path)
     source = write_project(tmp_path / "src", CAPTURE_PROJECT + "set_target_properties(app PROPERTIES CXX_STANDARD 20)\n")
     done = configure(source, tmp_path / "build", f"-DCMAKE_CXX_COMPILER={wrapper}", f"-DHeapType_DIR={CMAKE_DIR}")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "tracker.hpp"
+
 namespace heaptype {
 namespace runtime {
 namespace {
@@ -51,6 +53,27 @@ void keep_children_unprofiled_if_asked() {
   if (char* preload = getenv("LD_PRELOAD")) remove_runtime_from(preload);
   children[0] = '\0';
 }
+
+namespace {
+
+// The edit above leaves the variables there, empty: a program that asks whether
+// LD_PRELOAD is set (getenv() != nullptr, as programs that refuse to be preloaded
+// into do) would see it set where `heaptype run` found it unset. The loader runs this
+// constructor of the preloaded runtime after libstdc++'s start-up (whose allocation
+// started the runtime) and before the program's own, outside any allocation: the
+// emptied variables are unset there. unsetenv() moves the environment's pointers and
+// allocates nothing. A runtime not started yet has edited nothing: nothing to do.
+__attribute__((constructor)) void unset_emptied_variables() {
+  int state = g_state.load(std::memory_order_acquire);
+  if (state != kActive && state != kDisabled) return;
+  const char* children = getenv("HEAPTYPE_CHILDREN");
+  if (!children || *children) return;  // not asked, or not edited
+  unsetenv("HEAPTYPE_CHILDREN");
+  const char* preload = getenv("LD_PRELOAD");
+  if (preload && !*preload) unsetenv("LD_PRELOAD");
+}
+
+}  // namespace
 
 }  // namespace runtime
 }  // namespace heaptype

@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "printenv") == 0) {
     make(1);
-    execlp("printenv", "printenv", "LD_PRELOAD", "HEAPTYPE_CHILDREN", static_cast<char*>(nullptr));
+    execlp("env", "env", static_cast<char*>(nullptr));
     return 127;
   }
   pid_t forked = fork();
@@ -318,6 +318,10 @@ def test_a_run_of_many_processes_lists_their_profiles_by_name(forks, tmp_path):
                          f"     12  {out / 'f.*.htp'}"]
 
 
+def preload_variables(env_output: str) -> list[str]:
+    return [line for line in env_output.splitlines() if line.startswith(("LD_PRELOAD=", "HEAPTYPE_CHILDREN="))]
+
+
 @pytest.mark.parametrize("follow", [False, True])
 def test_children_inherit_the_other_preloads_only(forks, tmp_path, follow):
     """The runtime's entry leaves LD_PRELOAD; the user's own entries stay, in order,
@@ -326,8 +330,21 @@ def test_children_inherit_the_other_preloads_only(forks, tmp_path, follow):
                         str(forks), "printenv", env={"LD_PRELOAD": "libm.so.6 libdl.so.2"})
     assert done.returncode == 0, done.stderr
     runtime = Path(flags.lib_dir()) / "libheaptype.so"
-    expected = f"{runtime}:libm.so.6 libdl.so.2\nprofiled\n" if follow else "libm.so.6 libdl.so.2\n\n"
-    assert done.stdout == expected
+    expected = ([f"LD_PRELOAD={runtime}:libm.so.6 libdl.so.2", "HEAPTYPE_CHILDREN=profiled"] if follow else
+                ["LD_PRELOAD=libm.so.6 libdl.so.2"])
+    assert sorted(preload_variables(done.stdout)) == sorted(expected)
+
+
+def test_a_program_run_without_ld_preload_has_none_set(forks, tmp_path):
+    """`heaptype run` puts the runtime into LD_PRELOAD, and the runtime takes itself out:
+    where the variable was unset, the program (and what it execs) finds it unset, not
+    set and empty (a program that refuses to be preloaded into asks getenv()), and
+    HEAPTYPE_CHILDREN is gone too."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_") and k != "LD_PRELOAD"}
+    done = subprocess.run([*HEAPTYPE, "run", "-o", str(tmp_path / "u.htp"), "--", str(forks), "printenv"],
+                          capture_output=True, text=True, env=environment, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert preload_variables(done.stdout) == [], done.stdout
 
 
 # --- the runtime's messages ------------------------------------------------------------

@@ -221,6 +221,33 @@ def test_block_whose_constructor_throws_is_not_untyped(hostile, tmp_path):
     assert profile.type_row("Thrower") is None
 
 
+@pytest.fixture(scope="module")
+def hostile_plain(tmp_path_factory) -> Path:
+    """tests/cpp/hostile.cpp built without HeapType, for `heaptype run` to preload the runtime
+    (-fno-allocation-dce: GCC would drop make_mains' new and delete, whose block nothing reads
+    but its own loop)."""
+    exe = tmp_path_factory.mktemp("hostile_plain") / "hostile"
+    subprocess.run([require_tool("g++"), CXX_STD, "-O2", "-fno-allocation-dce", str(CPP / "hostile.cpp"), "-o",
+                    str(exe), "-ldl"],
+                   check=True, capture_output=True, timeout=300)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def hostile_plain_debug(tmp_path_factory) -> Path:
+    """tests/cpp/hostile.cpp built without HeapType, with debug info: the inferred types of
+    <future>'s blocks come from its inlined allocator frames."""
+    exe = tmp_path_factory.mktemp("hostile_plain_debug") / "hostile"
+    subprocess.run([require_tool("g++"), CXX_STD, "-O2", "-g", str(CPP / "hostile.cpp"), "-o", str(exe)],
+                   check=True, capture_output=True, timeout=300)
+    return exe
+
+
+def heaptype_run(program: Path, output: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*HEAPTYPE, "run", "-o", str(output), "--", str(program), *args], capture_output=True,
+                          text=True, timeout=120)
+
+
 def type_rows(profile: heaptype.Profile) -> dict[str, tuple[int, int]]:
     return {row.label: (row.allocations, row.live_blocks) for row in profile.by_type(infer=True)}
 
@@ -239,36 +266,28 @@ def test_blocks_freed_from_other_frames_during_unwinding_keep_their_types(hostil
     assert rows["Main"] == (5, 0)
 
 
-def test_a_plain_program_has_no_constructor_threw_rows(tmp_path):
+def test_a_plain_program_has_no_constructor_threw_rows(hostile_plain_debug, tmp_path):
     """Preloaded into a plain build no new-expression reports a type, so a block freed
     while an exception propagates cannot be known to be one whose constructor threw:
     the throwing constructors' blocks are untyped, the promises' as inferred."""
-    cxx = require_tool("g++")
-    plain = tmp_path / "hostile_plain"
-    subprocess.run([cxx, CXX_STD, "-O2", "-g", str(CPP / "hostile.cpp"), "-o", str(plain)], check=True)
     for scenario, n in (("throw", "6"), ("unwind-free", "10")):
         out = tmp_path / f"{scenario}.htp"
-        done = subprocess.run([*HEAPTYPE, "run", "-o", str(out), "--", str(plain), scenario, n], capture_output=True,
-                              text=True)
+        done = heaptype_run(hostile_plain_debug, out, scenario, n)
         assert done.returncode == 0, done.stderr
         rows = type_rows(heaptype.load(out))
         assert "heaptype::constructor_threw" not in rows, (scenario, rows)
     assert rows["std::__future_base::_Result<void> (inferred)"] == (10, 0)
 
 
-def test_the_programs_stack_at_a_throw_has_no_frame_of_the_runtime(hostile, tmp_path):
+def test_the_programs_stack_at_a_throw_has_no_frame_of_the_runtime(hostile, hostile_plain_debug, tmp_path):
     """The runtime's __cxa_throw (which types the thrown object) jumps to the C++
     runtime's: a terminate handler's backtrace() counts the frames it counts without
     HeapType (kj's death tests print such a trace; it had one frame more, the runtime's
     __cxa_throw), linked and preloaded."""
-    cxx = require_tool("g++")
-    plain = tmp_path / "hostile_plain"
-    subprocess.run([cxx, CXX_STD, "-O2", "-g", str(CPP / "hostile.cpp"), "-o", str(plain)], check=True)
-    alone = subprocess.run([str(plain), "uncaught", "5"], capture_output=True, text=True)
+    alone = subprocess.run([str(hostile_plain_debug), "uncaught", "5"], capture_output=True, text=True)
     assert alone.returncode == 3 and alone.stdout.startswith("frames="), alone
     linked = run_profiled(hostile, tmp_path / "linked.htp", "uncaught", "5")
-    preloaded = subprocess.run([*HEAPTYPE, "run", "-o", str(tmp_path / "preloaded.htp"), "--", str(plain), "uncaught", "5"],
-                               capture_output=True, text=True)
+    preloaded = heaptype_run(hostile_plain_debug, tmp_path / "preloaded.htp", "uncaught", "5")
     assert (linked.returncode, linked.stdout) == (3, alone.stdout), linked.stderr
     assert (preloaded.returncode, preloaded.stdout) == (3, alone.stdout), preloaded.stderr
     assert allocations(heaptype.load(tmp_path / "linked.htp"), "Sig") == (1, 1)  # the thrown object, typed
@@ -373,18 +392,6 @@ def test_a_program_that_closes_every_descriptor_keeps_its_files_and_its_profile(
     assert files == {f"own{k}.txt": OWN_LINE for k in range(8)}
     assert profile.complete and profile.warnings == []
     assert allocations(profile, "Main") == (2000, 0)
-
-
-@pytest.fixture(scope="module")
-def hostile_plain(tmp_path_factory) -> Path:
-    """tests/cpp/hostile.cpp built without HeapType, for `heaptype run` to preload the runtime
-    (-fno-allocation-dce: GCC would drop make_mains' new and delete, whose block nothing reads
-    but its own loop)."""
-    exe = tmp_path_factory.mktemp("hostile_plain") / "hostile"
-    subprocess.run([require_tool("g++"), CXX_STD, "-O2", "-fno-allocation-dce", str(CPP / "hostile.cpp"), "-o",
-                    str(exe), "-ldl"],
-                   check=True, capture_output=True, timeout=300)
-    return exe
 
 
 @pytest.mark.parametrize("how", CLOSE_ALL_WAYS)
@@ -493,19 +500,29 @@ def test_heaptype_run_names_the_daemon_a_program_leaves_running(hostile, tmp_pat
     assert profile.complete and allocations(profile, "Main") == (300, 0)
 
 
-def test_heaptype_run_wait_stays_until_the_daemon_exits_and_passes_sigterm_on(hostile, tmp_path):
-    """`heaptype run --wait` waits for what the program left in the background, passes
-    SIGTERM on to it (a service manager stops `heaptype run`), and lists its profile."""
-    ready = tmp_path / "daemon.pid"
-    run = subprocess.Popen([*HEAPTYPE, "run", "--wait", "-o", str(tmp_path / "d.%p.htp"), "--", str(hostile), "daemon",
-                            "400", str(ready)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def daemon_run_stopped(hostile: Path, options: list[str], n: int, ready: Path,
+                       while_it_serves=lambda pid: None) -> tuple[int, subprocess.Popen, str, str]:
+    """`heaptype run --wait OPTIONS` of the daemon scenario: once the daemon serves (and
+    `while_it_serves(pid)` returned), SIGTERM to `heaptype run`, which must still be
+    waiting. The daemon's pid, the finished run, its stdout and stderr."""
+    run = subprocess.Popen([*HEAPTYPE, "run", "--wait", *options, "--", str(hostile), "daemon", str(n), str(ready)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         pid = daemon_pid(ready)
+        while_it_serves(pid)
         assert run.poll() is None, "heaptype run --wait returned while the daemon runs"
         run.send_signal(signal.SIGTERM)
         stdout, stderr = run.communicate(timeout=60)
     finally:
         run.kill()
+    return pid, run, stdout, stderr
+
+
+def test_heaptype_run_wait_stays_until_the_daemon_exits_and_passes_sigterm_on(hostile, tmp_path):
+    """`heaptype run --wait` waits for what the program left in the background, passes
+    SIGTERM on to it (a service manager stops `heaptype run`), and lists its profile."""
+    ready = tmp_path / "daemon.pid"
+    pid, run, stdout, stderr = daemon_run_stopped(hostile, ["-o", str(tmp_path / "d.%p.htp")], 400, ready)
     assert run.returncode == 0, stderr
     assert ready.read_text().split() == [str(pid), "terminated"]
     assert (f"heaptype: the program exited and left 1 process running in the background (pid {pid} (hostile)): "
@@ -520,27 +537,22 @@ def test_heaptype_run_wait_watch_shows_what_the_daemon_holds(hostile, tmp_path):
     """`heaptype run --wait --watch`: once the program has gone into the background, the
     live view goes on with the daemon's profile. The process started allocates no Sig:
     the row comes from the daemon, which holds one while it waits."""
-    ready = tmp_path / "daemon.pid"
-    run = subprocess.Popen([*HEAPTYPE, "run", "--wait", "--watch", "--interval", "0.2", "-o", str(tmp_path / "w.%p.htp"),
-                            "--", str(hostile), "daemon", "300", str(ready)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        pid = daemon_pid(ready)
+
+    def sig_shown(pid: int) -> None:
         held = tmp_path / f"w.{pid}.htp"
         deadline = time.monotonic() + 30
         while not (held.exists() and allocations(heaptype.load(held), "Sig") == (1, 1)):
             assert time.monotonic() < deadline, "the daemon's profile never showed its Sig"
             time.sleep(0.1)
         time.sleep(1.0)  # a few refreshes of the view after the daemon's profile holds it
-        assert run.poll() is None, "heaptype run --wait --watch returned while the daemon runs"
-        run.send_signal(signal.SIGTERM)
-        stdout, stderr = run.communicate(timeout=60)
-    finally:
-        run.kill()
+
+    options = ["--watch", "--interval", "0.2", "-o", str(tmp_path / "w.%p.htp")]
+    pid, run, stdout, stderr = daemon_run_stopped(hostile, options, 300, tmp_path / "daemon.pid", sig_shown)
     assert run.returncode == 0, stderr
     # │ Sig  │ 40 B │ 1 │ 1 │: live bytes, live blocks, allocations
     sig_rows = re.findall(r"^│ Sig +│ +(\S+ \S+) │ +(\d+) │ +(\d+) │$", stdout, re.MULTILINE)
     assert sig_rows and set(sig_rows) == {("40 B", "1", "1")}, stdout
+    held = tmp_path / f"w.{pid}.htp"
     assert f"  {held}" in stderr.splitlines()
     assert allocations(heaptype.load(held), "Sig") == (1, 0)
 

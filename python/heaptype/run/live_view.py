@@ -45,10 +45,7 @@ class LiveState:
 def read_live_state(path: Path, by: str = "type", top: int = 10) -> LiveState | None:
     """What is live in the profile at ``path`` as written so far; None before the
     file holds anything readable."""
-    state = _live_state_of(path, by)
-    if state is not None:
-        state.rows = state.rows[:top]
-    return state
+    return read_live_states([path], by, top)
 
 
 def read_live_states(paths: Iterable[Path], by: str = "type", top: int = 10) -> LiveState | None:

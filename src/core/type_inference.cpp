@@ -158,6 +158,14 @@ std::string first_argument(const NameComponent& component) {
   return collapse_closing_brackets(first);
 }
 
+// std::promise<R>'s constructor allocates its result itself and its shared state in
+// the std::make_shared it inlines: at a call site named by the function alone (no
+// inlined frames), a block of either may be the other's.
+bool allocates_other_types_inline(const std::string& function) {
+  std::vector<NameComponent> comps = name_components(strip_parameters(function));
+  return comps.size() >= 3 && joined(comps, comps.size()) == "std::promise::promise";
+}
+
 }  // namespace
 
 bool type_from_function(const std::string& function, std::string* type, bool* own_argument) {
@@ -239,9 +247,13 @@ InferredType infer_type(const CodeInfo& call_site) {
     out.library = true;
     return out;
   }
+  // Without debug info the call site is its function alone (the symbolizer's one frame
+  // without a line), and what that function inlined allocates there too.
+  bool inlined_frames_known = !(frames->size() == 1 && frames->front().file.empty() && frames->front().line == 0);
   for (const CodeFrame& frame : *frames) {
     bool own_argument = false;
     if (type_from_function(frame.function, &out.name, &own_argument)) {
+      if (!inlined_frames_known && allocates_other_types_inline(frame.function)) break;
       out.size = own_argument ? frame.type_argument_size : 0;
       if (!out.size) out.size = character_size(out.name);
       return out;

@@ -511,7 +511,7 @@ def test_inferred_types_in_cli_reports(callpath_programs):
     ("main", None),
 ])
 def test_infer_type_from_frame_names(name, expected):
-    found = _core.infer_type([(name, "", 0, False, 0)], name)
+    found = _core.infer_type([(name, "alloc.h", 1, False, 0)], name)  # a frame of the debug info
     assert (found[0] if found else None) == expected
 
 
@@ -521,6 +521,18 @@ def test_a_call_site_in_a_stripped_standard_library_names_the_library():
     assert _core.infer_type([], "", "/usr/lib/x86_64-linux-gnu/libc.so.6")[0] == "glibc: function without a symbol"
     assert _core.infer_type([], "", "/opt/app/libstdcxx_like.so") is None
     assert _core.infer_type([], "") is None
+
+
+def test_a_promise_constructor_without_inlined_frames_infers_nothing():
+    # Built without debug info, std::promise's constructor is the call site of both its
+    # result and the shared state its inlined make_shared allocates: neither is named.
+    constructor = "std::promise<void>::promise()"
+    assert _core.infer_type([(constructor, "", 0, False, 0)], constructor) is None  # the symbol table's frame
+    assert _core.infer_type([], constructor) is None
+    assert _core.infer_type([(constructor, "future", 1483, False, 0)], constructor)[0] == \
+        "std::__future_base::_Result<void>"
+    create = "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_create(unsigned long&, unsigned long)"
+    assert _core.infer_type([(create, "", 0, False, 0)], create)[0] == "char[] of std::string"
 
 
 def test_innermost_allocator_frame_wins():

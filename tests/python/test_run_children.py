@@ -16,6 +16,7 @@ import pytest
 
 import heaptype
 from heaptype.capture import flags
+from heaptype.run.runner import profiles_of_a_run_like, profiles_of_processes
 from conftest import run_profiled
 from tooling import missing, require_tool
 
@@ -390,3 +391,16 @@ def test_a_profile_that_cannot_be_created_goes_to_the_log_when_there_is_one(host
     assert (done.returncode, done.stderr) == (0, "")
     assert log.read_text() == (f"heaptype: cannot create the profile file {output}: No such file or directory; "
                                "the program runs unprofiled\n")
+
+
+def test_profile_names_with_glob_characters_match_only_themselves(tmp_path):
+    # `-o` is a path, not a glob: its `[1]` is literal; only %p and %e stand for a part.
+    for name in ["run[1].7.htp", "run[1].8.htp", "run1.7.htp", "run[1].htp", "run[1].htp.9", "x%p.htp", "x7.htp"]:
+        (tmp_path / name).write_bytes(b"")
+    assert profiles_of_processes(str(tmp_path / "run[1].%p.htp"), [7]) == [tmp_path / "run[1].7.htp"]
+    assert profiles_of_a_run_like(str(tmp_path / "run[1].%p.htp")) == {tmp_path / "run[1].7.htp",
+                                                                      tmp_path / "run[1].8.htp"}
+    assert profiles_of_processes(str(tmp_path / "run[1].htp"), [9]) == [tmp_path / "run[1].htp.9"]
+    # "%%p" is a percent sign and a p, read from the left as the runtime reads it.
+    assert profiles_of_a_run_like(str(tmp_path / "x%%p.htp")) == {tmp_path / "x%p.htp"}
+    assert profiles_of_processes(str(tmp_path / "x%%p.htp"), [7]) == []

@@ -19,6 +19,7 @@ import contextlib
 import fnmatch
 import itertools
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -178,7 +179,9 @@ def e_not_a_directory(directory: Path) -> str:
 
 
 def _expand(pattern: str, pid: int, program: str) -> str:
-    return pattern.replace("%p", str(pid)).replace("%e", program).replace("%%", "%")
+    """The path the runtime makes of ``pattern``, read from left to right as it does."""
+    directives = {"%p": str(pid), "%e": program, "%%": "%"}
+    return re.sub(r"%[pe%]", lambda m: directives[m.group()], pattern)
 
 
 def _files_like(directory: Path, *name_globs: str) -> set[Path]:
@@ -191,32 +194,35 @@ def _files_like(directory: Path, *name_globs: str) -> set[Path]:
     return {directory / name for name_glob in name_globs for name in fnmatch.filter(names, name_glob)}
 
 
-def profiles_like(pattern: str) -> set[Path]:
-    """The files a profile name pattern (``%p``, ``%e``) matches now."""
-    glob = Path(pattern.replace("%p", "*").replace("%e", "*").replace("%%", "%"))
-    return _files_like(glob.parent, glob.name)
+def _name_glob(name: str, pid: int | None = None) -> str:
+    """The fnmatch glob of a profile's file name pattern: ``%p`` the pid (any, when
+    None), ``%e`` any program name, ``%%`` a percent sign, everything else literal
+    (a ``[`` or ``*`` in the name too)."""
+    directives = {"%p": "*" if pid is None else str(pid), "%e": "*", "%%": "%"}
+    return "".join(directives.get(part) or glob_escape(part) for part in re.split(r"(%[pe%])", name) if part)
 
 
 def profiles_of_a_run_like(pattern: str) -> set[Path]:
-    """profiles_like(), and the ``<path>.<pid>`` files beside them: a forked child's
-    without ``%p``, and a profile an exec moved aside for the image after it (a shell
-    that execs the program: both wrote ``<name>.<pid>.htp``, docs/modes.md, "Exec")."""
-    glob = Path(pattern.replace("%p", "*").replace("%e", "*").replace("%%", "%"))
-    exact = glob_escape(glob.name) if "%p" not in pattern and "%e" not in pattern else glob.name
-    return _files_like(glob.parent, glob.name, exact + ".*")
+    """The files a profile name pattern (``%p``, ``%e``) matches now, and the
+    ``<path>.<pid>`` files beside them: a forked child's without ``%p``, and a profile
+    an exec moved aside for the image after it (a shell that execs the program: both
+    wrote ``<name>.<pid>.htp``, docs/modes.md, "Exec")."""
+    path = Path(pattern)
+    name = _name_glob(path.name)
+    return _files_like(_directory_of(pattern), name, name + ".*")
 
 
 def profiles_of_processes(pattern: str, pids: list[int]) -> list[Path]:
     """The profiles the processes ``pids`` write now: the pattern with each pid (any
     program name), or ``<path>.<pid>`` for a forked process when it has no ``%p``."""
-    glob = Path(pattern.replace("%e", "*").replace("%%", "%"))
-    names = []
-    for pid in pids:
-        if "%p" in pattern:
-            names.append(glob.name.replace("%p", str(pid)))
-        else:
-            names.append(f"{glob_escape(glob.name) if '%e' not in pattern else glob.name}.{pid}")
-    return sorted(_files_like(glob.parent, *names))
+    name = Path(pattern).name
+    with_pid = "%p" in re.findall(r"%[pe%]", name)
+    names = [_name_glob(name, pid) if with_pid else f"{_name_glob(name)}.{pid}" for pid in pids]
+    return sorted(_files_like(_directory_of(pattern), *names))
+
+
+def _directory_of(pattern: str) -> Path:
+    return Path(pattern.replace("%%", "%")).parent
 
 
 def find_profile(pattern: str, pid: int, program: str, before: set[Path]) -> tuple[Path | None, list[Path]]:

@@ -45,15 +45,19 @@ uint64_t character_size(const std::string& name) {
   return it == sizes.end() ? 0 : it->second;
 }
 
-// A string's characters, named as the typed headers name them (heaptype::elements_of
-// renders so): "char[] of std::string".
-std::string string_buffer(const std::string& character) {
+// The string of `character`s as the typed headers name it: "std::string".
+std::string string_name(const std::string& character) {
   static const std::unordered_map<std::string, std::string> strings = {
       {"char", "std::string"}, {"wchar_t", "std::wstring"}, {"char8_t", "std::u8string"},
       {"char16_t", "std::u16string"}, {"char32_t", "std::u32string"}};
   auto it = strings.find(character);
-  return character + "[] of " + (it == strings.end() ? "std::basic_string<" + character + ">" : it->second);
+  return it == strings.end() ? "std::basic_string<" + character + ">" : it->second;
 }
+
+// A string's characters, named as the typed headers name them (heaptype::elements_of
+// renders so): "char[] of std::string".
+std::string string_buffer(const std::string& character) { return character + "[] of " + string_name(character); }
+
 
 // A qualified name without template arguments and without the standard libraries'
 // inline namespaces: "std::__1::locale::__imp::__imp" -> "std::locale::__imp::__imp".
@@ -85,7 +89,6 @@ const LibraryRow kLibraryRows[] = {
     {"_dl_resize_dtv", "glibc: thread-local storage"},
     {"__duplocale", "glibc: locale"},
     {"newlocale", "glibc: locale"},
-    {"std::string::_Rep::", "libstdc++: copy-on-write string (std::runtime_error's message)"},
     {"__cxa_allocate_exception", "C++ runtime: exception object"},
     {"__cxa_allocate_dependent_exception", "C++ runtime: exception object"},
     {"__cxxabiv1::__aligned_malloc_with_fallback", "C++ runtime: exception object"},
@@ -158,6 +161,20 @@ std::string first_argument(const NameComponent& component) {
   return collapse_closing_brackets(first);
 }
 
+// libstdc++'s copy-on-write string (the old ABI, _GLIBCXX_USE_CXX11_ABI=0, and the
+// message of a std::runtime_error in either ABI) allocates one block for a `_Rep`
+// (length, capacity, reference count) and the characters after it, in
+// `basic_string<C>::_Rep::_S_create`. The demangler abbreviates the old ABI's
+// basic_string<char> as "std::string" (the new ABI's is std::__cxx11::basic_string):
+// any member of it that allocates inlined _S_create. The character type, or "".
+std::string copy_on_write_character(const std::vector<NameComponent>& comps) {
+  size_t n = comps.size();
+  if (n >= 3 && comps[0].name == "std" && comps[1].name == "string" && !comps[1].has_args) return "char";
+  for (size_t r = 2; r + 1 < n; ++r)
+    if (comps[r].name == "_Rep" && joined(comps, r) == "std::basic_string") return first_argument(comps[r - 1]);
+  return "";
+}
+
 // std::promise<R>'s constructor allocates its result itself and its shared state in
 // the std::make_shared it inlines: at a call site named by the function alone (no
 // inlined frames), a block of either may be the other's.
@@ -214,6 +231,12 @@ bool type_from_function(const std::string& function, std::string* type, bool* ow
     *type = "std::__future_base::_Result<" + result + ">";
     *own_argument = false;
     return !result.empty();
+  }
+  std::string cow_character = copy_on_write_character(comps);
+  if (!cow_character.empty()) {
+    *type = string_name(cow_character) + "::_Rep";
+    *own_argument = false;
+    return true;
   }
   if (factories().count(joined(comps, n))) {
     *type = first_argument(comps[n - 1]);

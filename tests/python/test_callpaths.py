@@ -504,8 +504,14 @@ def test_inferred_types_in_cli_reports(callpath_programs):
     ("std::promise<Foo&>::promise()", "std::__future_base::_Result<Foo&>"),
     ("std::unique_ptr<std::__future_base::_Result<int>, std::__future_base::_Result_base::_Deleter> "
      "std::__future_base::_S_allocate_result<int, int>(std::allocator<int> const&)", "std::__future_base::_Result<int>"),
-    ("std::string::_Rep::_S_create(unsigned long, unsigned long, std::allocator<char> const&)",
-     "libstdc++: copy-on-write string (std::runtime_error's message)"),
+    # libstdc++'s copy-on-write strings (the old ABI; a std::runtime_error's message):
+    # one block holds the _Rep and the characters after it.
+    ("std::string::_Rep::_S_create(unsigned long, unsigned long, std::allocator<char> const&)", "std::string::_Rep"),
+    ("char* std::string::_S_construct<char const*>(char const*, char const*, std::allocator<char> const&, "
+     "std::forward_iterator_tag)", "std::string::_Rep"),
+    ("std::basic_string<wchar_t, std::char_traits<wchar_t>, std::allocator<wchar_t> >::_Rep::_S_create(unsigned long, "
+     "unsigned long, std::allocator<wchar_t> const&)", "std::wstring::_Rep"),
+    ("std::stringstream::str() const", None),
     ("void std::vector<Foo, std::allocator<Foo> >::_M_realloc_insert<Foo>(Foo&&)", None),
     ("std::allocator<Foo>::~allocator()", None),
     ("main", None),

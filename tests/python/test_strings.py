@@ -285,3 +285,26 @@ def test_ldflags_fit_zig_behind_a_wrapper_of_another_name(tmp_path):
     assert "-rdynamic" in ldflags and not [f for f in ldflags if "export-dynamic-symbol" in f]
     gnu, _ = heaptype_flags("--ldflags", "--cxx", require_tool("g++"))
     assert "-rdynamic" not in gnu and [f for f in gnu if "export-dynamic-symbol" in f]
+
+
+def test_copy_on_write_strings_of_a_preloaded_program_are_their_reps(tmp_path):
+    """A plain program built for libstdc++'s copy-on-write ABI (-D_GLIBCXX_USE_CXX11_ABI=0,
+    as pip's cmake is) under `heaptype run`: its strings are allocated in libstdc++.so's
+    `std::string::_Rep::_S_create`, one block a string, inferred as `std::string::_Rep`
+    (they were once all called "std::runtime_error's message")."""
+    cxx = require_tool("g++")
+    exe = tmp_path / "cow_strings"
+    subprocess.run([cxx, "-O2", "-g", "-D_GLIBCXX_USE_CXX11_ABI=0", str(CPP_DIR / "cow_strings.cpp"), "-o", str(exe)],
+                   check=True, capture_output=True)
+    output = tmp_path / "cow_strings.htp"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe), "40"],
+                          capture_output=True, text=True, env=environment, timeout=120)
+    assert done.returncode == 0, done.stderr
+    truth = dict(item.split("=") for item in done.stdout.split())
+    rows = rows_with_inference(heaptype.load(output))
+    assert (rows["std::string::_Rep (inferred)"].allocations, rows["std::string::_Rep (inferred)"].bytes) == \
+        (40, int(truth["bytes"]))
+    assert (rows["std::wstring::_Rep (inferred)"].allocations, rows["std::wstring::_Rep (inferred)"].bytes) == \
+        (1, int(truth["wstring_bytes"]))
+    assert not [label for label in rows if "runtime_error" in label]

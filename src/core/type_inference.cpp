@@ -145,6 +145,9 @@ std::string joined(const std::vector<NameComponent>& components, size_t count) {
   return out;
 }
 
+// sizeof(basic_string<C>::_Rep_base): length, capacity (size_t), reference count (int).
+constexpr uint64_t kCopyOnWriteRepBytes = 2 * sizeof(uint64_t) + sizeof(uint64_t);
+
 // The first template argument, without a trailing "[]".
 std::string first_argument(const NameComponent& component) {
   if (!component.has_args || component.args.empty()) return "";
@@ -164,9 +167,11 @@ std::string first_argument(const NameComponent& component) {
 // libstdc++'s copy-on-write string (the old ABI, _GLIBCXX_USE_CXX11_ABI=0, and the
 // message of a std::runtime_error in either ABI) allocates one block for a `_Rep`
 // (length, capacity, reference count) and the characters after it, in
-// `basic_string<C>::_Rep::_S_create`. The demangler abbreviates the old ABI's
-// basic_string<char> as "std::string" (the new ABI's is std::__cxx11::basic_string):
-// any member of it that allocates inlined _S_create. The character type, or "".
+// `basic_string<C>::_Rep::_S_create`: its row is the characters', as in the new ABI
+// ("char[] of std::string"), counted without the _Rep. The demangler abbreviates the
+// old ABI's basic_string<char> as "std::string" (the new ABI's is
+// std::__cxx11::basic_string): any member of it that allocates inlined _S_create.
+// The character type, or "".
 std::string copy_on_write_character(const std::vector<NameComponent>& comps) {
   size_t n = comps.size();
   if (n >= 3 && comps[0].name == "std" && comps[1].name == "string" && !comps[1].has_args) return "char";
@@ -234,7 +239,7 @@ bool type_from_function(const std::string& function, std::string* type, bool* ow
   }
   std::string cow_character = copy_on_write_character(comps);
   if (!cow_character.empty()) {
-    *type = string_name(cow_character) + "::_Rep";
+    *type = string_buffer(cow_character);
     *own_argument = false;
     return true;
   }
@@ -279,6 +284,8 @@ InferredType infer_type(const CodeInfo& call_site) {
       if (!inlined_frames_known && allocates_other_types_inline(frame.function)) break;
       out.size = own_argument ? frame.type_argument_size : 0;
       if (!out.size) out.size = character_size(out.name);
+      if (!copy_on_write_character(name_components(strip_parameters(frame.function))).empty())
+        out.header = kCopyOnWriteRepBytes;
       return out;
     }
     if (library_row(frame.function, &out.name)) {
@@ -302,6 +309,7 @@ const std::string& InferredType::row(uint64_t bytes) const {
 }
 
 uint64_t InferredType::objects(uint64_t count, uint64_t bytes) const {
+  if (header && bytes >= header * count) bytes -= header * count;
   if (size && bytes % size == 0 && bytes >= size * count) return bytes / size;
   return count;
 }

@@ -25,9 +25,12 @@ struct InferredType {
   // function that allocates, or for a coroutine's frame ("coroutine frame of
   // counter(int)"); such a row is not marked inferred.
   bool library = false;
+  // Bytes in front of the objects in each block (a copy-on-write string's _Rep), not
+  // counted as objects.
+  uint64_t header = 0;
 
-  // How many T `count` blocks of `bytes` in all hold: bytes / sizeof(T) when that
-  // divides, else one per block.
+  // How many T `count` blocks of `bytes` in all hold: their bytes after the headers
+  // / sizeof(T) when that divides, else one per block.
   uint64_t objects(uint64_t count, uint64_t bytes) const;
 
   // The row for blocks of `bytes` each: `name`, except for a block libstdc++ allocates

@@ -506,11 +506,11 @@ def test_inferred_types_in_cli_reports(callpath_programs):
      "std::__future_base::_S_allocate_result<int, int>(std::allocator<int> const&)", "std::__future_base::_Result<int>"),
     # libstdc++'s copy-on-write strings (the old ABI; a std::runtime_error's message):
     # one block holds the _Rep and the characters after it.
-    ("std::string::_Rep::_S_create(unsigned long, unsigned long, std::allocator<char> const&)", "std::string::_Rep"),
+    ("std::string::_Rep::_S_create(unsigned long, unsigned long, std::allocator<char> const&)", "char[] of std::string"),
     ("char* std::string::_S_construct<char const*>(char const*, char const*, std::allocator<char> const&, "
-     "std::forward_iterator_tag)", "std::string::_Rep"),
+     "std::forward_iterator_tag)", "char[] of std::string"),
     ("std::basic_string<wchar_t, std::char_traits<wchar_t>, std::allocator<wchar_t> >::_Rep::_S_create(unsigned long, "
-     "unsigned long, std::allocator<wchar_t> const&)", "std::wstring::_Rep"),
+     "unsigned long, std::allocator<wchar_t> const&)", "wchar_t[] of std::wstring"),
     ("std::stringstream::str() const", None),
     ("void std::vector<Foo, std::allocator<Foo> >::_M_realloc_insert<Foo>(Foo&&)", None),
     ("std::allocator<Foo>::~allocator()", None),

@@ -287,11 +287,12 @@ def test_ldflags_fit_zig_behind_a_wrapper_of_another_name(tmp_path):
     assert "-rdynamic" not in gnu and [f for f in gnu if "export-dynamic-symbol" in f]
 
 
-def test_copy_on_write_strings_of_a_preloaded_program_are_their_reps(tmp_path):
+def test_copy_on_write_strings_of_a_preloaded_program_are_string_buffers(tmp_path):
     """A plain program built for libstdc++'s copy-on-write ABI (-D_GLIBCXX_USE_CXX11_ABI=0,
     as pip's cmake is) under `heaptype run`: its strings are allocated in libstdc++.so's
-    `std::string::_Rep::_S_create`, one block a string, inferred as `std::string::_Rep`
-    (they were once all called "std::runtime_error's message")."""
+    `std::string::_Rep::_S_create`, one block a string (the _Rep, then the characters),
+    in the row of the new ABI's string buffers, their objects the characters (they were
+    once all called "std::runtime_error's message")."""
     cxx = require_tool("g++")
     exe = tmp_path / "cow_strings"
     subprocess.run([cxx, "-O2", "-g", "-D_GLIBCXX_USE_CXX11_ABI=0", str(CPP_DIR / "cow_strings.cpp"), "-o", str(exe)],
@@ -301,10 +302,9 @@ def test_copy_on_write_strings_of_a_preloaded_program_are_their_reps(tmp_path):
     done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe), "40"],
                           capture_output=True, text=True, env=environment, timeout=120)
     assert done.returncode == 0, done.stderr
-    truth = dict(item.split("=") for item in done.stdout.split())
+    truth = {key: int(value) for key, value in (item.split("=") for item in done.stdout.split())}
     rows = rows_with_inference(heaptype.load(output))
-    assert (rows["std::string::_Rep (inferred)"].allocations, rows["std::string::_Rep (inferred)"].bytes) == \
-        (40, int(truth["bytes"]))
-    assert (rows["std::wstring::_Rep (inferred)"].allocations, rows["std::wstring::_Rep (inferred)"].bytes) == \
-        (1, int(truth["wstring_bytes"]))
+    narrow, wide = rows["char[] of std::string (inferred)"], rows["wchar_t[] of std::wstring (inferred)"]
+    assert (narrow.allocations, narrow.objects, narrow.bytes) == (40, truth["chars"], truth["bytes"])
+    assert (wide.allocations, wide.objects, wide.bytes) == (1, 101, truth["wstring_bytes"])
     assert not [label for label in rows if "runtime_error" in label]

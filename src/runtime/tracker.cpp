@@ -576,11 +576,32 @@ void on_tag_new(const void* p, uintptr_t type_tag, size_t elem_size, size_t elem
     defer_type(p, type_tag, elem_size, elem_align);
 }
 
+namespace {
+
+// An allocator's report: the block at `block` ends with `count` objects of `elem_size`
+// bytes, after a header of the bytes before them (none for an allocator's T[n]; a
+// copy-on-write string's _Rep before its characters). A count that does not fit the
+// block is ignored, the objects counted as for any report.
+void type_allocation(ThreadState* t, uintptr_t block, uintptr_t type_tag, size_t elem_size, size_t count) {
+  for (uint32_t i = t->probation_count; i-- > 0;) {
+    if (t->probation[i].address != block) continue;
+    uint64_t size = header_of(reinterpret_cast<void*>(block))->size;
+    if (elem_size && size != kSizeSaturated && count <= size / elem_size) {
+      type_probation_block(t, i, type_tag, elem_size, size - count * elem_size, count, true);
+      return;
+    }
+    break;
+  }
+  type_reported(t, block, type_tag, elem_size, 1);
+}
+
+}  // namespace
+
 void on_tag_allocation(const void* p, uintptr_t type_tag, size_t elem_size, size_t count) {
   if (!p || !headers_on() || !count) return;
   Busy scope;
   if (ThreadState* t = scope.get())
-    type_reported(t, address_of(p), type_tag, elem_size, 1);
+    type_allocation(t, address_of(p), type_tag, elem_size, count);
   else
     defer_type(p, type_tag, elem_size, 1);
 }

@@ -308,3 +308,27 @@ def test_copy_on_write_strings_of_a_preloaded_program_are_string_buffers(tmp_pat
     assert (narrow.allocations, narrow.objects, narrow.bytes) == (40, truth["chars"], truth["bytes"])
     assert (wide.allocations, wide.objects, wide.bytes) == (1, 101, truth["wstring_bytes"])
     assert not [label for label in rows if "runtime_error" in label]
+
+
+@pytest.mark.parametrize("cxx_name, std", [("g++", "c++11"), ("g++", "c++20"), ("clang++", "c++17")])
+def test_copy_on_write_strings_built_with_heaptype_are_string_buffers(tmp_path, cxx_name, std):
+    """The same program built with HeapType's flags (the macro mode): the copy-on-write
+    string's block comes from a std::allocator<char> it rebinds to (which alone would
+    say `char`), and counts as its characters after the 24-byte _Rep, exactly as the
+    new ABI's buffers and the preloaded run's inference do."""
+    cxx = compiler(cxx_name)
+    cflags, _ = heaptype_flags("--cflags", "--cxx", cxx[0])
+    ldflags, _ = heaptype_flags("--ldflags", "--cxx", cxx[0])
+    exe = tmp_path / "cow_strings"
+    command = [*cxx, f"-std={std}", "-O2", "-D_GLIBCXX_USE_CXX11_ABI=0", *cflags, str(CPP_DIR / "cow_strings.cpp"),
+               *ldflags, "-o", str(exe)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    profile, truth = profile_and_truth(exe, tmp_path, "40")
+    rows = {row.label: row for row in profile.by_type()}
+    narrow, wide = rows["char[] of std::string"], rows["wchar_t[] of std::wstring"]
+    assert (narrow.allocations, narrow.objects, narrow.bytes) == (40, truth["chars"], truth["bytes"])
+    assert (wide.allocations, wide.objects, wide.bytes) == (1, 101, truth["wstring_bytes"])
+    # The 5 strings of the program's own allocator (a std::allocator<char> too) allocate
+    # through it, as it checks: its `char`.
+    assert rows["char"].allocations == 5

@@ -23,6 +23,9 @@ struct heaptype_hint_t {
 extern __thread heaptype_hint_t heaptype_hint __attribute__((tls_model("initial-exec")));
 
 void heaptype_tag_new(const void* p, const void* type_tag, std::size_t elem_size, std::size_t elem_align);
+// The block operator new just returned at `p` ends with `count` objects of `type_tag`
+// (elem_size bytes each); bytes before them, if any, are a header of the block's own
+// (a copy-on-write string's _Rep before its characters).
 void heaptype_tag_allocation(const void* p, const void* type_tag, std::size_t elem_size, std::size_t count);
 }
 

@@ -31,6 +31,8 @@
 #define _GLIBCXX_EXTERN_TEMPLATE 0
 #endif
 
+#include <bits/atomic_word.h>
+#include <bits/stringfwd.h>
 #include <heaptype/hint.hpp>
 #include <heaptype/type_id.hpp>
 
@@ -75,6 +77,45 @@ template <typename _Tp>
 using __allocator_base = __heaptype_allocator_base<_Tp>;
 #else
 #define __allocator_base __heaptype_allocator_base
+#endif
+
+#if !_GLIBCXX_USE_CXX11_ABI
+// The copy-on-write string (bits/cow_string.h: the old ABI) allocates its _Rep (length,
+// capacity, reference count) and its characters in one block through
+// `_Raw_bytes_alloc(__alloc)`, a std::allocator<char> made from the string's
+// allocator<C>, which would count the block as `char`. The macro below (the name is
+// libstdc++'s, used in cow_string.h alone, always inside basic_string<_CharT>::_Rep)
+// makes that this allocator instead, for strings of std::allocator: the block counts as the characters'
+// (`C[] of std::basic_string<C>`, as the new ABI's buffer), the _Rep as its header.
+template <typename _CharT>
+struct __heaptype_cow_string_bytes : __heaptype_allocator_base<char> {
+  struct __rep_base {  // basic_string<_CharT>::_Rep_base's layout (a private type)
+    size_t __length, __capacity;
+    _Atomic_word __refcount;
+  };
+
+  template <typename _Alloc>
+  explicit __heaptype_cow_string_bytes(const _Alloc&) _GLIBCXX_USE_NOEXCEPT {}
+
+  char* allocate(size_t __n) {
+    char* __p = HEAPTYPE_STD_NEW_ALLOCATOR<char>::allocate(__n, 0);
+    const void* __type = ::heaptype::tag_of< ::heaptype::elements_of<_CharT, basic_string<_CharT> > >();
+    if (__n > sizeof(__rep_base) && !::heaptype::detail::named_already(__p + sizeof(__rep_base), __type))
+      heaptype_tag_allocation(__p, __type, sizeof(_CharT), (__n - sizeof(__rep_base)) / sizeof(_CharT));
+    return __p;
+  }
+};
+// Strings of std::allocator only: another allocator keeps its own rebound copy (the
+// typedef of the same name, which the macro does not expand).
+template <typename _CharT, typename _Alloc, typename _Raw>
+struct __heaptype_raw_bytes {
+  typedef _Raw __type;
+};
+template <typename _CharT, typename _Raw>
+struct __heaptype_raw_bytes<_CharT, allocator<_CharT>, _Raw> {
+  typedef __heaptype_cow_string_bytes<_CharT> __type;
+};
+#define _Raw_bytes_alloc(__a) typename ::std::__heaptype_raw_bytes<_CharT, _Alloc, _Raw_bytes_alloc>::__type(__a)
 #endif
 
 _GLIBCXX_END_NAMESPACE_VERSION

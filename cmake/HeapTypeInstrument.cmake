@@ -69,8 +69,11 @@ function(heaptype_static_link_options out)
   set(result "")
   foreach(option IN LISTS options)
     if(option MATCHES "^-Wl,(.*)$")
-      if(exports_symbols OR NOT option MATCHES "^-Wl,--export-dynamic-symbol=")
-        list(APPEND result "LINKER:${CMAKE_MATCH_1}")
+      # Kept before the next MATCHES, which CMake evaluates even when exports_symbols
+      # is true, and which sets CMAKE_MATCH_1 to "" (it has no group).
+      set(linker_option "${CMAKE_MATCH_1}")
+      if(exports_symbols OR NOT linker_option MATCHES "^--export-dynamic-symbol=")
+        list(APPEND result "LINKER:${linker_option}")
       else()
         list(APPEND result "-rdynamic")
       endif()

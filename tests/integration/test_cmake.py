@@ -414,3 +414,52 @@ def test_clang_22_gets_the_type_aware_mode(tmp_path):
     profile = run_indexer(tmp_path / "build" / "app", tmp_path)
     widget = profile.type_row("Widget")
     assert (widget.allocations, widget.objects, widget.bytes, widget.live_blocks) == (1, 3, 48, 0)
+
+
+PLUGIN_HOST = r'''
+#include <dlfcn.h>
+#include <cstdio>
+int main(int argc, char** argv) {
+  void* plugin = dlopen(argv[1], RTLD_NOW);
+  if (!plugin) { std::printf("dlopen failed: %s\n", dlerror()); return 1; }
+  auto make = reinterpret_cast<void* (*)(int)>(dlsym(plugin, "make_gadgets"));
+  return make && make(4) ? 0 : 2;
+}
+'''
+
+PLUGIN = r'''
+struct Gadget { long id[3]; };
+extern "C" void* make_gadgets(int n) {
+  void* last = nullptr;
+  for (int i = 0; i < n; ++i) last = new Gadget{{i, i, i}};
+  return last;
+}
+'''
+
+
+def test_instrument_all_executable_exports_the_runtime_to_a_dlopened_module(tmp_path):
+    """A MODULE library (a plugin the executable dlopen()s) is compiled for HeapType and
+    uses the executable's runtime: the executable must export the runtime's entry points.
+    CMake once handed the linker an empty option for them, and the plugin failed to load
+    (undefined symbol heaptype_link_error__...)."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "host.cpp").write_text(PLUGIN_HOST)
+    (root / "plugin.cpp").write_text(PLUGIN)
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.19)\nproject(p LANGUAGES CXX)\nfind_package(HeapType CONFIG REQUIRED)\n"
+        "add_executable(host host.cpp)\ntarget_link_libraries(host PRIVATE ${CMAKE_DL_LIBS})\n"
+        "add_library(plugin MODULE plugin.cpp)\n")
+    build = tmp_path / "b"
+    result = configure(root, build, f"-DHeapType_DIR={CMAKE_DIR}", "-DHEAPTYPE_INSTRUMENT_ALL=ON")
+    assert result.returncode == 0, result.stderr
+    build_ok(build)
+    exported = dynamic_symbols(build / "host")
+    assert {"heaptype_tag_new", "heaptype_hint", "heaptype_start", "heaptype_typed_new",
+            "heaptype_link_error__program_compiled_with_heaptype_new_hpp_must_link_libheaptype"} <= exported
+    out = tmp_path / "host.htp"
+    done = subprocess.run([str(build / "host"), str(build / "libplugin.so")], capture_output=True, text=True,
+                          env={**os.environ, "HEAPTYPE_OUTPUT": str(out)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    gadget = heaptype.load(out).type_row("Gadget")
+    assert (gadget.allocations, gadget.live_blocks) == (4, 4)

@@ -119,6 +119,18 @@ def plugin(cpp_programs, tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def plugin_without_runtime(cpp_programs, tmp_path_factory) -> Path:
+    """The same plugin compiled with `heaptype --cflags` alone: it uses the runtime of
+    the executable that loads it (what HEAPTYPE_INSTRUMENT_ALL does to a MODULE library)."""
+    cxx = require_tool("g++")
+    out = tmp_path_factory.mktemp("plugin") / "libhostile_plugin_bare.so"
+    command = [cxx, CXX_STD, "-O2", "-g", "-fPIC", "-shared", *flags.compile_flags(),
+               str(CPP / "hostile_plugin.cpp"), "-o", str(out)]
+    subprocess.run(command, check=True, capture_output=True)
+    return out
+
+
 MODULES = 2  # the chunk kind of a module map (src/format/profile_format.hpp)
 
 
@@ -142,6 +154,17 @@ def test_dlopened_plugin_with_its_own_runtime_reports_to_the_executables(hostile
     # an object since: only the second names the plugin.
     maps = module_maps(output)
     assert [plugin.name.encode() in m for m in maps] == [False, True]
+
+
+def test_dlopened_plugin_without_a_runtime_uses_the_executables(hostile, plugin_without_runtime, tmp_path):
+    """`heaptype --ldflags` exports every symbol a translation unit compiled with
+    `heaptype --cflags` refers to (the link check's too): such a plugin loads into the
+    executable and reports to its runtime. (Its link check was not exported, and
+    dlopen() failed on it.)"""
+    output = tmp_path / "bare-plugin.htp"
+    done = run_profiled(hostile, output, "plugin", str(plugin_without_runtime), "7")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "made=7\n", "")
+    assert allocations(heaptype.load(output), "PluginObject") == (7, 0)
 
 
 def test_a_module_map_is_written_again_only_when_objects_were_loaded(hostile, tmp_path):

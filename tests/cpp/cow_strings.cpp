@@ -11,7 +11,12 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+// HeapType's headers type strings without changing them: a string's allocator_type is
+// still std::allocator<char> (a stream of it takes the string: jsoncpp's pattern).
+static_assert(std::is_same<std::string::allocator_type, std::allocator<char> >::value, "std::string's allocator");
 
 // A string of another allocator must keep allocating through it.
 static unsigned g_counted;

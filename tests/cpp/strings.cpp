@@ -20,9 +20,14 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <unistd.h>
+
+// HeapType's headers type strings without changing them: a string's allocator_type is
+// still std::allocator<char> (a stream of it takes the string: jsoncpp's pattern).
+static_assert(std::is_same<std::string::allocator_type, std::allocator<char> >::value, "std::string's allocator");
 
 static inline void keep(const void* p) { asm volatile("" : : "g"(p) : "memory"); }
 

@@ -58,7 +58,6 @@ std::string string_name(const std::string& character) {
 // renders so): "char[] of std::string".
 std::string string_buffer(const std::string& character) { return character + "[] of " + string_name(character); }
 
-
 // A qualified name without template arguments and without the standard libraries'
 // inline namespaces: "std::__1::locale::__imp::__imp" -> "std::locale::__imp::__imp".
 std::string plain_name(const std::vector<NameComponent>& components) {
@@ -145,8 +144,9 @@ std::string joined(const std::vector<NameComponent>& components, size_t count) {
   return out;
 }
 
-// sizeof(basic_string<C>::_Rep_base): length, capacity (size_t), reference count (int).
-constexpr uint64_t kCopyOnWriteRepBytes = 2 * sizeof(uint64_t) + sizeof(uint64_t);
+// sizeof(basic_string<C>::_Rep_base) on x86-64: length and capacity (8 B each), the
+// reference count (an int, padded to 8).
+constexpr uint64_t kCopyOnWriteRepBytes = 24;
 
 // The first template argument, without a trailing "[]".
 std::string first_argument(const NameComponent& component) {

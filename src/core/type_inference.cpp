@@ -183,15 +183,12 @@ std::string copy_on_write_character(const std::vector<NameComponent>& comps) {
 // std::promise<R>'s constructor allocates its result itself and its shared state in
 // the std::make_shared it inlines: at a call site named by the function alone (no
 // inlined frames), a block of either may be the other's.
-bool allocates_other_types_inline(const std::string& function) {
-  std::vector<NameComponent> comps = name_components(strip_parameters(function));
+bool allocates_other_types_inline(const std::vector<NameComponent>& comps) {
   return comps.size() >= 3 && joined(comps, comps.size()) == "std::promise::promise";
 }
 
-}  // namespace
-
-bool type_from_function(const std::string& function, std::string* type, bool* own_argument) {
-  std::vector<NameComponent> comps = name_components(strip_parameters(function));
+// type_from_function, of the function's name components.
+bool type_from_components(const std::vector<NameComponent>& comps, std::string* type, bool* own_argument) {
   if (comps.size() < 2) return false;
   size_t n = comps.size();
   if (comps[n - 1].name == "allocate" && n >= 3) {
@@ -260,6 +257,12 @@ bool type_from_function(const std::string& function, std::string* type, bool* ow
   return false;
 }
 
+}  // namespace
+
+bool type_from_function(const std::string& function, std::string* type, bool* own_argument) {
+  return type_from_components(name_components(strip_parameters(function)), type, own_argument);
+}
+
 InferredType infer_type(const CodeInfo& call_site) {
   InferredType out;
   std::vector<CodeFrame> fallback;
@@ -280,12 +283,12 @@ InferredType infer_type(const CodeInfo& call_site) {
   bool inlined_frames_known = !(frames->size() == 1 && frames->front().file.empty() && frames->front().line == 0);
   for (const CodeFrame& frame : *frames) {
     bool own_argument = false;
-    if (type_from_function(frame.function, &out.name, &own_argument)) {
-      if (!inlined_frames_known && allocates_other_types_inline(frame.function)) break;
+    std::vector<NameComponent> comps = name_components(strip_parameters(frame.function));
+    if (type_from_components(comps, &out.name, &own_argument)) {
+      if (!inlined_frames_known && allocates_other_types_inline(comps)) break;
       out.size = own_argument ? frame.type_argument_size : 0;
       if (!out.size) out.size = character_size(out.name);
-      if (!copy_on_write_character(name_components(strip_parameters(frame.function))).empty())
-        out.header = kCopyOnWriteRepBytes;
+      if (!copy_on_write_character(comps).empty()) out.header = kCopyOnWriteRepBytes;
       return out;
     }
     if (library_row(frame.function, &out.name)) {

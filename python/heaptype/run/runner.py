@@ -178,10 +178,15 @@ def e_not_a_directory(directory: Path) -> str:
     return "not a directory"
 
 
+# A profile name's directives (%p the pid, %e the program, %% a percent sign), found
+# from the left as the runtime reads them.
+_DIRECTIVE = re.compile(r"(%[pe%])")
+
+
 def _expand(pattern: str, pid: int, program: str) -> str:
-    """The path the runtime makes of ``pattern``, read from left to right as it does."""
+    """The path the runtime makes of ``pattern``."""
     directives = {"%p": str(pid), "%e": program, "%%": "%"}
-    return re.sub(r"%[pe%]", lambda m: directives[m.group()], pattern)
+    return _DIRECTIVE.sub(lambda m: directives[m.group()], pattern)
 
 
 def _files_like(directory: Path, *name_globs: str) -> set[Path]:
@@ -199,7 +204,7 @@ def _name_glob(name: str, pid: int | None = None) -> str:
     None), ``%e`` any program name, ``%%`` a percent sign, everything else literal
     (a ``[`` or ``*`` in the name too)."""
     directives = {"%p": "*" if pid is None else str(pid), "%e": "*", "%%": "%"}
-    return "".join(directives.get(part) or glob_escape(part) for part in re.split(r"(%[pe%])", name) if part)
+    return "".join(directives.get(part) or glob_escape(part) for part in _DIRECTIVE.split(name) if part)
 
 
 def profiles_of_a_run_like(pattern: str) -> set[Path]:
@@ -207,8 +212,7 @@ def profiles_of_a_run_like(pattern: str) -> set[Path]:
     ``<path>.<pid>`` files beside them: a forked child's without ``%p``, and a profile
     an exec moved aside for the image after it (a shell that execs the program: both
     wrote ``<name>.<pid>.htp``, docs/modes.md, "Exec")."""
-    path = Path(pattern)
-    name = _name_glob(path.name)
+    name = _name_glob(Path(pattern).name)
     return _files_like(_directory_of(pattern), name, name + ".*")
 
 
@@ -216,7 +220,7 @@ def profiles_of_processes(pattern: str, pids: list[int]) -> list[Path]:
     """The profiles the processes ``pids`` write now: the pattern with each pid (any
     program name), or ``<path>.<pid>`` for a forked process when it has no ``%p``."""
     name = Path(pattern).name
-    with_pid = "%p" in re.findall(r"%[pe%]", name)
+    with_pid = "%p" in _DIRECTIVE.findall(name)
     names = [_name_glob(name, pid) if with_pid else f"{_name_glob(name)}.{pid}" for pid in pids]
     return sorted(_files_like(_directory_of(pattern), *names))
 

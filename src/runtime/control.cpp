@@ -25,6 +25,7 @@
 #include "internal_memory.hpp"
 #include "attach.hpp"
 #include "profile_writer.hpp"
+#include "runtime_imports.hpp"
 #include "snapshot_signal.hpp"
 #include "thread_state.hpp"
 #include "exception_types.hpp"
@@ -368,6 +369,7 @@ int start_up() {
   find_next_exception_functions();
   if (env_flag("HEAPTYPE_DISABLE") || another_runtime_owns_the_process()) return kDisabled;
   g_pid = getpid();
+  note_runtime_only_libraries();
   const char* start = getenv("HEAPTYPE_START");
   if (start && (std::strcmp(start, "stopped") == 0 || std::strcmp(start, "0") == 0))
     g_recording.store(false);
@@ -464,7 +466,8 @@ void finish(bool process_ends, format::EndCause cause) {
   if (g_state.load(std::memory_order_acquire) != kActive || g_finished) return;
   // As heaptrack and valgrind do: what the C++ runtime keeps for the whole process
   // is not the program's leak. A detach leaves a program that goes on: it keeps it.
-  if (process_ends && __gnu_cxx::__freeres) {
+  // Nor when libstdc++ is the runtime's alone: its pool was never the profile's.
+  if (process_ends && __gnu_cxx::__freeres && !runtime_import_allocations_left_out()) {
     g_keep_released_memory = true;
     __gnu_cxx::__freeres();
     g_keep_released_memory = false;

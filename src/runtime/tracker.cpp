@@ -27,6 +27,7 @@
 #include "external_blocks.hpp"
 #include "heaptype/type_id.hpp"
 #include "hot_path.hpp"
+#include "runtime_imports.hpp"
 #include "sanitizer.hpp"
 
 extern "C" {
@@ -212,6 +213,12 @@ void type_constructor_threw(ThreadState* t, uint32_t index) {
 // probation.
 uint64_t record_new_call_site(ThreadState* t, uintptr_t p, size_t size, uintptr_t call_site, uint32_t node,
                               uintptr_t frame) {
+  // libstdc++'s start-up for the runtime alone (runtime_imports.hpp): untracked. Reached
+  // from on_new_block (a 16-byte header); on_block asks before it calls here.
+  if (__builtin_expect(g_import_start_up_end != 0, 0) && runtime_import_allocation(call_site)) {
+    bump(t->other_header_bytes, static_cast<int64_t>(kHeaderSize));
+    return 0;
+  }
   SiteMemo* set = memo_set(t->call_sites, call_site, node, size);
   SiteMemo* known = memo_find(set, call_site, node, size);
   CallSiteType* c = call_site_type(t->call_sites, call_site);
@@ -465,7 +472,8 @@ void on_block(void* p, size_t size, unsigned offset_code, unsigned family, uintp
       return;
     }
   }
-  if (t && !t->busy && g_recording.load(std::memory_order_relaxed)) {
+  if (t && !t->busy && g_recording.load(std::memory_order_relaxed) &&
+      !(g_import_start_up_end && runtime_import_allocation(call_site))) {
     t->busy = true;
     uintptr_t address = address_of(p);
     uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;

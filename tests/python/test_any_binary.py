@@ -211,6 +211,64 @@ def test_own_allocator_ahead_of_the_runtime_it_links(tmp_path):
     assert f"{exe} wrote no profile: its allocations never reached HeapType's runtime, which it links" in done.stderr
 
 
+C_PROGRAM = r"""
+#include <stdlib.h>
+#include <unistd.h>
+int library_answer(void);
+int main(void) {
+  void* kept[8];
+  for (int i = 0; i < 8; ++i) kept[i] = malloc(100 + i);
+  for (int i = 0; i < 6; ++i) free(kept[i]);
+  char line[16] = "answer  \n";
+  line[7] = (char)('0' + library_answer());
+  return write(1, line, 9) == 9 ? 0 : 1;
+}
+"""
+
+C_LIBRARY = "int library_answer(void) { return 4; }\n"
+C_LIBRARY_IN_CXX = '#include <string>\nextern "C" int library_answer() { return static_cast<int>(std::string("four").size()); }\n'
+# (its string is folded away: the library links libstdc++ for the loader's sake, as one that
+# used it would; --no-as-needed keeps a linker that drops unused libraries from dropping it)
+
+
+@pytest.mark.parametrize("library", ["c", "c++"])
+def test_a_c_program_counts_the_emergency_pool_only_when_it_loads_libstdcxx(tmp_path, library):
+    """The preloaded runtime is C++ and loads libstdc++.so, whose start-up allocates its
+    emergency exception pool (72,704 B with GCC 12) before the program runs. In a C
+    program, which would not load libstdc++ alone, that block is the profiler's: not
+    counted. A C program that links a C++ library loads libstdc++ itself: the pool is
+    its own, counted as before (and as heaptrack counts it)."""
+    source = tmp_path / "answer.c"
+    source.write_text(C_PROGRAM)
+    library_source = tmp_path / ("answer_library.cpp" if library == "c++" else "answer_library.c")
+    library_source.write_text(C_LIBRARY_IN_CXX if library == "c++" else C_LIBRARY)
+    library_file = tmp_path / "libanswer.so"
+    compiler = require_tool("g++" if library == "c++" else "gcc")
+    subprocess.run([compiler, "-O1", "-shared", "-fPIC", "-Wl,--no-as-needed", str(library_source), "-o",
+                    str(library_file)], check=True, capture_output=True)
+    needs = subprocess.run(["readelf", "-d", str(library_file)], capture_output=True, text=True, check=True).stdout
+    assert ("libstdc++.so" in needs) == (library == "c++"), needs
+    exe = tmp_path / "answer"
+    subprocess.run([require_tool("gcc"), "-O1", str(source), str(library_file), f"-Wl,-rpath,{tmp_path}", "-o",
+                    str(exe)], check=True, capture_output=True)
+    out = tmp_path / "answer.htp"
+    done = subprocess.run([*CLI, "run", "-o", str(out), "--", str(exe)], capture_output=True, text=True,
+                          env=clean_env())
+    assert done.returncode == 0 and done.stdout == "answer 4\n", (done.stdout, done.stderr)
+    profile = heaptype.load(out)
+    assert profile.complete and profile.warnings == []
+    own_bytes = sum(100 + i for i in range(8))
+    pool = [t for t in profile.by_type(infer=True) if t.label == "libstdc++: emergency exception pool"]
+    if library == "c":
+        assert pool == []
+        assert (profile.totals.allocations, profile.totals.bytes, profile.totals.peak_bytes) == (8, own_bytes, own_bytes)
+        assert profile.totals.live_blocks == 2
+    else:
+        [pool] = pool
+        assert (pool.allocations, pool.bytes) == (1, 72_704)
+        assert (profile.totals.allocations, profile.totals.bytes) == (9, own_bytes + 72_704)
+
+
 @pytest.mark.parametrize("build", ["plain", "instrument"])
 def test_untyped_callers_pass_over_allocation_wrappers(tmp_path, build):
     """alloc_wrappers.cpp: its blocks come through xmalloc and xcalloc (which calls

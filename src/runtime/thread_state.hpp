@@ -98,6 +98,7 @@ struct PendingEvent {
   uintptr_t call_site;     // kAlloc
   uintptr_t type_tag;      // kType
   uint64_t elem_align;     // kType
+  uint64_t count;          // kType: the objects an allocator reported at the block's end (0: those that fit)
 };
 constexpr uint32_t kPendingSlots = 32;
 

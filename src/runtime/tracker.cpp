@@ -411,7 +411,7 @@ bool defer_free(void* p, BlockHeader* h) {
   return true;
 }
 
-void defer_type(const void* p, uintptr_t type_tag, size_t elem_size, size_t elem_align) {
+void defer_type(const void* p, uintptr_t type_tag, size_t elem_size, size_t elem_align, uint64_t count = 0) {
   ThreadState* t = tls_thread_state;
   if (!t) return;
   PendingEvent e{};
@@ -420,7 +420,19 @@ void defer_type(const void* p, uintptr_t type_tag, size_t elem_size, size_t elem
   e.type_tag = type_tag;
   e.size = elem_size;
   e.elem_align = elem_align;
+  e.count = count;
   push_pending(t, e);
+}
+
+// Whether the deferred type report `r` names the pending block `e`; sets the count of
+// its objects: an allocator's, at the block's end (heaptype_tag_allocation), or those
+// a new-expression's result holds.
+bool pending_type_names(const PendingEvent& e, const PendingEvent& r, uint64_t* count) {
+  if (r.kind != PendingKind::kType) return false;
+  if (!r.count) return objects_in_block(e.address, e.size, r.address, r.size, r.elem_align, count);
+  if (r.address != e.address || !r.size || r.count > e.size / r.size) return false;
+  *count = r.count;
+  return true;
 }
 
 // The handler's block pending[index]: its ALLOC record, with the type its
@@ -434,8 +446,7 @@ void record_pending_alloc(ThreadState* t, uint32_t index, uint32_t count) {
   bool typed = false;
   for (uint32_t j = index + 1; j < count && !typed; ++j) {
     const PendingEvent& r = t->pending[j];
-    if (r.kind == PendingKind::kType &&
-        objects_in_block(e.address, e.size, r.address, r.size, r.elem_align, &n)) {
+    if (pending_type_names(e, r, &n)) {
       site = site_number(t, {e.size, n, r.type_tag, e.call_site, 0});
       typed = true;
     }
@@ -611,7 +622,7 @@ void on_tag_allocation(const void* p, uintptr_t type_tag, size_t elem_size, size
   if (ThreadState* t = scope.get())
     type_allocation(t, address_of(p), type_tag, elem_size, count);
   else
-    defer_type(p, type_tag, elem_size, 1);
+    defer_type(p, type_tag, elem_size, 1, count);
 }
 
 namespace {

@@ -6,6 +6,9 @@
 //                   it interrupts the runtime; prints "signals=K" (K Sig objects)
 //   signal-free N   the same, and the handler deletes the Sig of the time before: one
 //                   Sig is live at the end
+//   signal-tagged N the same, and the handler's block is a malloc() of a 16-byte header
+//                   of its own and 3 Tagged, reported by heaptype_tag_allocation (as a
+//                   copy-on-write string's allocator reports its characters); kept
 //   fork-exec N     forks a child that execs this program ("alone 7"), with the same
 //                   environment, then makes N typed Main objects and waits for it
 //   alone N         N typed Main objects
@@ -91,8 +94,27 @@ namespace {
 std::atomic<long> g_signals{0};
 
 bool g_free_previous = false;
+bool g_tagged_blocks = false;
+
+struct Tagged {
+  long value;
+};
+
+// An allocator's block: a header of its own, then 3 Tagged, as it reports them.
+void make_tagged_block() {
+  constexpr size_t kOwnHeader = 16;
+  char* block = static_cast<char*>(std::malloc(kOwnHeader + 3 * sizeof(Tagged)));
+#ifdef HEAPTYPE_NEW_HPP  // built with HeapType (a plain build's block stays untyped)
+  heaptype_tag_allocation(block, heaptype::tag_of<Tagged>(), sizeof(Tagged), 3);
+#endif
+  reinterpret_cast<Tagged*>(block + kOwnHeader)->value = 5;
+  g_signals.fetch_add(1, std::memory_order_relaxed);
+  static char* volatile keep;
+  keep = block;  // leaked on purpose, like the Sig objects: counted at exit
+}
 
 void on_profiling_timer(int) {
+  if (g_tagged_blocks) return make_tagged_block();
   Sig* s = new Sig{{1, 2, 3, 4, 5}};
   if (s->value[4] == 5) g_signals.fetch_add(1, std::memory_order_relaxed);
   // Kept alive (signal): the test checks that every one was typed.
@@ -392,6 +414,10 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "signal") == 0) return run_signal(std::atol(argv[2]));
   if (std::strcmp(mode, "signal-free") == 0) {
     g_free_previous = true;
+    return run_signal(std::atol(argv[2]));
+  }
+  if (std::strcmp(mode, "signal-tagged") == 0) {
+    g_tagged_blocks = true;
     return run_signal(std::atol(argv[2]));
   }
   if (std::strcmp(mode, "fork-exec") == 0) return run_fork_exec(argv[0], std::atol(argv[2]));

@@ -58,6 +58,27 @@ def test_signal_handler_allocating_while_the_thread_is_in_the_runtime(hostile, t
     assert profile.totals.allocations == sum(r.allocations for r in profile.by_type())
 
 
+@pytest.mark.parametrize("callstack", [None, "none"])
+def test_an_allocators_report_in_a_signal_handler_keeps_its_count(hostile, tmp_path, callstack):
+    """The handler's block is an allocator's: a header of its own, then 3 Tagged, which it
+    reports (heaptype_tag_allocation, as a copy-on-write string's allocator reports its
+    characters after its _Rep). Whether the handler interrupted the runtime (its report
+    waits for the thread to leave) or not, each block counts 3 objects, not the 5 that
+    its 40 bytes would hold."""
+    output = tmp_path / "tagged.htp"
+    env = {"HEAPTYPE_CALLSTACK": callstack} if callstack else {}
+    done = run_profiled(hostile, output, "signal-tagged", "2000000", env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    signals = int(re.match(r"signals=(\d+) ", done.stdout).group(1))
+    assert signals > 0
+    profile = heaptype.load(output)
+    assert profile.complete and profile.warnings == []
+    tagged = profile.type_row("(anonymous namespace)::Tagged")
+    assert (tagged.allocations, tagged.objects, tagged.bytes, tagged.live_blocks) == (signals, 3 * signals,
+                                                                                      40 * signals, signals)
+    assert allocations(profile, "Main") == (2_000_000, 0)
+
+
 @pytest.fixture(scope="module")
 def hostile_instrumented(tmp_path_factory) -> Path:
     """tests/cpp/hostile.cpp with -finstrument-functions (the runtime's enter and exit hooks)."""

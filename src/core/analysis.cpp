@@ -112,11 +112,32 @@ uint32_t Analysis::tag_name(uint64_t tag) {
   return strings_.intern(name.empty() ? "(unknown type " + hex(tag) + ")" : name);
 }
 
+// A hash table's backing array (type_inference.hpp): a row of the container whose
+// raw_hash_set allocated it, found walking out from the allocation over its machinery
+// (the allocation function is often a call of its own), one table per block. A block
+// of anything else (a btree's node) keeps `name` and its objects.
+uint32_t Analysis::hash_table_group(uint32_t name, bool inferred, uint64_t tag, uint32_t context, uint64_t* objects) {
+  std::string row;
+  for (uint32_t c = context == kNone ? kNone : context_path(context); c != kNone; c = paths_.cell(c).prev) {
+    TableFrame frame = hash_table_frame(strings_.get(paths_.cell(c).frame.name), &row);
+    if (frame == TableFrame::kOutside) break;
+    if (frame == TableFrame::kInside) continue;
+    *objects = 1;
+    return group_for_name(strings_.intern(row), inferred, tag);
+  }
+  return group_for_name(name, inferred, tag);
+}
+
 uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uint64_t* objects) {
   if (tag) {
     auto it = group_of_tag_.find(tag);
     if (it != group_of_tag_.end()) return it->second;
-    uint32_t id = group_for_name(tag_name(tag), false, tag);
+    uint32_t name = tag_name(tag);
+    if (hash_table_tags_.count(tag) || hash_table_storage(strings_.get(name))) {
+      hash_table_tags_.insert(tag);
+      return hash_table_group(name, false, tag, context, objects);
+    }
+    uint32_t id = group_for_name(name, false, tag);
     group_of_tag_.emplace(tag, id);
     return id;
   }
@@ -128,7 +149,10 @@ uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uin
     }
     if (c.inferred && !c.inferred->name.empty()) {
       *objects = c.inferred->objects(1, size);
-      return group_for_name(strings_.intern(c.inferred->row(size)), !c.inferred->library, 0);
+      uint32_t name = strings_.intern(c.inferred->row(size));
+      if (!c.inferred->library && hash_table_storage(c.inferred->name))
+        return hash_table_group(name, true, 0, context, objects);
+      return group_for_name(name, !c.inferred->library, 0);
     }
   }
   return group_for_name(0, false, 0);

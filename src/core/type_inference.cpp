@@ -1,5 +1,6 @@
 #include "type_inference.hpp"
 
+#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -257,7 +258,61 @@ bool type_from_components(const std::vector<NameComponent>& comps, std::string* 
   return false;
 }
 
+// The namespace of a hash table library's internals, given as its first `count`
+// components: the library's public prefix, or nullptr. abseil's sits in a versioned
+// inline namespace (absl::lts_20240722::container_internal, Debian's
+// absl::debian3::container_internal), whatever its name.
+const char* hash_table_library(const std::vector<NameComponent>& components, size_t count) {
+  auto is = [&](size_t i, const char* name) { return components[i].name == name && !components[i].has_args; };
+  if (count == 2 && is(0, "phmap") && is(1, "priv")) return "phmap";
+  if (count >= 2 && count <= 3 && is(0, "absl") && is(count - 1, "container_internal")) return "absl";
+  return nullptr;
+}
+
 }  // namespace
+
+bool hash_table_storage(const std::string& type) {
+  static const std::string kLocal = ")::M";
+  std::vector<NameComponent> comps;
+  if (type.size() > kLocal.size() && type.compare(type.size() - kLocal.size(), kLocal.size(), kLocal) == 0) {
+    comps = name_components(strip_parameters(type.substr(0, type.size() - 3)));
+    return !comps.empty() && comps.back().name == "Allocate" && comps.back().has_args &&
+           hash_table_library(comps, comps.size() - 1);
+  }
+  comps = name_components(type);
+  const char* library = comps.empty() ? nullptr : hash_table_library(comps, comps.size() - 1);
+  return library && std::strcmp(library, "absl") == 0 && comps.back().name == "AlignedType" && comps.back().has_args;
+}
+
+TableFrame hash_table_frame(const std::string& function, std::string* row) {
+  static const std::unordered_map<std::string, std::string> containers = {
+      {"FlatHashMapPolicy", "flat_hash_map"}, {"NodeHashMapPolicy", "node_hash_map"},
+      {"FlatHashSetPolicy", "flat_hash_set"}, {"NodeHashSetPolicy", "node_hash_set"}};
+  std::vector<NameComponent> comps = name_components(strip_parameters(function));
+  if (comps.empty()) return TableFrame::kOutside;
+  std::string plain = plain_name(comps);
+  if (plain.find("operator new") != std::string::npos) return TableFrame::kInside;
+  bool standard = plain.compare(0, 5, "std::") == 0 || plain.compare(0, 11, "__gnu_cxx::") == 0;
+  if (standard) return plain.find("allocat") != std::string::npos ? TableFrame::kInside : TableFrame::kOutside;
+  size_t library_end = 0;  // the components of the library's internal namespace
+  while (library_end < comps.size() && !hash_table_library(comps, library_end)) ++library_end;
+  if (library_end == comps.size()) return TableFrame::kOutside;
+  for (size_t i = library_end; i < comps.size(); ++i) {
+    if (comps[i].name.compare(0, 5, "btree") == 0) return TableFrame::kOutside;
+    if (comps[i].name != "raw_hash_set") continue;
+    std::vector<NameComponent> policy = name_components(first_argument(comps[i]));
+    if (policy.empty() || !policy.back().has_args) return TableFrame::kOutside;
+    const char* library = hash_table_library(policy, policy.size() - 1);
+    auto container = containers.find(policy.back().name);
+    std::optional<std::vector<std::string>> args = split_template_arguments(policy.back().args);
+    if (!library || container == containers.end() || !args) return TableFrame::kOutside;
+    *row = "table of " + std::string(library) + "::" + container->second + "<";
+    for (size_t a = 0; a < args->size(); ++a) *row += (a ? ", " : "") + (*args)[a];
+    *row += ">";
+    return TableFrame::kTable;
+  }
+  return TableFrame::kInside;
+}
 
 bool type_from_function(const std::string& function, std::string* type, bool* own_argument) {
   return type_from_components(name_components(strip_parameters(function)), type, own_argument);

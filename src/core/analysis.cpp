@@ -112,20 +112,35 @@ uint32_t Analysis::tag_name(uint64_t tag) {
   return strings_.intern(name.empty() ? "(unknown type " + hex(tag) + ")" : name);
 }
 
-// A hash table's backing array (type_inference.hpp): a row of the container whose
-// raw_hash_set allocated it, found walking out from the allocation over its machinery
-// (the allocation function is often a call of its own), one table per block. A block
-// of anything else (a btree's node) keeps `name` and its objects.
-uint32_t Analysis::hash_table_group(uint32_t name, bool inferred, uint64_t tag, uint32_t context, uint64_t* objects) {
+// The storage of a library's container (type_inference.hpp): a row of the container
+// whose raw_hash_set or btree allocated it, found walking out from the allocation over
+// its machinery (the allocation function is often a call of its own), one table or node
+// per block. A block whose walk names no container keeps `name` and its objects.
+uint32_t Analysis::container_group(uint32_t name, bool inferred, uint64_t tag, uint32_t context, uint64_t* objects) {
   std::string row;
   for (uint32_t c = context == kNone ? kNone : context_path(context); c != kNone; c = paths_.cell(c).prev) {
-    TableFrame frame = hash_table_frame(strings_.get(paths_.cell(c).frame.name), &row);
-    if (frame == TableFrame::kOutside) break;
-    if (frame == TableFrame::kInside) continue;
+    StorageFrame frame = container_frame_at(paths_.cell(c).frame, &row);
+    if (frame == StorageFrame::kOutside) break;
+    if (frame == StorageFrame::kInside) continue;
     *objects = 1;
     return group_for_name(strings_.intern(row), inferred, tag);
   }
   return group_for_name(name, inferred, tag);
+}
+
+// What a path's frame says of a container's storage: a call's inlined frames first,
+// innermost first (a path kept without them, as the report keeps it, has the function
+// they were inlined into alone; the container's code is mostly inlined).
+StorageFrame Analysis::container_frame_at(const PathFrame& frame, std::string* row) {
+  if (frame.call) {
+    const CodeInfo& info = names_->call_site(frame.pc + 1);
+    for (const CodeFrame& inlined : info.frames) {
+      StorageFrame said = container_frame(inlined.function, row);
+      if (said != StorageFrame::kInside) return said;
+    }
+    if (!info.frames.empty()) return StorageFrame::kInside;
+  }
+  return container_frame(strings_.get(frame.name), row);
 }
 
 uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uint64_t* objects) {
@@ -133,9 +148,9 @@ uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uin
     auto it = group_of_tag_.find(tag);
     if (it != group_of_tag_.end()) return it->second;
     uint32_t name = tag_name(tag);
-    if (hash_table_tags_.count(tag) || hash_table_storage(strings_.get(name))) {
-      hash_table_tags_.insert(tag);
-      return hash_table_group(name, false, tag, context, objects);
+    if (container_storage_tags_.count(tag) || container_storage(strings_.get(name))) {
+      container_storage_tags_.insert(tag);
+      return container_group(name, false, tag, context, objects);
     }
     uint32_t id = group_for_name(name, false, tag);
     group_of_tag_.emplace(tag, id);
@@ -150,8 +165,8 @@ uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uin
     if (c.inferred && !c.inferred->name.empty()) {
       *objects = c.inferred->objects(1, size);
       uint32_t name = strings_.intern(c.inferred->row(size));
-      if (!c.inferred->library && hash_table_storage(c.inferred->name))
-        return hash_table_group(name, true, 0, context, objects);
+      if (!c.inferred->library && container_storage(c.inferred->name))
+        return container_group(name, true, 0, context, objects);
       return group_for_name(name, !c.inferred->library, 0);
     }
   }

@@ -288,7 +288,8 @@ class Analysis : public BlockLedger {
   uint32_t group_for_name(uint32_t name, bool inferred, uint64_t tag);
   void reserve_type_groups();
   uint32_t tag_name(uint64_t tag);
-  uint32_t hash_table_group(uint32_t name, bool inferred, uint64_t tag, uint32_t context, uint64_t* objects);
+  uint32_t container_group(uint32_t name, bool inferred, uint64_t tag, uint32_t context, uint64_t* objects);
+  StorageFrame container_frame_at(const PathFrame& frame, std::string* row);
   uint32_t thread_group(uint32_t thread);
   const InferredType& inferred_at(uint64_t call_site);
   uint32_t function_group(uint32_t name);
@@ -371,7 +372,7 @@ class Analysis : public BlockLedger {
   std::unordered_map<uint32_t, std::vector<Placement>> placements_;
   ContextIndex context_index_;  // -> contexts_, by (thread, node, call site)
   std::unordered_map<uint64_t, uint32_t> group_of_tag_;
-  std::unordered_set<uint64_t> hash_table_tags_;  // their group depends on the call path
+  std::unordered_set<uint64_t> container_storage_tags_;  // their groups depend on the call path
   std::unordered_map<uint64_t, uint32_t> group_of_name_;    // (name, inferred)
   std::unordered_map<uint32_t, uint32_t> group_of_thread_;
   std::unordered_map<uint32_t, uint32_t> group_of_function_;

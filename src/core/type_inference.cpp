@@ -262,56 +262,81 @@ bool type_from_components(const std::vector<NameComponent>& comps, std::string* 
 // components: the library's public prefix, or nullptr. abseil's sits in a versioned
 // inline namespace (absl::lts_20240722::container_internal, Debian's
 // absl::debian3::container_internal), whatever its name.
-const char* hash_table_library(const std::vector<NameComponent>& components, size_t count) {
+const char* container_library(const std::vector<NameComponent>& components, size_t count) {
   auto is = [&](size_t i, const char* name) { return components[i].name == name && !components[i].has_args; };
   if (count == 2 && is(0, "phmap") && is(1, "priv")) return "phmap";
   if (count >= 2 && count <= 3 && is(0, "absl") && is(count - 1, "container_internal")) return "absl";
   return nullptr;
 }
 
+// A Swiss table's backing array, allocated by a member of raw_hash_set<Policy, ...>:
+// "table of phmap::flat_hash_map<int, Foo>" from FlatHashMapPolicy<int, Foo>.
+StorageFrame hash_table_row(const NameComponent& table, std::string* row) {
+  static const std::unordered_map<std::string, std::string> containers = {
+      {"FlatHashMapPolicy", "flat_hash_map"}, {"NodeHashMapPolicy", "node_hash_map"},
+      {"FlatHashSetPolicy", "flat_hash_set"}, {"NodeHashSetPolicy", "node_hash_set"}};
+  std::vector<NameComponent> policy = name_components(first_argument(table));
+  if (policy.empty() || !policy.back().has_args) return StorageFrame::kOutside;
+  const char* library = container_library(policy, policy.size() - 1);
+  auto container = containers.find(policy.back().name);
+  std::optional<std::vector<std::string>> args = split_template_arguments(policy.back().args);
+  if (!library || container == containers.end() || !args) return StorageFrame::kOutside;
+  *row = "table of " + std::string(library) + "::" + container->second + "<";
+  for (size_t a = 0; a < args->size(); ++a) *row += (a ? ", " : "") + (*args)[a];
+  *row += ">";
+  return StorageFrame::kContainer;
+}
+
+// A btree's node, allocated by a member of btree<Params> or btree_node<Params>:
+// "node of absl::btree_map<int, Foo>" from map_params<int, Foo, Compare, Alloc,
+// TargetNodeSize, IsMulti> (set_params<Key, Compare, Alloc, TargetNodeSize, IsMulti>).
+StorageFrame btree_node_row(const NameComponent& tree, std::string* row) {
+  std::vector<NameComponent> params = name_components(first_argument(tree));
+  if (params.empty() || !params.back().has_args) return StorageFrame::kOutside;
+  const char* library = container_library(params, params.size() - 1);
+  std::optional<std::vector<std::string>> args = split_template_arguments(params.back().args);
+  bool map = params.back().name == "map_params", set = params.back().name == "set_params";
+  size_t keys = map ? 2 : 1;
+  if (!library || !(map || set) || !args || args->size() != keys + 4) return StorageFrame::kOutside;
+  bool multi = args->back() == "true";
+  *row = "node of " + std::string(library) + "::btree_" + (multi ? "multi" : "") + (map ? "map<" : "set<");
+  for (size_t a = 0; a < keys; ++a) *row += (a ? ", " : "") + (*args)[a];
+  *row += ">";
+  return StorageFrame::kContainer;
+}
+
 }  // namespace
 
-bool hash_table_storage(const std::string& type) {
+bool container_storage(const std::string& type) {
   static const std::string kLocal = ")::M";
   std::vector<NameComponent> comps;
   if (type.size() > kLocal.size() && type.compare(type.size() - kLocal.size(), kLocal.size(), kLocal) == 0) {
     comps = name_components(strip_parameters(type.substr(0, type.size() - 3)));
     return !comps.empty() && comps.back().name == "Allocate" && comps.back().has_args &&
-           hash_table_library(comps, comps.size() - 1);
+           container_library(comps, comps.size() - 1);
   }
   comps = name_components(type);
-  const char* library = comps.empty() ? nullptr : hash_table_library(comps, comps.size() - 1);
+  const char* library = comps.empty() ? nullptr : container_library(comps, comps.size() - 1);
   return library && std::strcmp(library, "absl") == 0 && comps.back().name == "AlignedType" && comps.back().has_args;
 }
 
-TableFrame hash_table_frame(const std::string& function, std::string* row) {
-  static const std::unordered_map<std::string, std::string> containers = {
-      {"FlatHashMapPolicy", "flat_hash_map"}, {"NodeHashMapPolicy", "node_hash_map"},
-      {"FlatHashSetPolicy", "flat_hash_set"}, {"NodeHashSetPolicy", "node_hash_set"}};
+StorageFrame container_frame(const std::string& function, std::string* row) {
   std::vector<NameComponent> comps = name_components(strip_parameters(function));
-  if (comps.empty()) return TableFrame::kOutside;
+  if (comps.empty()) return StorageFrame::kOutside;
   std::string plain = plain_name(comps);
-  if (plain.find("operator new") != std::string::npos) return TableFrame::kInside;
-  bool standard = plain.compare(0, 5, "std::") == 0 || plain.compare(0, 11, "__gnu_cxx::") == 0;
-  if (standard) return plain.find("allocat") != std::string::npos ? TableFrame::kInside : TableFrame::kOutside;
+  // The allocation's machinery: operator new, allocators and their traits (the standard
+  // library's, phmap::allocator_traits, a custom allocator the container was given).
+  if (plain.find("operator new") != std::string::npos || plain.find("allocat") != std::string::npos)
+    return StorageFrame::kInside;
   size_t library_end = 0;  // the components of the library's internal namespace
-  while (library_end < comps.size() && !hash_table_library(comps, library_end)) ++library_end;
-  if (library_end == comps.size()) return TableFrame::kOutside;
+  while (library_end < comps.size() && !container_library(comps, library_end)) ++library_end;
+  if (library_end == comps.size()) return StorageFrame::kOutside;
   for (size_t i = library_end; i < comps.size(); ++i) {
-    if (comps[i].name.compare(0, 5, "btree") == 0) return TableFrame::kOutside;
-    if (comps[i].name != "raw_hash_set") continue;
-    std::vector<NameComponent> policy = name_components(first_argument(comps[i]));
-    if (policy.empty() || !policy.back().has_args) return TableFrame::kOutside;
-    const char* library = hash_table_library(policy, policy.size() - 1);
-    auto container = containers.find(policy.back().name);
-    std::optional<std::vector<std::string>> args = split_template_arguments(policy.back().args);
-    if (!library || container == containers.end() || !args) return TableFrame::kOutside;
-    *row = "table of " + std::string(library) + "::" + container->second + "<";
-    for (size_t a = 0; a < args->size(); ++a) *row += (a ? ", " : "") + (*args)[a];
-    *row += ">";
-    return TableFrame::kTable;
+    if (comps[i].name == "raw_hash_set") return hash_table_row(comps[i], row);
+    if (comps[i].name == "btree" || comps[i].name == "btree_node") return btree_node_row(comps[i], row);
+    if (comps[i].name.compare(0, 5, "btree") == 0) return StorageFrame::kOutside;
   }
-  return TableFrame::kInside;
+  return StorageFrame::kInside;
 }
 
 bool type_from_function(const std::string& function, std::string* type, bool* own_argument) {

@@ -49,22 +49,23 @@ InferredType infer_type(const CodeInfo& call_site);
 // own first template argument (its DWARF size is then sizeof(T)).
 bool type_from_function(const std::string& function, std::string* type, bool* own_argument);
 
-// A hash table's backing array. parallel-hashmap's and abseil's Swiss tables allocate
-// their control bytes and slots in one block, as an array of an alignment type:
+// The storage of abseil's and parallel-hashmap's containers. Their Swiss tables
+// allocate control bytes and slots in one block, and their btrees each node, as an array
+// of an alignment type: `absl::container_internal::AlignedType<8ul>` (abseil's now),
 // `phmap::priv::Allocate<8ul, std::allocator<T>>(...)::M` (local to the allocation
-// function; abseil's before 2025 too), `absl::container_internal::AlignedType<8ul>`
-// (abseil's now). That is the block's true static type, but it names neither the table
-// nor what it holds; the raw_hash_set frame that allocates it does. The libraries' btree
-// nodes come from the same allocation function and are left as they are.
-bool hash_table_storage(const std::string& type);
+// function: parallel-hashmap's, and abseil's before 2025). That is the block's true
+// static type, but it names neither the container nor what it holds; the container's
+// frame that allocates it does.
+bool container_storage(const std::string& type);
 
-// What a frame on such a block's path says, walking out from the allocation: kTable
-// (a member of the raw_hash_set of a container's policy; `row` is then "table of
-// phmap::flat_hash_map<int, Foo>"), kInside (the allocation's own machinery, or the
-// library's internals around it: walk on) or kOutside (anything else, a btree's code
-// included: the block is no hash table's, or not one this walk can name).
-enum class TableFrame { kTable, kInside, kOutside };
-TableFrame hash_table_frame(const std::string& function, std::string* row);
+// What a frame on such a block's path says, walking out from the allocation:
+// kContainer (a member of the raw_hash_set of a container's policy, or of the btree of
+// its params; `row` is then "table of absl::flat_hash_map<int, Foo>" or "node of
+// absl::btree_set<int>"), kInside (the allocation's own machinery, or the library's
+// internals around it: walk on) or kOutside (anything else: not a block this walk can
+// name).
+enum class StorageFrame { kContainer, kInside, kOutside };
+StorageFrame container_frame(const std::string& function, std::string* row);
 
 }  // namespace core
 }  // namespace heaptype

@@ -10,7 +10,7 @@
 // flat_hash_set<int> values of a flat_hash_map<int, flat_hash_set<int>>, built and then
 // copied (the copy's inner tables are allocated inside the outer map's copy
 // constructor: the nearest table is theirs); O: of that outer map and its copy. A
-// btree_set<int>'s nodes come from the same allocation function and are no table.
+// btree_set<int>'s nodes come from the same allocation function: nodes, not tables.
 #ifdef HEAPTYPE_NEW_HPP
 #include <heaptype/undef_new.h>  // abseil's headers call ::operator new by name
 #endif

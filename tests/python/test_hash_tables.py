@@ -1,4 +1,4 @@
-"""Swiss tables' backing arrays are rows of their containers.
+"""Swiss tables' backing arrays and btree nodes are rows of their containers.
 
 abseil's (and parallel-hashmap's) hash tables allocate their control bytes and slots as
 one array of an alignment type, `absl::container_internal::AlignedType<8>`: the block's
@@ -7,7 +7,9 @@ block by the raw_hash_set frame that allocates it ("table of absl::flat_hash_map
 Foo>"), one table per block, in both capture modes: built with HeapType (the type
 reported by the allocator) and preloaded into a plain build (the type inferred from
 the allocator's frames). tests/cpp/hash_tables.cpp counts its tables itself (a new one
-at each change of capacity) and prints the truth; Debian's libabsl-dev provides abseil.
+at each change of capacity) and prints the truth; a btree's nodes, from the same
+allocation function, are "node of absl::btree_set<int>". Debian's libabsl-dev provides
+abseil.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def build(tmp_path: Path, with_heaptype: bool) -> Path:
 
 
 @pytest.mark.parametrize("mode", ["built with HeapType", "preloaded"])
-def test_swiss_tables_are_rows_of_their_containers(tmp_path, mode):
+def test_swiss_tables_and_btree_nodes_are_rows_of_their_containers(tmp_path, mode):
     exe = build(tmp_path, with_heaptype=mode == "built with HeapType")
     out = tmp_path / "tables.htp"
     command = [str(exe)] if mode == "built with HeapType" else [*CLI, "run", "-o", str(out), "--", str(exe)]
@@ -68,7 +70,7 @@ def test_swiss_tables_are_rows_of_their_containers(tmp_path, mode):
     outer = [label for label in rows if label.startswith("table of absl::flat_hash_map<int, absl::")]
     assert len(outer) == 1 and "flat_hash_set<int" in outer[0], outer
     assert (rows[outer[0]].allocations, rows[outer[0]].objects) == (truth["outer"], truth["outer"])
-    # The btree's nodes come from the same allocation function: no table, their own type.
-    assert not any("btree" in label for label in rows), sorted(rows)
-    [nodes] = [label for label in rows if "container_internal::AlignedType<" in label]
-    assert rows[nodes].allocations > 0
+    # The btree's nodes come from the same allocation function: a node per block, none a table.
+    btree = rows["node of absl::btree_set<int>" + mark]
+    assert btree.allocations > 0 and (btree.objects, btree.live_blocks) == (btree.allocations, 0)
+    assert not any("AlignedType" in label or "table of absl::btree" in label for label in rows), sorted(rows)

@@ -30,7 +30,32 @@ constexpr int constant_sum() {
 static_assert(constant_sum() == 43, "new in a constant expression");
 #endif
 
+// A placement new into an object not constructed yet (kj::Maybe's NullableValue): at -O2
+// GCC 12 took the header's report of the address for a read of uninitialized memory.
+namespace maybe {
+struct Empty {};
+template <typename T>
+struct Optional {
+  explicit Optional(T&& t) : set(true) { new (&value) T(static_cast<T&&>(t)); }
+  ~Optional() {}
+  bool set;
+  union {
+    T value;
+  };
+};
+struct Source {
+  virtual ~Source() = default;
+  virtual void get(Optional<Empty>& o);
+};
+void Source::get(Optional<Empty>& o) {
+  o.~Optional();
+  new (&o) Optional<Empty>(Empty());
+}
+}  // namespace maybe
+
 int main() {
+  maybe::Optional<maybe::Empty> optional{maybe::Empty()};
+  maybe::Source().get(optional);
   shapes::Point* one = new shapes::Point{1, 2};
   shapes::Point* many = new shapes::Point[3];
   shapes::Point& ref = *new shapes::Point{3, 4};
@@ -41,7 +66,7 @@ int main() {
   std::unique_ptr<shapes::Point> owned(new shapes::Point{7, 8});
   auto shared = std::make_shared<shapes::Point>();
   int sum = one->x + many[0].x + ref.y + placed->y + owned->x + shared->x;
-  sum += static_cast<int>(words.size() + points.size());
+  sum += static_cast<int>(words.size() + points.size()) + (optional.set ? 1 : 0);
   delete one;
   delete[] many;
   delete &ref;

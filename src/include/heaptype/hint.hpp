@@ -37,10 +37,18 @@ inline bool named_already(const void* p, const void* type_tag) noexcept {
 }
 
 // A new-expression's result `p` (possibly past an array cookie) holds objects of
-// `type_tag`, each elem_size bytes.
+// `type_tag`, each elem_size bytes. (GCC 12 takes the address handed over for a read
+// of the object, which may not be constructed yet: see new.hpp's operator*.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 inline void report_new(const void* p, const void* type_tag, std::size_t elem_size, std::size_t elem_align) noexcept {
   if (p && !named_already(p, type_tag)) heaptype_tag_new(p, type_tag, elem_size, elem_align);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace detail
 }  // namespace heaptype

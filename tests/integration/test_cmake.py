@@ -209,9 +209,28 @@ def test_instrument_all_switch_and_interface_target(tmp_path):
         assert heaptype.load(out).type_row("Widget").objects == 3
 
 
-def write_shapes_project(root: Path, body: str) -> Path:
+def test_a_project_that_does_not_mention_heaptype_is_instrumented_from_the_command_line(tmp_path):
+    """`-DCMAKE_PROJECT_INCLUDE=$(heaptype --cmake-dir)/HeapTypeProjectInclude.cmake`: an
+    unmodified project, with a subproject of its own (CMake includes the file after each
+    project()), gets every target instrumented, from this HeapType package."""
+    root = tmp_path / "p"
+    write_shapes_project(root, "add_subdirectory(sub)\nadd_executable(app app.cpp)\n"
+                               "target_link_libraries(app PRIVATE shapes more)\n", find_package=False)
+    (root / "sub").mkdir()
+    (root / "sub" / "CMakeLists.txt").write_text(
+        "project(sub LANGUAGES CXX)\nadd_library(shapes ../shapes.cpp)\nadd_library(more STATIC ../more.cpp)\n")
+    assert "HeapType" not in (root / "CMakeLists.txt").read_text() + (root / "sub" / "CMakeLists.txt").read_text()
+    build = tmp_path / "b"
+    done = configure(root, build, f"-DCMAKE_PROJECT_INCLUDE={CMAKE_DIR}/HeapTypeProjectInclude.cmake")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "HeapType: instrumented 3 targets (HEAPTYPE_INSTRUMENT_ALL" in done.stdout, done.stdout
+    build_ok(build)
+    check_shapes_profile(build / "app", tmp_path)
+
+
+def write_shapes_project(root: Path, body: str, find_package: bool = True) -> Path:
     """An executable using a shared and a static library, each allocating its own type."""
-    write_project(root, "find_package(HeapType CONFIG REQUIRED)\n" + body)
+    write_project(root, ("find_package(HeapType CONFIG REQUIRED)\n" if find_package else "") + body)
     (root / "shapes.cpp").write_text("struct Circle { double r; };\nvoid* make_circle() { return new Circle{1.0}; }\n")
     (root / "more.cpp").write_text("struct Square { double s[2]; };\nvoid* make_square() { return new Square{}; }\n")
     (root / "app.cpp").write_text(

@@ -226,6 +226,13 @@ bool type_from_components(const std::vector<NameComponent>& comps, std::string* 
     *own_argument = false;
     return !type->empty();
   }
+  // std::any's value held on the heap (libstdc++: _Manager_external<T>::_S_create, whose
+  // `new _Tp` is in <any>, read before the `new` macro).
+  if (n >= 4 && joined(comps, n - 1) == "std::any::_Manager_external" && comps[n - 1].name == "_S_create") {
+    *type = first_argument(comps[n - 2]);
+    *own_argument = false;
+    return !type->empty();
+  }
   // std::promise<R>'s result (libstdc++: `new _Res_type()` in its constructor, in
   // <future>, read before the `new` macro) and a task's (_S_allocate_result<R>).
   if (n >= 3 && ((joined(comps, n) == "std::promise::promise" && comps[n - 2].has_args) ||

@@ -1,9 +1,11 @@
 // library_blocks.cpp: what the standard library allocates on the program's behalf,
-// beyond containers and strings: a std::function holding a large lambda, a regex
+// beyond containers and strings: a std::function holding a large lambda, a std::any
+// holding a value too large for its own buffer, a regex
 // search, a locale with a facet of the program's, thrown and caught exceptions, a
 // std::thread, file streams, and stdout through stdio (its buffer).
 //
 // argv[1]: how many exceptions to throw (default 3). Prints one line.
+#include <any>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -30,6 +32,8 @@ int main(int argc, char** argv) {
   long big[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   std::function<long()> f = [big] { return big[0] + big[7]; };
   long sum = f();
+  std::any held = Thrown{{1, 2, 3, 4, 5, 6}};  // 48 bytes: on the heap
+  sum += std::any_cast<Thrown&>(held).code[5];
 
   std::regex pattern("([a-z]+)_([0-9]+)");
   std::smatch match;

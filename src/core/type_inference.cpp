@@ -28,6 +28,8 @@ const std::unordered_set<std::string>& factories() {
   static const std::unordered_set<std::string> names = {"std::make_unique", "std::make_unique_for_overwrite",
                                                         "std::make_shared", "std::allocate_shared",
                                                         "std::make_shared_for_overwrite", "std::get_temporary_buffer",
+                                                        // libstdc++'s valarray<T> storage: operator new(n * sizeof(T))
+                                                        "std::__valarray_get_storage",
                                                         // libc++'s std::allocator<T>::allocate, inside libc++.a
                                                         "std::__1::__libcpp_allocate", "std::__libcpp_allocate"};
   return names;

@@ -1,6 +1,6 @@
 // library_blocks.cpp: what the standard library allocates on the program's behalf,
 // beyond containers and strings: a std::function holding a large lambda, a std::any
-// holding a value too large for its own buffer, a regex
+// holding a value too large for its own buffer, a valarray, a regex
 // search, a locale with a facet of the program's, thrown and caught exceptions, a
 // std::thread, file streams, and stdout through stdio (its buffer).
 //
@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <valarray>
 
 static inline void keep(const void* p) { asm volatile("" : : "g"(p) : "memory"); }
 
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
   long sum = f();
   std::any held = Thrown{{1, 2, 3, 4, 5, 6}};  // 48 bytes: on the heap
   sum += std::any_cast<Thrown&>(held).code[5];
+  std::valarray<double> values(2.0, 100);
+  sum += static_cast<long>(values.sum());
 
   std::regex pattern("([a-z]+)_([0-9]+)");
   std::smatch match;

@@ -481,6 +481,7 @@ def test_inferred_types_in_cli_reports(callpath_programs):
      "unsigned long&, unsigned long)", "wchar_t[] of std::wstring"),
     ("void std::_Function_base::_Base_manager<main::{lambda()#1}>::_M_create<main::{lambda()#1}>(std::_Any_data&, "
      "main::{lambda()#1}&&, std::integral_constant<bool, false>)", "main::{lambda()#1}"),
+    ("double* std::__valarray_get_storage<double>(unsigned long)", "double"),
     ("void std::any::_Manager_external<Record>::_S_create<Record>(std::any::_Storage&, Record&&)", "Record"),
     ("std::__1::locale::facet** std::__1::__libcpp_allocate[abi:nie220108]<std::__1::locale::facet*>("
      "std::__1::__element_count, unsigned long)", "std::__1::locale::facet*"),

@@ -132,7 +132,9 @@ def test_installed_config_files_name_no_build_machine_paths(venv_with_heaptype):
                                check=True, capture_output=True, text=True).stdout.strip())
     files = list((site / "cmake").glob("*.cmake"))
     files += list((venv_with_heaptype / "share" / "cmake" / "HeapType").glob("*.cmake"))
-    assert len(files) == 5
+    assert sorted(f.name for f in files) == [
+        "HeapTypeConfig.cmake", "HeapTypeConfig.cmake", "HeapTypeConfigVersion.cmake", "HeapTypeConfigVersion.cmake",
+        "HeapTypeInstrument.cmake", "HeapTypeProjectInclude.cmake"]
     for f in files:
         text = f.read_text()
         for forbidden in (str(REPO), "/tmp/", "build/", str(venv_with_heaptype), sysconfig.get_path("data")):

@@ -287,6 +287,7 @@ void reset_stream(ThreadState* t, uint32_t number, bool keep_totals) {
   t->sites.used = 0;
   t->sites.first_site = 0;
   t->probation_count = 0;
+  t->inexact_count = 0;
   if (!keep_totals) {
     t->allocations.store(0, std::memory_order_relaxed);
     t->frees.store(0, std::memory_order_relaxed);

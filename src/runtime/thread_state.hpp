@@ -84,6 +84,18 @@ struct ProbationBlock {
 };
 constexpr uint32_t kProbationSlots = 16;
 
+// A block typed by a report that did not fill it, at its start: a constructor's
+// placement new of a first member, or an array's own new-expression (tracker.cpp,
+// "Reports that may not be the new-expression's").
+struct InexactReport {
+  uintptr_t address;
+  uintptr_t call_site;
+  uint64_t owner;      // the owner word the report gave the block
+  uintptr_t type_tag;
+  uint64_t elem_size;
+};
+constexpr uint32_t kInexactSlots = 4;
+
 // What a signal handler did while its thread was inside the runtime (`busy`): the
 // thread's records are half written then, so the handler only notes the event here
 // and the thread records it when it leaves the runtime (drain_pending, tracker.cpp).
@@ -141,6 +153,8 @@ struct ThreadState {
   uint64_t stack_reported;
   ProbationBlock probation[kProbationSlots];
   uint32_t probation_count;
+  InexactReport inexact[kInexactSlots];
+  uint32_t inexact_count;
   // Signal handlers' events, recorded when the runtime is left (__atomic builtins:
   // the handler appends, the thread drains).
   PendingEvent pending[kPendingSlots];

@@ -162,17 +162,19 @@ void put_on_probation(ThreadState* t, uintptr_t address, uintptr_t call_site, ui
 // The type of a block on probation arrived: a typed site, a MOVE there, and the
 // call site learns it (unless `learn` is false: heaptype::tag says nothing about
 // the call site).
-void type_probation_block(ThreadState* t, uint32_t index, uintptr_t type_tag, uint64_t elem_size,
-                          uint64_t offset, uint64_t count, bool learn) {
+// Returns the block's owner word now, 0 when another thread had freed it (released).
+uint64_t type_probation_block(ThreadState* t, uint32_t index, uintptr_t type_tag, uint64_t elem_size,
+                              uint64_t offset, uint64_t count, bool learn) {
   ProbationBlock b = t->probation[index];
   remove_probation_slot(t, index);
   CallSiteType* c = call_site_type(t->call_sites, b.call_site);
   if (c && learn) learn_type(t->call_sites, *c, type_tag, elem_size, offset);
   BlockHeader* h = header_of(reinterpret_cast<void*>(b.address));
   uint32_t site = site_number(t, {h->size, count, type_tag, b.call_site, b.node});
-  uint64_t old_owner = make_owner(t->number, b.site, false);
-  if (leave_probation(t, b.address, make_owner(t->number, site, true)))
-    emit_move(t, old_owner, site, b.address, event_tick());
+  uint64_t old_owner = make_owner(t->number, b.site, false), owner = make_owner(t->number, site, true);
+  if (!leave_probation(t, b.address, owner)) return 0;
+  emit_move(t, old_owner, site, b.address, event_tick());
+  return owner;
 }
 
 // A new-expression whose constructor throws frees its block while the exception
@@ -211,6 +213,8 @@ void type_constructor_threw(ThreadState* t, uint32_t index) {
 // A block whose (call site, context, size) the memo does not know: the call site's
 // learned type decides, and the memo learns the answer unless the block goes on
 // probation.
+void settle_inexact_reports_of(ThreadState* t, uintptr_t call_site);
+
 uint64_t record_new_call_site(ThreadState* t, uintptr_t p, size_t size, uintptr_t call_site, uint32_t node,
                               uintptr_t frame) {
   // libstdc++'s start-up for the runtime alone (runtime_imports.hpp): untracked. Reached
@@ -219,6 +223,7 @@ uint64_t record_new_call_site(ThreadState* t, uintptr_t p, size_t size, uintptr_
     bump(t->other_header_bytes, static_cast<int64_t>(kHeaderSize));
     return 0;
   }
+  if (__builtin_expect(t->inexact_count != 0, 0)) settle_inexact_reports_of(t, call_site);
   SiteMemo* set = memo_set(t->call_sites, call_site, node, size);
   SiteMemo* known = memo_find(set, call_site, node, size);
   CallSiteType* c = call_site_type(t->call_sites, call_site);
@@ -291,6 +296,68 @@ BlockHeader* tracked_block(uintptr_t p) {
   return h && owner_current(load_owner(h)) ? h : nullptr;
 }
 
+// --- reports that may not be the new-expression's -----------------------------------
+//
+// A new-expression's constructor runs before the expression reports its type, and a
+// placement new in it at the object's own address (a first member built in place:
+// kj::Maybe, boost::optional, a union member) reports first, with the member's type.
+// Such a report does not fill the block: neither does an array's own (new char[n], no
+// cookie), so it cannot be told from one. A report at a probation block's start that
+// does not fill it types the block at once, but is remembered, and the call site
+// learns nothing from it yet: a later report for the block that fills it exactly (the
+// new-expression's own, once the constructor has returned) retypes the block and
+// teaches the call site. When the call site allocates again with none (an array), or
+// the report is pushed out by newer ones, the call site learns the first report's type.
+
+void forget_inexact(ThreadState* t, uint32_t index) {
+  std::memmove(&t->inexact[index], &t->inexact[index + 1], (t->inexact_count - index - 1) * sizeof(InexactReport));
+  --t->inexact_count;
+}
+
+// The report stands: its call site learns its type.
+void settle_inexact(ThreadState* t, uint32_t index) {
+  InexactReport r = t->inexact[index];
+  forget_inexact(t, index);
+  if (CallSiteType* c = call_site_type(t->call_sites, r.call_site))
+    learn_type(t->call_sites, *c, r.type_tag, r.elem_size, 0);
+}
+
+void remember_inexact(ThreadState* t, const ProbationBlock& b, uint64_t owner, uintptr_t type_tag, uint64_t elem_size) {
+  if (t->inexact_count == kInexactSlots) settle_inexact(t, 0);
+  t->inexact[t->inexact_count++] = {b.address, b.call_site, owner, type_tag, elem_size};
+}
+
+// The exact report of a block an inexact report typed: retypes it, teaches the call
+// site; false when `object` is no such block (or no longer: its owner word changed,
+// freed and allocated again) or the report does not fill it.
+bool take_exact_report(ThreadState* t, uintptr_t object, uintptr_t type_tag, uint64_t elem_size) {
+  for (uint32_t i = 0; i < t->inexact_count; ++i) {
+    if (t->inexact[i].address != object) continue;
+    InexactReport r = t->inexact[i];
+    BlockHeader* h = tracked_block(object);
+    if (!h || load_owner(h) != r.owner) {
+      forget_inexact(t, i);
+      return false;
+    }
+    if (h->size != elem_size) return false;
+    forget_inexact(t, i);
+    retype(t, object, r.owner, type_tag, 1, false);
+    if (CallSiteType* c = call_site_type(t->call_sites, r.call_site)) learn_type(t->call_sites, *c, type_tag, elem_size, 0);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// A call site allocates: a report of its last block that no exact one followed stands.
+void settle_inexact_reports_of(ThreadState* t, uintptr_t call_site) {
+  for (uint32_t i = 0; i < t->inexact_count; ++i)
+    if (t->inexact[i].call_site == call_site) return settle_inexact(t, i);
+}
+
+namespace {
+
 // A new-expression's type for a block that is not on probation: placement new, or
 // a constructor that allocated so much that the block left probation first. Only
 // an untyped block whose size agrees with the objects (and the array cookie) takes it.
@@ -313,13 +380,16 @@ void type_committed_block(ThreadState* t, uintptr_t object, uintptr_t type_tag, 
 void type_reported(ThreadState* t, uintptr_t object, uintptr_t type_tag, size_t elem_size, size_t elem_align) {
   for (uint32_t i = t->probation_count; i-- > 0;) {
     uintptr_t block = t->probation[i].address;
-    uint64_t count;
-    if (objects_in_block(block, header_of(reinterpret_cast<void*>(block))->size, object, elem_size, elem_align,
-                         &count)) {
-      type_probation_block(t, i, type_tag, elem_size, object - block, count, true);
+    uint64_t size = header_of(reinterpret_cast<void*>(block))->size, count;
+    if (objects_in_block(block, size, object, elem_size, elem_align, &count)) {
+      bool inexact = object == block && elem_size != size;  // see "Reports that may not be ..."
+      ProbationBlock b = t->probation[i];
+      uint64_t owner = type_probation_block(t, i, type_tag, elem_size, object - block, count, !inexact);
+      if (inexact && owner) remember_inexact(t, b, owner, type_tag, elem_size);
       return;
     }
   }
+  if (t->inexact_count && take_exact_report(t, object, type_tag, elem_size)) return;
   type_committed_block(t, object, type_tag, elem_size, elem_align, true);
 }
 

@@ -499,3 +499,25 @@ def test_report_missing_file(tmp_path):
     error_lines = done.stderr.strip().splitlines()
     assert len(error_lines) == 1, done.stderr
     assert str(missing) in error_lines[0]
+
+
+@pytest.mark.parametrize("mode", ["full", "aggregate"])
+def test_a_constructors_placement_new_at_the_objects_start_leaves_it_the_objects_type(cpp_programs, tmp_path, mode):
+    """tests/cpp/first_member.cpp: a constructor builds its first member in place (a
+    Small, 4 B, at the object's address), so the member's type is reported before the
+    new-expression's. `new Holder` and `new Nested` (whose constructor also allocates an
+    Other between the two reports) are rows of their own types, one object a block; an
+    array of the member's type of the same size (`new Small[16]`, 64 B) stays Small, 16
+    objects a block. Before, every Holder was a Small[16] and the call site learned it."""
+    output = tmp_path / f"first_member_{mode}.htp"
+    n = 50
+    done = run_profiled(cpp_programs.program("first_member"), output, str(n), env={"HEAPTYPE_MODE": mode})
+    assert done.returncode == 0 and done.stdout.startswith(f"holders={n} nested={n} arrays={n} others={n} "), \
+        done.stdout + done.stderr
+    profile = heaptype.load(output)
+    assert profile.complete and profile.warnings == []
+    rows = {r.type: (r.allocations, r.objects, r.bytes, r.live_blocks) for r in profile.by_type()}
+    assert rows["Holder"] == (n, n, 64 * n, 0)
+    assert rows["Nested"] == (n, n, 64 * n, 0)
+    assert rows["Small"] == (n, 16 * n, 64 * n, 0)
+    assert rows["Other"] == (n, n, 16 * n, 0)

@@ -445,7 +445,10 @@ def test_threads_that_end_leave_no_tables(cpp_programs, tmp_path):
         assert rows["Kept"] == (2 * rounds, 0)
         assert profiles[rounds].totals.allocations >= 2 * rounds * 20001
     few, many = profiles[4], profiles[40]
-    assert many.bookkeeping_uses()["sites"] < 2 * few.bookkeeping_uses()["sites"]
+    # Ten times the threads: a window per thread ever started would be ~10x. The ticker
+    # unmaps an ended thread's window when it next runs, which on a loaded machine (CI,
+    # -n 2) may be a few threads later: 2.17x was seen there, against under 2x alone.
+    assert many.bookkeeping_uses()["sites"] < 4 * few.bookkeeping_uses()["sites"]
 
 
 def retired_chunk(peak_bytes: int, thread: int, site: int, allocations: int, cut: int = 0) -> bytes:

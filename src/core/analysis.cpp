@@ -165,7 +165,7 @@ uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uin
     if (c.inferred && !c.inferred->name.empty()) {
       *objects = c.inferred->objects(1, size);
       uint32_t name = strings_.intern(c.inferred->row(size));
-      if (!c.inferred->library && container_storage(c.inferred->name))
+      if (c.inferred->container_storage)
         return container_group(name, true, 0, context, objects);
       return group_for_name(name, !c.inferred->library, 0);
     }

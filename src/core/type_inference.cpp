@@ -278,6 +278,14 @@ const char* container_library(const std::vector<NameComponent>& components, size
   return nullptr;
 }
 
+// "<what> of <library>::<container><the first `count` of args>": a container's row.
+std::string container_row(const char* what, const char* library, const std::string& container,
+                          const std::vector<std::string>& args, size_t count) {
+  std::string row = std::string(what) + " of " + library + "::" + container + "<";
+  for (size_t a = 0; a < count; ++a) row += (a ? ", " : "") + args[a];
+  return row + ">";
+}
+
 // A Swiss table's backing array, allocated by a member of raw_hash_set<Policy, ...>:
 // "table of phmap::flat_hash_map<int, Foo>" from FlatHashMapPolicy<int, Foo>.
 StorageFrame hash_table_row(const NameComponent& table, std::string* row) {
@@ -290,9 +298,7 @@ StorageFrame hash_table_row(const NameComponent& table, std::string* row) {
   auto container = containers.find(policy.back().name);
   std::optional<std::vector<std::string>> args = split_template_arguments(policy.back().args);
   if (!library || container == containers.end() || !args) return StorageFrame::kOutside;
-  *row = "table of " + std::string(library) + "::" + container->second + "<";
-  for (size_t a = 0; a < args->size(); ++a) *row += (a ? ", " : "") + (*args)[a];
-  *row += ">";
+  *row = container_row("table", library, container->second, *args, args->size());
   return StorageFrame::kContainer;
 }
 
@@ -308,19 +314,18 @@ StorageFrame btree_node_row(const NameComponent& tree, std::string* row) {
   size_t keys = map ? 2 : 1;
   if (!library || !(map || set) || !args || args->size() != keys + 4) return StorageFrame::kOutside;
   bool multi = args->back() == "true";
-  *row = "node of " + std::string(library) + "::btree_" + (multi ? "multi" : "") + (map ? "map<" : "set<");
-  for (size_t a = 0; a < keys; ++a) *row += (a ? ", " : "") + (*args)[a];
-  *row += ">";
+  *row = container_row("node", library, std::string("btree_") + (multi ? "multi" : "") + (map ? "map" : "set"),
+                       *args, keys);
   return StorageFrame::kContainer;
 }
 
 }  // namespace
 
 bool container_storage(const std::string& type) {
-  static const std::string kLocal = ")::M";
+  static const std::string kLocal = ")::M";  // a type local to a function, after its parameters
   std::vector<NameComponent> comps;
   if (type.size() > kLocal.size() && type.compare(type.size() - kLocal.size(), kLocal.size(), kLocal) == 0) {
-    comps = name_components(strip_parameters(type.substr(0, type.size() - 3)));
+    comps = name_components(strip_parameters(type.substr(0, type.size() - kLocal.size() + 1)));  // up to the ')'
     return !comps.empty() && comps.back().name == "Allocate" && comps.back().has_args &&
            container_library(comps, comps.size() - 1);
   }
@@ -378,6 +383,7 @@ InferredType infer_type(const CodeInfo& call_site) {
       out.size = own_argument ? frame.type_argument_size : 0;
       if (!out.size) out.size = character_size(out.name);
       if (!copy_on_write_character(comps).empty()) out.header = kCopyOnWriteRepBytes;
+      out.container_storage = container_storage(out.name);
       return out;
     }
     if (library_row(frame.function, &out.name)) {

@@ -28,6 +28,9 @@ struct InferredType {
   // Bytes in front of the objects in each block (a copy-on-write string's _Rep), not
   // counted as objects.
   uint64_t header = 0;
+  // `name` is a library container's storage (container_storage below): its row is the
+  // container's, read from the block's call path.
+  bool container_storage = false;
 
   // How many T `count` blocks of `bytes` in all hold: their bytes after the headers
   // / sizeof(T) when that divides, else one per block.

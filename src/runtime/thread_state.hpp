@@ -84,15 +84,18 @@ struct ProbationBlock {
 };
 constexpr uint32_t kProbationSlots = 16;
 
-// A block typed by a report that did not fill it, at its start: a constructor's
-// placement new of a first member, or an array's own new-expression (tracker.cpp,
-// "Reports that may not be the new-expression's").
+// A block typed by a report that may not be its new-expression's: at a probation
+// block's start, one that did not fill it (a constructor's placement new of a first
+// member, or an array's own new-expression); at the start of a block its call site
+// typed, one of another type before any new-expression agreed with the call site
+// (tracker.cpp, "Reports that may not be the new-expression's").
 struct InexactReport {
   uintptr_t address;
   uintptr_t call_site;
   uint64_t owner;      // the owner word the report gave the block
   uintptr_t type_tag;
   uint64_t elem_size;
+  uintptr_t predicted; // the call site's type the report contests; 0: a probation block's report
 };
 constexpr uint32_t kInexactSlots = 4;
 

@@ -308,6 +308,19 @@ BlockHeader* tracked_block(uintptr_t p) {
 // new-expression's own, once the constructor has returned) retypes the block and
 // teaches the call site. When the call site allocates again with none (an array), or
 // the report is pushed out by newer ones, the call site learns the first report's type.
+//
+// A call site's type, contested. A call site typed by its first blocks names the type
+// of the next at once (the hint), and the new-expression's check that agrees claims
+// the hint (heaptype/hint.hpp). A report of another type at the start of such a block
+// before the claim is either a first member's (the check follows, once the
+// constructor returns) or the only report the block gets: a raw allocation function
+// that several types share (`void* allocate(size_t)` returning `operator new(n)`, the
+// caller's placement new naming the type; Cap'n Proto's heap arrays). So the block
+// takes the report's type at once, remembered with the call site's: its own report of
+// that type, if it comes, types it back, and the call site keeps its type; else, as
+// above, the call site learns the report's type, which makes it ambiguous (its blocks
+// wait on probation for their own reports from then on). A report after the claim is
+// placement new into a block that has its type already (a pool's storage): ignored.
 
 void forget_inexact(ThreadState* t, uint32_t index) {
   std::memmove(&t->inexact[index], &t->inexact[index + 1], (t->inexact_count - index - 1) * sizeof(InexactReport));
@@ -322,30 +335,61 @@ void settle_inexact(ThreadState* t, uint32_t index) {
     learn_type(t->call_sites, *c, r.type_tag, r.elem_size, 0);
 }
 
-void remember_inexact(ThreadState* t, const ProbationBlock& b, uint64_t owner, uintptr_t type_tag, uint64_t elem_size) {
+void remember_inexact(ThreadState* t, const InexactReport& r) {
   if (t->inexact_count == kInexactSlots) settle_inexact(t, 0);
-  t->inexact[t->inexact_count++] = {b.address, b.call_site, owner, type_tag, elem_size};
+  t->inexact[t->inexact_count++] = r;
 }
 
 // The exact report of a block an inexact report typed: retypes it, teaches the call
-// site; false when `object` is no such block (or no longer: its owner word changed,
-// freed and allocated again) or the report does not fill it.
-bool take_exact_report(ThreadState* t, uintptr_t object, uintptr_t type_tag, uint64_t elem_size) {
+// site (a contested call site's own type: keeps it); false when `object` is no such
+// block (or no longer: its owner word changed, freed and allocated again) or the report
+// is not the block's own (does not fill it; not of the contested call site's type).
+bool take_exact_report(ThreadState* t, uintptr_t object, uintptr_t type_tag, uint64_t elem_size, size_t elem_align) {
   for (uint32_t i = 0; i < t->inexact_count; ++i) {
-    if (t->inexact[i].address != object) continue;
     InexactReport r = t->inexact[i];
-    BlockHeader* h = tracked_block(object);
+    if (r.address != object && r.address + cookie_size(elem_align) != object) continue;
+    BlockHeader* h = tracked_block(r.address);
     if (!h || load_owner(h) != r.owner) {
       forget_inexact(t, i);
       return false;
     }
-    if (h->size != elem_size) return false;
+    uint64_t count = 1;
+    if (r.predicted) {
+      if (type_tag != r.predicted || !objects_in_block(r.address, h->size, object, elem_size, elem_align, &count))
+        return false;
+      forget_inexact(t, i);
+      retype(t, r.address, r.owner, type_tag, count, false);
+      return true;
+    }
+    if (object != r.address || h->size != elem_size) return false;
     forget_inexact(t, i);
     retype(t, object, r.owner, type_tag, 1, false);
     if (CallSiteType* c = call_site_type(t->call_sites, r.call_site)) learn_type(t->call_sites, *c, type_tag, elem_size, 0);
     return true;
   }
   return false;
+}
+
+// A report of another type for the block this thread allocated last, which its call
+// site typed, before its new-expression's check claimed the hint ("A call site's type,
+// contested" above): the block takes it, remembered. False when the report is not one.
+bool contest_call_site_type(ThreadState* t, uintptr_t object, uintptr_t type_tag, size_t elem_size,
+                            size_t elem_align) {
+  uintptr_t block = t->hint_block;
+  if (!block || !heaptype_hint.object) return false;  // claimed, or no block named at its allocation
+  uintptr_t predicted = reinterpret_cast<uintptr_t>(heaptype_hint.type_tag);
+  BlockHeader* h = tracked_block(block);
+  if (!h || predicted == type_tag) return false;
+  uint64_t owner = load_owner(h), count;
+  if (!owner_typed(owner) || (owner & kOwnerProbation) || owner_thread(owner) != t->number) return false;
+  if (!objects_in_block(block, h->size, object, elem_size, elem_align, &count)) return false;
+  const SiteKey* def = site_definition(t, owner_site(owner));
+  if (!def || def->base) return false;
+  uintptr_t call_site = def->site.call_site;
+  retype(t, block, owner, type_tag, count, false);
+  clear_hint(t);  // the new-expression's own check, if one follows, reports
+  remember_inexact(t, {block, call_site, load_owner(h), type_tag, elem_size, predicted});
+  return true;
 }
 
 }  // namespace
@@ -385,11 +429,12 @@ void type_reported(ThreadState* t, uintptr_t object, uintptr_t type_tag, size_t 
       bool inexact = object == block && elem_size != size;  // see "Reports that may not be ..."
       ProbationBlock b = t->probation[i];
       uint64_t owner = type_probation_block(t, i, type_tag, elem_size, object - block, count, !inexact);
-      if (inexact && owner) remember_inexact(t, b, owner, type_tag, elem_size);
+      if (inexact && owner) remember_inexact(t, {b.address, b.call_site, owner, type_tag, elem_size, 0});
       return;
     }
   }
-  if (t->inexact_count && take_exact_report(t, object, type_tag, elem_size)) return;
+  if (t->inexact_count && take_exact_report(t, object, type_tag, elem_size, elem_align)) return;
+  if (contest_call_site_type(t, object, type_tag, elem_size, elem_align)) return;
   type_committed_block(t, object, type_tag, elem_size, elem_align, true);
 }
 

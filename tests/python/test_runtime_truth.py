@@ -521,3 +521,28 @@ def test_a_constructors_placement_new_at_the_objects_start_leaves_it_the_objects
     assert rows["Nested"] == (n, n, 64 * n, 0)
     assert rows["Small"] == (n, 16 * n, 64 * n, 0)
     assert rows["Other"] == (n, n, 16 * n, 0)
+
+
+@pytest.mark.parametrize("mode", ["full", "aggregate"])
+def test_a_raw_allocation_function_that_types_share_gives_each_block_its_callers_type(cpp_programs, tmp_path, mode):
+    """tests/cpp/shared_raw_site.cpp: one `operator new(n)` call site in a function that
+    an A, a B[2] and a C[3] (built one by one) share, each typed by the caller's
+    placement new after it returns, in turns. Each is a row of its own type; a raw block
+    no one types stays untyped; a char[128] pool with a D built at its start stays char,
+    while a char[32] that a D fills is that D. Before, the call site learned A from the
+    first block, and every later B[2] (16 B, as an A) was an A."""
+    output = tmp_path / f"shared_raw_site_{mode}.htp"
+    n = 60
+    done = run_profiled(cpp_programs.program("shared_raw_site"), output, str(n), env={"HEAPTYPE_MODE": mode})
+    assert done.returncode == 0 and done.stdout == f"as={n} bs={n} cs={n} raws={n} pools={n} storages={n}\n", \
+        done.stdout + done.stderr
+    profile = heaptype.load(output)
+    assert profile.complete and profile.warnings == []
+    rows = {r.type: (r.allocations, r.objects, r.bytes, r.live_blocks) for r in profile.by_type()}
+    assert rows["A"] == (n, n, 16 * n, 0)
+    assert rows["B"] == (n, 2 * n, 16 * n, 0)
+    assert rows["C"] == (n, 3 * n, 48 * n, 0)
+    assert rows["char"] == (n, 128 * n, 128 * n, 0)
+    assert rows["D"] == (n, n, 32 * n, 0)
+    untyped = rows[None]  # the raw blocks, and glibc's and libstdc++'s own at start-up
+    assert untyped[0] >= n and untyped[2] >= 16 * n, rows

@@ -6,7 +6,7 @@
 // thread-local pair). The new-expression's report (new.hpp) and the typed
 // allocator's (bits/c++allocator.h) compare with it and call the runtime only when
 // it differs: the first block of a call site, a constructor that allocated in
-// between, placement new.
+// between, placement new. A check that agrees claims the hint (clears it).
 #ifndef HEAPTYPE_HINT_HPP
 #define HEAPTYPE_HINT_HPP
 
@@ -32,8 +32,13 @@ void heaptype_tag_allocation(const void* p, const void* type_tag, std::size_t el
 namespace heaptype {
 namespace detail {
 
+// True when operator new named the block so already; the check then claims the hint:
+// a later report for the block (placement new into it: a pool's storage) is not its
+// own, while one before the claim may be (tracker.cpp, "A call site's type, contested").
 inline bool named_already(const void* p, const void* type_tag) noexcept {
-  return heaptype_hint.object == p && heaptype_hint.type_tag == type_tag;
+  if (heaptype_hint.object != p || heaptype_hint.type_tag != type_tag) return false;
+  heaptype_hint.object = nullptr;
+  return true;
 }
 
 // A new-expression's result `p` (possibly past an array cookie) holds objects of

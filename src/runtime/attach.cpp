@@ -8,6 +8,7 @@
 
 #include "diagnostics.hpp"
 #include "got_patch.hpp"
+#include "module_names.hpp"
 #include "profile_writer.hpp"
 #include "tracker.hpp"
 
@@ -27,15 +28,10 @@ const char* runtime_module() {
   return dladdr(reinterpret_cast<void*>(&runtime_module), &here) && here.dli_fname ? here.dli_fname : "";
 }
 
-const char* base_name(const char* path) {
-  const char* slash = std::strrchr(path, '/');
-  return slash ? slash + 1 : path;
-}
-
 // LD_PRELOAD names the runtime's file (by path or by name).
 bool named_in_preload(const char* module) {
   const char* preload = getenv("LD_PRELOAD");
-  const char* name = base_name(module);
+  const char* name = file_name_of(module);
   return preload && *name && std::strstr(preload, name) != nullptr;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "internal_memory.hpp"
+#include "module_names.hpp"
 #include "sanitizer.hpp"
 #include "thread_state.hpp"
 #include "tracker.hpp"
@@ -162,10 +163,8 @@ constexpr uintptr_t kLowestCode = uintptr_t{1} << 16;
 // Whether a loaded object is one of the libraries a thread or the process starts in
 // (libc, the loader, libstdc++ for std::thread): by its file name.
 bool starts_threads(const char* path) {
-  const char* name = std::strrchr(path, '/');
-  name = name ? name + 1 : path;
   for (const char* prefix : {"libc.so", "libc-", "ld-linux", "ld-", "libpthread", "libstdc++"})
-    if (std::strncmp(name, prefix, std::strlen(prefix)) == 0) return true;
+    if (file_name_starts_with(path, prefix)) return true;
   return false;
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "attach.hpp"
+#include "module_names.hpp"
 
 namespace heaptype {
 namespace runtime {
@@ -39,10 +40,7 @@ Span loaded_span(const dl_phdr_info* info) {
   return span.begin < span.end ? span : Span{};
 }
 
-bool names_cxx_library(const char* path) {
-  const char* slash = std::strrchr(path, '/');
-  return std::strncmp(slash ? slash + 1 : path, kCxxLibrary, sizeof kCxxLibrary - 1) == 0;
-}
+bool names_cxx_library(const char* path) { return file_name_starts_with(path, kCxxLibrary); }
 
 // The object's dynamic string table. glibc rewrites DT_STRTAB to its loaded address
 // in a writable dynamic section and leaves it relative in a read-only one (the

@@ -347,7 +347,9 @@ void remember_inexact(ThreadState* t, const InexactReport& r) {
 bool take_exact_report(ThreadState* t, uintptr_t object, uintptr_t type_tag, uint64_t elem_size, size_t elem_align) {
   for (uint32_t i = 0; i < t->inexact_count; ++i) {
     InexactReport r = t->inexact[i];
-    if (r.address != object && r.address + cookie_size(elem_align) != object) continue;
+    // A contested call site's own report may come past an array cookie.
+    bool past_cookie = r.predicted && r.address + cookie_size(elem_align) == object;
+    if (r.address != object && !past_cookie) continue;
     BlockHeader* h = tracked_block(r.address);
     if (!h || load_owner(h) != r.owner) {
       forget_inexact(t, i);
@@ -361,7 +363,7 @@ bool take_exact_report(ThreadState* t, uintptr_t object, uintptr_t type_tag, uin
       retype(t, r.address, r.owner, type_tag, count, false);
       return true;
     }
-    if (object != r.address || h->size != elem_size) return false;
+    if (h->size != elem_size) return false;
     forget_inexact(t, i);
     retype(t, object, r.owner, type_tag, 1, false);
     if (CallSiteType* c = call_site_type(t->call_sites, r.call_site)) learn_type(t->call_sites, *c, type_tag, elem_size, 0);

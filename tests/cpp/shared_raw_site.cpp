@@ -1,8 +1,9 @@
 // shared_raw_site.cpp: one raw allocation function that several types share, each
 // typed by its caller's placement new (tests/python/test_runtime_truth.py), as
 // Cap'n Proto's heap arrays are: `operator new(n)` in one function, the type named
-// only after it returns. Beside it, a pool's storage (`new char[32]`) into which a
-// placement new builds another type: the storage stays char.
+// only after it returns. Beside it, storage from `new char[n]` into which placement
+// new builds a D: a pool's (room for four) stays char; storage of exactly one D holds
+// that D.
 //
 //   shared_raw_site N   N rounds, each: an A (16 B) and a B[2] (16 B) and a C[3]
 //                       built one by one (48 B), all through `raw`; a raw block
@@ -48,7 +49,7 @@ __attribute__((noinline)) static T* built_one_by_one(unsigned n) {
 
 int main(int argc, char** argv) {
   int n = argc > 1 ? std::atoi(argv[1]) : 10;
-  void** kept = static_cast<void**>(std::malloc(sizeof(void*) * 5 * static_cast<unsigned>(n)));
+  void** kept = static_cast<void**>(std::malloc(sizeof(void*) * 4 * static_cast<unsigned>(n)));
   int used = 0;
   for (int i = 0; i < n; ++i) {
     kept[used++] = new (raw(sizeof(A))) A{};

@@ -143,6 +143,22 @@ StorageFrame Analysis::container_frame_at(const PathFrame& frame, std::string* r
   return container_frame(strings_.get(frame.name), row);
 }
 
+// A block from a function without a symbol in a stripped runtime library: named by the
+// nearest function of that library on its path that has one (unnamed_function_row), found
+// walking out over the library's unnamed frames; `row` when the path leaves the library
+// first (the emergency pool's constructor, called by the loader) or is unknown.
+uint32_t Analysis::unnamed_function_name(const std::string& row, uint32_t context) {
+  uint32_t library = 0;
+  for (uint32_t c = context_path(context); c != kNone; c = paths_.cell(c).prev) {
+    const PathFrame& frame = paths_.cell(c).frame;
+    if (library == 0) library = frame.module;
+    if (frame.module != library) break;
+    if (paths_.is_unnamed(frame)) continue;
+    return strings_.intern(unnamed_function_row(row, strings_.get(frame.name)));
+  }
+  return strings_.intern(row);
+}
+
 uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uint64_t* objects) {
   if (tag) {
     auto it = group_of_tag_.find(tag);
@@ -164,7 +180,10 @@ uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uin
     }
     if (c.inferred && !c.inferred->name.empty()) {
       *objects = c.inferred->objects(1, size);
-      uint32_t name = strings_.intern(c.inferred->row(size));
+      const std::string& row = c.inferred->row(size);
+      if (c.inferred->unnamed_function && row == c.inferred->name)
+        return group_for_name(unnamed_function_name(row, context), false, 0);
+      uint32_t name = strings_.intern(row);
       if (c.inferred->container_storage)
         return container_group(name, true, 0, context, objects);
       return group_for_name(name, !c.inferred->library, 0);

@@ -285,6 +285,7 @@ class Analysis : public BlockLedger {
   uint32_t context_path(uint32_t context);
   bool keeps_context(uint32_t context);
   uint32_t type_group(uint64_t tag, uint32_t context, uint64_t size, uint64_t* objects);
+  uint32_t unnamed_function_name(const std::string& row, uint32_t context);
   uint32_t group_for_name(uint32_t name, bool inferred, uint64_t tag);
   void reserve_type_groups();
   uint32_t tag_name(uint64_t tag);

@@ -65,6 +65,8 @@ class CallPaths {
   // The frames of a path, root first.
   std::vector<const PathFrame*> frames(uint32_t path) const;
   uint32_t no_call_site_name() const { return no_call_site_; }
+  // A frame named by its module and offset: the module has no symbol for it.
+  bool is_unnamed(const PathFrame& frame) const;
 
  private:
   uint32_t node_path(uint32_t thread, const std::vector<format::NodeDef>& nodes, uint64_t node);
@@ -90,7 +92,6 @@ class CallPaths {
   static bool is_empty(uint32_t path) { return path >= kMainNext; }
   static bool in_startup(uint32_t path) { return path == kStartupOnly || path == kMainNext; }
   bool calls_main(const PathFrame& frame) const;
-  bool is_unnamed(const PathFrame& frame) const;
 
   CodeNames* names_;
   StringTable* strings_;

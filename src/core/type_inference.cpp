@@ -91,6 +91,7 @@ const LibraryRow kLibraryRows[] = {
     {"_dl_resize_dtv", "glibc: thread-local storage"},
     {"__duplocale", "glibc: locale"},
     {"newlocale", "glibc: locale"},
+    {"__new_exitfn", "glibc: exit handler list"},  // atexit, __cxa_atexit: a static object's destructor
     {"__cxa_allocate_exception", "C++ runtime: exception object"},
     {"__cxa_allocate_dependent_exception", "C++ runtime: exception object"},
     {"__cxxabiv1::__aligned_malloc_with_fallback", "C++ runtime: exception object"},
@@ -107,6 +108,12 @@ const LibraryRow kLibraryRows[] = {
     {"std::__timepunct::", "{lib}: std::locale"},
     {"std::thread::", "{lib}: std::thread state"},
     {"std::__thread_struct::", "{lib}: std::thread state"},
+    // std::filesystem's out-of-line members (libstdc++'s fs_path.cc, fs_dir.cc): a path's
+    // list of components, a directory iterator's state.
+    {"std::filesystem::path::", "{lib}: std::filesystem::path"},
+    {"std::filesystem::path::_List::", "{lib}: std::filesystem::path"},
+    {"std::filesystem::directory_iterator::", "{lib}: std::filesystem::directory_iterator"},
+    {"std::filesystem::recursive_directory_iterator::", "{lib}: std::filesystem::directory_iterator"},
 };
 
 bool library_row(const std::string& function, std::string* row) {
@@ -396,8 +403,17 @@ InferredType infer_type(const CodeInfo& call_site) {
   if (!library.empty()) {
     out.name = library + kWithoutSymbol;
     out.library = true;
+    out.unnamed_function = true;
   }
   return out;
+}
+
+std::string unnamed_function_row(const std::string& library_row_name, const std::string& caller) {
+  std::string row;
+  if (library_row(caller, &row)) return row;
+  std::vector<NameComponent> comps = name_components(strip_parameters(caller));
+  if (comps.empty()) return library_row_name;
+  return library_row_name.substr(0, library_row_name.find(':')) + ": " + plain_name(comps);
 }
 
 const std::string& InferredType::row(uint64_t bytes) const {

@@ -31,6 +31,9 @@ struct InferredType {
   // `name` is a library container's storage (container_storage below): its row is the
   // container's, read from the block's call path.
   bool container_storage = false;
+  // `name` is "<library>: function without a symbol": the row may be its named caller's
+  // in the same library, read from the block's call path (unnamed_function_row below).
+  bool unnamed_function = false;
 
   // How many T `count` blocks of `bytes` in all hold: their bytes after the headers
   // / sizeof(T) when that divides, else one per block.
@@ -51,6 +54,15 @@ InferredType infer_type(const CodeInfo& call_site);
 // For one function name: the type it allocates, and whether that is the frame's
 // own first template argument (its DWARF size is then sizeof(T)).
 bool type_from_function(const std::string& function, std::string* type, bool* own_argument);
+
+// The row of a block that a function without a symbol in a stripped runtime library
+// allocated, named by the function of that library that called it (the nearest one on
+// the block's path with a symbol, `caller`): what the library's rows say of that
+// function ("libstdc++: std::filesystem::path" for a member of path, which allocates
+// its components in local functions of libstdc++.so), else "<library>: <caller>"
+// without its parameters. `library_row`: the block's "<library>: function without a
+// symbol".
+std::string unnamed_function_row(const std::string& library_row, const std::string& caller);
 
 // The storage of abseil's and parallel-hashmap's containers. Their Swiss tables
 // allocate control bytes and slots in one block, and their btrees each node, as an array

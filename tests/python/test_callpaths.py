@@ -487,6 +487,7 @@ def test_inferred_types_in_cli_reports(callpath_programs):
      "std::__1::__element_count, unsigned long)", "std::__1::locale::facet*"),
     # What the C and C++ runtimes allocate in their own code: rows that say so.
     ("_IO_file_doallocate", "glibc: stdio buffer"),
+    ("__new_exitfn", "glibc: exit handler list"),
     ("__cxa_allocate_exception", "C++ runtime: exception object"),
     ("__cxxabiv1::__aligned_malloc_with_fallback(unsigned long)", "C++ runtime: exception object"),
     ("std::basic_filebuf<char, std::char_traits<char> >::_M_allocate_internal_buffer()",

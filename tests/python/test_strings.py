@@ -332,3 +332,42 @@ def test_copy_on_write_strings_built_with_heaptype_are_string_buffers(tmp_path, 
     # The 5 strings of the program's own allocator (a std::allocator<char> too) allocate
     # through it, as it checks: its `char`.
     assert rows["char"].allocations == 5
+
+
+# --- blocks of the standard library's functions without a symbol ----------------------------
+
+FILESYSTEM_PATHS = 9
+
+
+@pytest.mark.parametrize("built_with_heaptype", [False, True], ids=["preloaded", "built"])
+def test_a_filesystem_paths_components_are_named_by_the_member_that_keeps_them(
+        workdir, tmp_path, built_with_heaptype):
+    """std::filesystem::path's members in libstdc++.so (stripped: .dynsym only) allocate
+    the list of a path's components in local functions that have no symbol. Such blocks
+    were `libstdc++: function without a symbol`; they are named by the nearest function
+    of libstdc++ on their path that has one, a member of path: `libstdc++:
+    std::filesystem::path`. The emergency pool, whose unnamed constructor the loader
+    calls, keeps its own row. tests/cpp/filesystem_paths.cpp."""
+    if built_with_heaptype:
+        program = build(workdir, "g++", "c++17", "filesystem_paths")
+        output = tmp_path / "built.htp"
+        done = run_profiled(program, output, str(FILESYSTEM_PATHS))
+    else:
+        program = tmp_path / "filesystem_paths_plain"
+        subprocess.run([require_tool("g++"), "-std=c++17", "-O2", "-g", str(CPP_DIR / "filesystem_paths.cpp"), "-o",
+                        str(program)], check=True, capture_output=True)
+        output = tmp_path / "preloaded.htp"
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+        done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(program),
+                               str(FILESYSTEM_PATHS)], capture_output=True, text=True, env=environment, timeout=120)
+    assert done.returncode == 0 and done.stdout == f"kept={FILESYSTEM_PATHS // 2}\n", done.stderr
+    rows = rows_with_inference(heaptype.load(output))
+    assert "libstdc++: function without a symbol" not in rows, sorted(rows)
+    components = rows["libstdc++: std::filesystem::path"]
+    # Each path does the same: the row's blocks are the same number for each path built,
+    # and the same number of each kept (moved) path's are live at exit, none of the others'.
+    kept = FILESYSTEM_PATHS // 2
+    per_path, per_kept_path = divmod(components.allocations, FILESYSTEM_PATHS), divmod(components.live_blocks, kept)
+    assert per_path[1] == 0 and per_kept_path[1] == 0, (components.allocations, components.live_blocks)
+    assert 0 < per_kept_path[0] <= per_path[0], (per_kept_path, per_path)
+    assert rows["libstdc++: emergency exception pool"].allocations == 1

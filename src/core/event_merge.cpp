@@ -43,21 +43,28 @@ void LookaheadStream::forget_move(const Event& move) {
 }
 
 // ALLOC(site A) ... MOVE(this thread's A -> B) with no other event at A between
-// them, within the lookahead: the moved block is the one just allocated.
+// them, within the lookahead: the moved block is the one just allocated. So is a
+// MOVE(B -> C) after it with no other event at B between: a block typed for a
+// moment by its first member's report and back by its new-expression's own (the
+// runtime's "contested" call site type) is counted at C from the start, and never
+// adds to B's peak.
 void LookaheadStream::fold_move() {
   Event& alloc = at(0);
   if (alloc.kind != Event::kAlloc) return;
-  if (moves_from_.find(site_key(alloc.stream, alloc.site)) == moves_from_.end()) return;  // nothing to fold
   size_t limit = size_ < kLookahead ? size_ : kLookahead;
-  for (size_t i = 1; i < limit; ++i) {
-    size_t slot = (head_ + i) & kMask;
-    const Event& e = ring_[slot];
-    if (folded_[slot] || e.thread != alloc.stream || e.site != alloc.site) continue;
-    if (e.kind != Event::kMove || alloc.address != e.address) return;  // address mode: another block
-    alloc.site = e.new_site;
-    folded_[slot] = 1;
-    forget_move(e);
-    return;
+  size_t i = 1;
+  while (moves_from_.find(site_key(alloc.stream, alloc.site)) != moves_from_.end()) {  // else nothing to fold
+    for (;; ++i) {
+      if (i >= limit) return;
+      size_t slot = (head_ + i) & kMask;
+      const Event& e = ring_[slot];
+      if (folded_[slot] || e.thread != alloc.stream || e.site != alloc.site) continue;
+      if (e.kind != Event::kMove || alloc.address != e.address) return;  // address mode: another block
+      alloc.site = e.new_site;
+      folded_[slot] = 1;
+      forget_move(e);
+      break;
+    }
   }
 }
 

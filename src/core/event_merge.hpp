@@ -8,7 +8,9 @@
 // interleaving of threads within one tick is what a peak may miss, by at most the
 // bytes allocated in that tick. A block allocated untyped and moved to its typed site a few
 // events later (its constructor allocated first) is counted at the typed site
-// from the start: the move is folded into the allocation.
+// from the start: the move is folded into the allocation, and so is a second move
+// that follows the first at its site (a block typed by its first member's report,
+// then back by its new-expression's).
 #ifndef HEAPTYPE_CORE_EVENT_MERGE_HPP
 #define HEAPTYPE_CORE_EVENT_MERGE_HPP
 

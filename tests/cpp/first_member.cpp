@@ -4,9 +4,9 @@
 // object's (tests/python/test_runtime_truth.py). Beside them, arrays of the member's
 // type, whose own report looks like the member's (it does not fill the block either).
 //
-//   first_member N   N times each: new Holder (a 4-byte Small first), new Nested (a
-//                    Small first, then a new Other made in the constructor, between the
-//                    two reports), new Small[16] (64 B, as a Holder); all freed.
+//   first_member N   N times each: new Small[16] (64 B, as a Holder), new Holder (a
+//                    4-byte Small first), new Nested (a Small first, then a new Other
+//                    made in the constructor, between the two reports); all freed.
 //                    Prints "holders=N nested=N arrays=N others=N".
 #include <cstdio>
 #include <cstdlib>
@@ -47,9 +47,9 @@ static_assert(sizeof(Holder) == 64 && sizeof(Nested) == 64 && sizeof(Small[16]) 
 __attribute__((noinline)) static long make_all(int n) {
   long sum = 0;
   for (int i = 0; i < n; ++i) {
+    Small* array = new Small[16];  // first: a Holder typed Small for a moment would add to Small's peak
     Holder* h = new Holder;
     Nested* nested = new Nested;
-    Small* array = new Small[16];
     array[15].v = i;
     sum += h->s.v + nested->s.v + nested->other->b + array[15].v;
     delete h;

@@ -6,6 +6,11 @@
 #     [MAP_FILE ON|OFF]       write <binary>.map, to name types of stripped binaries
 #     [EXCLUDE <dir>...])     more directories whose code is not instrumented
 #
+# A target typed by the new macro compiles through heaptype-compile.sh (prepended to its
+# CXX_COMPILER_LAUNCHER): a file that spells `operator new` by name, which the macro cannot
+# compile, is compiled again without it, and the build says so (docs/capture.md).
+# -DHEAPTYPE_MACRO_FALLBACK=OFF leaves the compiler's error instead.
+#
 # -DHEAPTYPE_CAPTURE=auto|macro|type-aware picks how new-expressions report their types
 # (default auto: type-aware for Clang 21 or later, else the new macro; see docs/capture.md).
 #
@@ -17,6 +22,7 @@
 #
 # The flags come from the package's flags.json, the list `heaptype --cflags` prints.
 
+set(HeapType_COMPILE_LAUNCHER "${CMAKE_CURRENT_LIST_DIR}/heaptype-compile.sh")
 file(READ "${HeapType_FLAGS_FILE}" _heaptype_flags)
 string(JSON HEAPTYPE_DEFAULT_CALLSTACK GET "${_heaptype_flags}" default_callstack)
 unset(_heaptype_flags)
@@ -155,6 +161,21 @@ function(heaptype_compile_options out)
   set(${out} "${options}" PARENT_SCOPE)
 endfunction()
 
+# The target's C++ compiles go through heaptype-compile.sh, ahead of any launcher it
+# has (ccache): files that spell `operator new` by name build without the macro. A
+# compile that succeeds (every one in the type-aware mode, which has no macro) passes
+# through it unchanged. Not with HEAPTYPE_MACRO_FALLBACK OFF.
+function(_heaptype_compile_through_fallback target)
+  if(DEFINED HEAPTYPE_MACRO_FALLBACK AND NOT HEAPTYPE_MACRO_FALLBACK)
+    return()
+  endif()
+  get_target_property(launcher ${target} CXX_COMPILER_LAUNCHER)
+  if(NOT launcher)
+    set(launcher "")
+  endif()
+  set_property(TARGET ${target} PROPERTY CXX_COMPILER_LAUNCHER /bin/sh "${HeapType_COMPILE_LAUNCHER}" ${launcher})
+endfunction()
+
 function(heaptype_instrument target)
   cmake_parse_arguments(PARSE_ARGV 1 HT "" "CALLSTACK;TYPES;STL_TYPES;MAP_FILE" "EXCLUDE")
   if(HT_UNPARSED_ARGUMENTS)
@@ -194,6 +215,9 @@ function(heaptype_instrument target)
   heaptype_compile_options(options TYPES ${HT_TYPES} STL_TYPES ${HT_STL_TYPES}
                            CALLSTACK ${HT_CALLSTACK} EXCLUDE ${HT_EXCLUDE})
   target_compile_options(${target} PRIVATE ${options})
+  if(HT_TYPES)
+    _heaptype_compile_through_fallback(${target})
+  endif()
   if(type STREQUAL "EXECUTABLE")
     # The LINK_LIBRARIES property, not target_link_libraries(): CMake refuses to mix
     # its plain and keyword signatures on one target, and existing projects use both.

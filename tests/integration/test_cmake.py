@@ -484,3 +484,77 @@ def test_instrument_all_executable_exports_the_runtime_to_a_dlopened_module(tmp_
     assert done.returncode == 0, done.stdout + done.stderr
     gadget = heaptype.load(out).type_row("Gadget")
     assert (gadget.allocations, gadget.live_blocks) == (4, 4)
+
+
+RAW_ALLOCATOR_HEADER = """#ifndef RAW_ALLOCATOR_H
+#define RAW_ALLOCATOR_H
+#include <cstddef>
+// As jsoncpp's SecureAllocator: `operator new` spelled by name in a header.
+template <class T> T* raw_allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T))); }
+template <class T> void raw_release(T* p) { ::operator delete(p); }
+#endif
+"""
+
+
+def write_operator_new_project(root: Path) -> Path:
+    """An unmodified project whose header calls `::operator new` by name (included by
+    main.cpp, which also has new-expressions of its own), and whose pool.cpp declares a
+    class's own operator new in the source file itself."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "raw_allocator.h").write_text(RAW_ALLOCATOR_HEADER)
+    (root / "main.cpp").write_text(
+        '#include "raw_allocator.h"\n'
+        "struct Widget { int a[4]; };\nstruct Gadget { double d; };\nvoid* make_pooled();\n"
+        "int main() {\n"
+        "  for (int i = 0; i < 7; ++i) { Widget* w = new Widget[3]; delete[] w; }\n"
+        "  for (int i = 0; i < 5; ++i) raw_release(raw_allocate<Gadget>(2));\n"
+        "  for (int i = 0; i < 4; ++i) make_pooled();\n"
+        "}\n")
+    (root / "pool.cpp").write_text(
+        "#include <cstddef>\n#include <new>\n"
+        "struct Pooled {\n"
+        "  long v[2];\n"
+        "  static void* operator new(std::size_t n) { return ::operator new(n); }\n"
+        "  static void operator delete(void* p) { ::operator delete(p); }\n"
+        "};\n"
+        "void* make_pooled() { return new Pooled{}; }\n")
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.19)\nproject(p LANGUAGES CXX)\nadd_executable(app main.cpp pool.cpp)\n")
+    return root
+
+
+def test_code_that_spells_operator_new_by_name_builds_unmodified(tmp_path):
+    """The new macro cannot compile `::operator new(n)` spelled after it (jsoncpp's
+    allocator.h, abseil's), nor a class's own operator new: an unmodified project stopped
+    at its first such file. The targets' compiles go through heaptype-compile.sh, which
+    reads such a header before the macro (main.cpp keeps its Widget[3]s typed; the header's
+    raw blocks are untyped, as they are everywhere) and compiles a source file that spells
+    it itself without the macro (pool.cpp: its Pooled blocks are untyped), and says so.
+    With HEAPTYPE_MACRO_FALLBACK=OFF the compiler's error stands."""
+    root = write_operator_new_project(tmp_path / "p")
+    include = f"-DCMAKE_PROJECT_INCLUDE={CMAKE_DIR}/HeapTypeProjectInclude.cmake"
+    build = tmp_path / "b"
+    done = configure(root, build, include)
+    assert done.returncode == 0, done.stdout + done.stderr
+    built = subprocess.run([cmake(), "--build", str(build)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stdout + built.stderr
+    said = [line for line in (built.stdout + built.stderr).splitlines() if line.startswith("heaptype: ")]
+    header = str(root / "raw_allocator.h")
+    assert len(said) == 2, said
+    assert said[0].startswith(f"heaptype: {root / 'main.cpp'}: {header}:5:") and \
+        f"read {header} before the new macro" in said[0], said
+    assert said[1].startswith(f"heaptype: {root / 'pool.cpp'}: {root / 'pool.cpp'}:") and \
+        "compiled without the new macro" in said[1], said
+    out = tmp_path / "app.htp"
+    subprocess.run([str(build / "app")], check=True, env={**os.environ, "HEAPTYPE_OUTPUT": str(out)})
+    rows = {row.type: (row.allocations, row.objects, row.bytes) for row in heaptype.load(out).by_type()}
+    assert rows["Widget"] == (7, 21, 7 * 48), rows
+    assert "Gadget" not in rows and "Pooled" not in rows, rows
+    untyped = rows[None]  # the raw Gadget blocks and the Pooled ones, beside the C++ runtime's own
+    assert untyped[0] >= 5 + 4, rows
+
+    strict = tmp_path / "strict"
+    assert configure(root, strict, include, "-DHEAPTYPE_MACRO_FALLBACK=OFF").returncode == 0
+    failed = subprocess.run([cmake(), "--build", str(strict)], capture_output=True, text=True)
+    assert failed.returncode != 0
+    assert "heaptype_new_macro__to_declare_an_operator_new_include_heaptype_undef_new_h" in failed.stdout + failed.stderr

@@ -122,6 +122,12 @@ __attribute__((weak)) char heaptype_built_without_callstack = 1;
 #endif
 
 #if !(defined(HEAPTYPE_TYPE_AWARE) && HEAPTYPE_TYPE_AWARE)
+// Headers that spell `operator new` by name, read before the macro: a file of #includes
+// that cmake/heaptype-compile.sh writes when a compile fails on the macro. Their include
+// guards keep their later inclusions empty.
+#ifdef HEAPTYPE_FIRST_INCLUDES
+#include HEAPTYPE_FIRST_INCLUDES
+#endif
 #include "define_new.h"
 #endif
 

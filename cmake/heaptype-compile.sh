@@ -43,14 +43,15 @@ finish() {
 status=$?
 if [ "$status" -eq 0 ] || ! failed_on_macro; then finish "$status"; fi
 
+# The source file compiled and the object file written.
 source=
 object=
 previous=
 for argument in "$@"; do
-  case $previous in
-    -c) source=$argument ;;
-    -o) object=$argument ;;
+  case $argument in
+    *.cpp | *.cc | *.cxx | *.C | *.c++ | *.cp | *.CPP) [ "$previous" = "-o" ] || source=$argument ;;
   esac
+  [ "$previous" = "-o" ] && object=$argument
   previous=$argument
 done
 
@@ -65,8 +66,9 @@ if [ -n "$object" ]; then
     where=$(failing_spelling)
     header=${where%%:*}
     case $header in
-      "" | "$source" | *.c | *.cc | *.cpp | *.cxx | *.C | *.c++) break ;;
+      "" | "$source" | *.c | *.cc | *.cpp | *.cxx | *.C | *.c++ | *.cp | *.CPP) break ;;
     esac
+    case $header in /*) ;; *) header="$PWD/$header" ;; esac  # as the compiler, run here, found it
     case " $headers " in *" $header "*) break ;; esac
     headers="$headers $header"
     printf '#include "%s"\n' "$header" >> "$first_includes"

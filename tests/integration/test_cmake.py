@@ -558,3 +558,32 @@ def test_code_that_spells_operator_new_by_name_builds_unmodified(tmp_path):
     failed = subprocess.run([cmake(), "--build", str(strict)], capture_output=True, text=True)
     assert failed.returncode != 0
     assert "heaptype_new_macro__to_declare_an_operator_new_include_heaptype_undef_new_h" in failed.stdout + failed.stderr
+
+
+def test_the_compile_launcher_serves_other_build_systems_with_relative_paths(tmp_path):
+    """`sh $(heaptype --cmake-dir)/heaptype-compile.sh g++ ...` in front of a Makefile's
+    compiler: `-c -o main.o main.cpp` in make's order, the header found relative to the
+    directory the compiler runs in. The header is read before the macro by its absolute
+    path, and main.cpp's Widget[3]s stay typed."""
+    root = write_operator_new_project(tmp_path / "p")
+    launcher = ["sh", f"{CMAKE_DIR}/heaptype-compile.sh", require_tool("g++")]
+    cflags = subprocess.run([sys.executable, "-m", "heaptype", "--cflags"], check=True, capture_output=True,
+                            text=True).stdout.split()
+    ldflags = subprocess.run([sys.executable, "-m", "heaptype", "--ldflags"], check=True, capture_output=True,
+                             text=True).stdout.split()
+    said = []
+    for source in ("main.cpp", "pool.cpp"):
+        done = subprocess.run([*launcher, "-O2", *cflags, "-c", "-o", source.replace(".cpp", ".o"), source],
+                              cwd=root, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        said += [line for line in done.stderr.splitlines() if line.startswith("heaptype: ")]
+    assert said[0].startswith("heaptype: main.cpp: raw_allocator.h:5:") and \
+        f"read {root / 'raw_allocator.h'} before the new macro" in said[0], said
+    assert said[1].startswith("heaptype: pool.cpp: pool.cpp:") and "compiled without the new macro" in said[1], said
+    linked = subprocess.run([*launcher, "main.o", "pool.o", *ldflags, "-o", "app"], cwd=root, capture_output=True,
+                            text=True)
+    assert linked.returncode == 0 and "heaptype: " not in linked.stderr, linked.stderr
+    out = tmp_path / "app.htp"
+    subprocess.run([str(root / "app")], check=True, env={**os.environ, "HEAPTYPE_OUTPUT": str(out)})
+    rows = {row.type: row.allocations for row in heaptype.load(out).by_type()}
+    assert rows["Widget"] == 7 and "Gadget" not in rows and "Pooled" not in rows, rows

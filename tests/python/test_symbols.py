@@ -440,3 +440,23 @@ def test_lld_map_table(tmp_path):
         "            3d22             3d22        1     1                 heaptype::type_id<heaptype::labeled<int, MEM_TYPE_IMGBUF> >::tag\n"
     )
     assert map_file_type_tags(str(path)) == {0x3D21: "Foo", 0x3D22: "int [MEM_TYPE_IMGBUF]"}
+
+
+def test_a_function_of_internal_linkage_is_one_function_inlined_or_not(tmp_path):
+    """GCC's DWARF names a function of internal linkage (static, or in an anonymous
+    namespace) without a linkage name: where it was inlined its frame was `N::dup`, where
+    called out of line the symbol table's `N::dup(char const*, unsigned int)`, two rows of
+    `--by function` for one function (jsoncpp's duplicateAndPrefixStringValue). The inlined
+    frames now take the name of the function's out-of-line copy. tests/cpp/internal_inline.cpp."""
+    source = Path(__file__).resolve().parents[1] / "cpp" / "internal_inline.cpp"
+    program = tmp_path / "internal_inline"
+    subprocess.run([require_tool("g++"), "-O2", "-g", str(source), "-o", str(program)], check=True, capture_output=True)
+    output = tmp_path / "internal_inline.htp"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(program)],
+                          capture_output=True, text=True, env=environment, timeout=120)
+    assert done.returncode == 0, done.stderr
+    import heaptype
+    rows = {row.function: row.self.allocations for row in heaptype.load(output).by_function() if row.self.allocations}
+    assert rows == {"N::dup(char const*, unsigned int)": 17,
+                    "(anonymous namespace)::copy(char const*, unsigned int)": 17}, rows

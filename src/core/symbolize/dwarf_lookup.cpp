@@ -304,6 +304,12 @@ void DwarfLookup::collect_functions(Dwarf_Die* parent, Dwarf_Off parent_offset, 
       Dwarf_Addr base, low, high;
       for (ptrdiff_t at = 0; (at = dwarf_ranges(&child, at, &base, &low, &high)) > 0;)
         if (low != 0 && high > low) unit.functions.push_back(FunctionRange{low, high, dwarf_dieoffset(&child)});
+      Dwarf_Attribute origin_attr;
+      Dwarf_Die origin;
+      Dwarf_Addr entry = 0;
+      if (dwarf_attr(&child, DW_AT_abstract_origin, &origin_attr) && dwarf_formref_die(&origin_attr, &origin) &&
+          dwarf_lowpc(&child, &entry) == 0 && entry != 0)
+        out_of_line_starts_.emplace(dwarf_dieoffset(&origin), entry);
     } else if (is_container(tag)) {
       Dwarf_Off offset = dwarf_dieoffset(&child);
       if (parent_offset && unit.scoped) parents_[offset] = parent_offset;
@@ -389,6 +395,13 @@ std::vector<RawFrame> DwarfLookup::frames_at(uint64_t module_pc) {
     }
     if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine && is_sized_frame(frame.name))
       frame.type_argument_size = type_argument_size(&scopes[i]);
+    Dwarf_Attribute origin_attr;
+    Dwarf_Die origin;
+    if (i > 0 && frame.name.compare(0, 2, "_Z") != 0 && dwarf_attr(&scopes[i], DW_AT_abstract_origin, &origin_attr) &&
+        dwarf_formref_die(&origin_attr, &origin)) {
+      auto copy = out_of_line_starts_.find(dwarf_dieoffset(&origin));
+      if (copy != out_of_line_starts_.end()) frame.out_of_line_start = copy->second + bias_;
+    }
   }
   Dwarf_Die cudie;
   if (dwarf_offdie(dwarf_, unit->die_offset, &cudie) != nullptr) {

@@ -28,6 +28,11 @@ struct RawFrame {
   std::string file;  // "" unknown
   uint32_t line = 0;
   uint64_t type_argument_size = 0;  // see Frame::type_argument_size
+  // An inlined function that DWARF names without a linkage name (GCC gives none to a
+  // function of internal linkage: static, or in an anonymous namespace): where its
+  // out-of-line copy in the same unit starts, if it has one, so that the symbol table
+  // names it as it names that copy; else 0.
+  uint64_t out_of_line_start = 0;
 };
 
 class DwarfLookup {
@@ -112,6 +117,9 @@ class DwarfLookup {
   // Subprograms and scopes inside namespaces or classes -> that namespace or class.
   std::unordered_map<Dwarf_Off, Dwarf_Off> parents_;
   std::unordered_map<Dwarf_Off, std::string> names_;
+  // An abstract function's DIE -> the low pc of its out-of-line copy (a subprogram with
+  // code whose abstract origin it is), in the units indexed so far.
+  std::unordered_map<Dwarf_Off, uint64_t> out_of_line_starts_;
   std::unordered_map<Dwarf_Off, FunctionScopes> function_scopes_;
   std::unordered_map<Dwarf_Off, uint64_t> type_argument_sizes_;
   std::unordered_map<const char*, std::string> file_names_;

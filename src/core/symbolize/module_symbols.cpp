@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "../demangle.hpp"
@@ -100,6 +101,21 @@ bool ModuleSymbols::allocates_coroutine_frame(const std::vector<RawFrame>& chain
   return name != nullptr && functions_->starts_coroutine(name);
 }
 
+// An inlined frame's function: DWARF's name, or, for a function DWARF names without a
+// linkage name ("(anonymous namespace)::dup") that also has an out-of-line copy, the
+// symbol table's name of that copy ("(anonymous namespace)::dup(char const*, unsigned
+// int)"): calls inlined and calls out of line are one function (jsoncpp's
+// duplicateAndPrefixStringValue was two rows). A compiler's clone (.constprop, .isra)
+// keeps DWARF's name.
+std::string ModuleSymbols::inlined_name(const RawFrame& raw) {
+  if (raw.out_of_line_start) {
+    FunctionTable::Symbol copy = functions_->find(raw.out_of_line_start);
+    if (copy.name != nullptr && copy.start == raw.out_of_line_start && std::strchr(copy.name, '.') == nullptr)
+      return demangled(copy.name);
+  }
+  return demangled(raw.name.c_str());
+}
+
 // The symbol table names the out-of-line function; DWARF adds the functions
 // inlined at pc (innermost first) and the lines.
 CodeInfo ModuleSymbols::decode(uint64_t pc, bool lines) {
@@ -142,7 +158,7 @@ CodeInfo ModuleSymbols::decode(uint64_t pc, bool lines) {
     bool outermost = depth + 1 == chain.size();
     Frame frame;
     // The symbol table names the out-of-line function as nm does.
-    frame.function = outermost && symbol.name != nullptr ? info.function : demangled(raw.name.c_str());
+    frame.function = outermost && symbol.name != nullptr ? info.function : inlined_name(raw);
     frame.file = raw.file;
     frame.line = raw.line;
     frame.inlined = !outermost;

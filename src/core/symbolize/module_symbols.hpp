@@ -71,6 +71,7 @@ class ModuleSymbols {
  private:
   CodeInfo decode(uint64_t pc, bool lines);
   bool allocates_coroutine_frame(const std::vector<RawFrame>& chain, const char* symbol);
+  std::string inlined_name(const RawFrame& raw);
   bool find_cached(uint64_t pc, bool lines, CodeInfo* out) const;
   const std::string& demangled(const char* name);
 

@@ -24,7 +24,7 @@ const char kDefaultCacheDir[] = "<default>";
 namespace {
 
 const char kMagic[8] = {'H', 'T', 'S', 'Y', 'M', 'C', '\r', '\n'};
-constexpr uint32_t kFormatVersion = 8;  // bump when the layout or the meaning of entries changes
+constexpr uint32_t kFormatVersion = 9;  // bump when the layout or the meaning of entries changes
 constexpr uint32_t kNoString = 0xFFFFFFFFu;
 constexpr size_t kHeaderSize = 8 + 4 + 4 + 8 + 8;  // magic, version, reserved, payload size, checksum
 constexpr size_t kIndexItem = 8 + 4;               // pc, record offset

@@ -152,7 +152,7 @@ uint32_t Analysis::unnamed_function_name(const std::string& row, uint32_t contex
   for (uint32_t c = context_path(context); c != kNone; c = paths_.cell(c).prev) {
     const PathFrame& frame = paths_.cell(c).frame;
     if (library == 0) library = frame.module;
-    if (frame.module != library) break;
+    if (frame.module == 0 || frame.module != library) break;  // no module: a path of "(no call site)"
     if (paths_.is_unnamed(frame)) continue;
     return strings_.intern(unnamed_function_row(row, strings_.get(frame.name)));
   }

@@ -33,6 +33,12 @@ failing_spelling() {
   awk '/^[^ :]+:[0-9]+:[0-9]+: error/ && !/heaptype\/define_new\.h/ { sub(/: error.*/, ""); print; exit }' "$errors"
 }
 
+# Whether the argument names a C++ source file (by its extension).
+is_source() {
+  case $1 in *.cpp | *.cc | *.cxx | *.C | *.c++ | *.cp | *.CPP) return 0 ;; esac
+  return 1
+}
+
 finish() {
   cat "$errors" >&2
   rm -f "$errors"
@@ -48,9 +54,7 @@ source=
 object=
 previous=
 for argument in "$@"; do
-  case $argument in
-    *.cpp | *.cc | *.cxx | *.C | *.c++ | *.cp | *.CPP) [ "$previous" = "-o" ] || source=$argument ;;
-  esac
+  is_source "$argument" && [ "$previous" != "-o" ] && source=$argument
   [ "$previous" = "-o" ] && object=$argument
   previous=$argument
 done
@@ -65,9 +69,8 @@ if [ -n "$object" ]; then
   while [ -n "$first_includes" ] && [ "$tries" -lt 4 ] && failed_on_macro; do
     where=$(failing_spelling)
     header=${where%%:*}
-    case $header in
-      "" | "$source" | *.c | *.cc | *.cpp | *.cxx | *.C | *.c++ | *.cp | *.CPP) break ;;
-    esac
+    if [ -z "$header" ] || [ "$header" = "$source" ] || is_source "$header"; then break; fi
+    case $header in *.c) break ;; esac  # an included C file: not a header to read first
     case $header in /*) ;; *) header="$PWD/$header" ;; esac  # as the compiler, run here, found it
     case " $headers " in *" $header "*) break ;; esac
     headers="$headers $header"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -111,6 +112,14 @@ def run_profiled(program: Path, output: Path, *args: str, env: dict | None = Non
     environment.update(env or {})
     return subprocess.run([str(program), *args], capture_output=True, text=True, env=environment,
                           timeout=timeout)
+
+
+def run_preloaded(program: Path, output: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`heaptype run -o output -- program args...` (the runtime preloaded into a plain
+    program) with a clean HeapType environment."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
+    return subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(program), *args],
+                          capture_output=True, text=True, env=environment, timeout=timeout)
 
 
 def profile_chunks(data: bytes):

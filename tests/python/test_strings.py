@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import heaptype
-from conftest import CPP_DIR, run_profiled
+from conftest import CPP_DIR, run_preloaded, run_profiled
 from test_findings import require_ziglang
 from tooling import require_tool, run_once, shared_workdir
 
@@ -263,9 +263,7 @@ def test_thrown_objects_are_typed_in_a_preloaded_program(tmp_path, build_flags, 
         subprocess.run([require_tool("strip"), "--strip-all", str(exe)], check=True)
         assert b"_ZTI6Thrown" not in exe.read_bytes(), "strip left the typeinfo's symbol"
     output = tmp_path / "thrown_types_plain.htp"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
-    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe), str(THROWN)],
-                          capture_output=True, text=True, env=environment, timeout=120)
+    done = run_preloaded(exe, output, str(THROWN))
     truth = check_thrown_program_ran(done)
     profile = heaptype.load(output)
     assert profile.mode == "preloaded"
@@ -298,9 +296,7 @@ def test_copy_on_write_strings_of_a_preloaded_program_are_string_buffers(tmp_pat
     subprocess.run([cxx, "-O2", "-g", "-D_GLIBCXX_USE_CXX11_ABI=0", str(CPP_DIR / "cow_strings.cpp"), "-o", str(exe)],
                    check=True, capture_output=True)
     output = tmp_path / "cow_strings.htp"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
-    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe), "40"],
-                          capture_output=True, text=True, env=environment, timeout=120)
+    done = run_preloaded(exe, output, "40")
     assert done.returncode == 0, done.stderr
     truth = {key: int(value) for key, value in (item.split("=") for item in done.stdout.split())}
     rows = rows_with_inference(heaptype.load(output))
@@ -357,9 +353,7 @@ def test_a_filesystem_paths_components_are_named_by_the_member_that_keeps_them(
         subprocess.run([require_tool("g++"), "-std=c++17", "-O2", "-g", str(CPP_DIR / "filesystem_paths.cpp"), "-o",
                         str(program)], check=True, capture_output=True)
         output = tmp_path / "preloaded.htp"
-        environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
-        done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(program),
-                               str(FILESYSTEM_PATHS)], capture_output=True, text=True, env=environment, timeout=120)
+        done = run_preloaded(program, output, str(FILESYSTEM_PATHS))
     assert done.returncode == 0 and done.stdout == f"kept={FILESYSTEM_PATHS // 2}\n", done.stderr
     rows = rows_with_inference(heaptype.load(output))
     assert "libstdc++: function without a symbol" not in rows, sorted(rows)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_tool
+from conftest import require_tool, run_preloaded
 from tooling import missing
 from heaptype.analyze.symbols import (
     Mapping,
@@ -452,9 +452,7 @@ def test_a_function_of_internal_linkage_is_one_function_inlined_or_not(tmp_path)
     program = tmp_path / "internal_inline"
     subprocess.run([require_tool("g++"), "-O2", "-g", str(source), "-o", str(program)], check=True, capture_output=True)
     output = tmp_path / "internal_inline.htp"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("HEAPTYPE_")}
-    done = subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(program)],
-                          capture_output=True, text=True, env=environment, timeout=120)
+    done = run_preloaded(program, output)
     assert done.returncode == 0, done.stderr
     import heaptype
     rows = {row.function: row.self.allocations for row in heaptype.load(output).by_function() if row.self.allocations}

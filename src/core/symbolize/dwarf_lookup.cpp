@@ -304,11 +304,9 @@ void DwarfLookup::collect_functions(Dwarf_Die* parent, Dwarf_Off parent_offset, 
       Dwarf_Addr base, low, high;
       for (ptrdiff_t at = 0; (at = dwarf_ranges(&child, at, &base, &low, &high)) > 0;)
         if (low != 0 && high > low) unit.functions.push_back(FunctionRange{low, high, dwarf_dieoffset(&child)});
-      Dwarf_Attribute origin_attr;
       Dwarf_Die origin;
       Dwarf_Addr entry = 0;
-      if (dwarf_attr(&child, DW_AT_abstract_origin, &origin_attr) && dwarf_formref_die(&origin_attr, &origin) &&
-          dwarf_lowpc(&child, &entry) == 0 && entry != 0)
+      if (follow(&child, DW_AT_abstract_origin, &origin) && dwarf_lowpc(&child, &entry) == 0 && entry != 0)
         out_of_line_starts_.emplace(dwarf_dieoffset(&origin), entry);
     } else if (is_container(tag)) {
       Dwarf_Off offset = dwarf_dieoffset(&child);
@@ -395,10 +393,8 @@ std::vector<RawFrame> DwarfLookup::frames_at(uint64_t module_pc) {
     }
     if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine && is_sized_frame(frame.name))
       frame.type_argument_size = type_argument_size(&scopes[i]);
-    Dwarf_Attribute origin_attr;
     Dwarf_Die origin;
-    if (i > 0 && frame.name.compare(0, 2, "_Z") != 0 && dwarf_attr(&scopes[i], DW_AT_abstract_origin, &origin_attr) &&
-        dwarf_formref_die(&origin_attr, &origin)) {
+    if (i > 0 && frame.name.compare(0, 2, "_Z") != 0 && follow(&scopes[i], DW_AT_abstract_origin, &origin)) {
       auto copy = out_of_line_starts_.find(dwarf_dieoffset(&origin));
       if (copy != out_of_line_starts_.end()) frame.out_of_line_start = copy->second + bias_;
     }

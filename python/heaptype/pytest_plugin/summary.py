@@ -138,10 +138,13 @@ class HeapSession:
 
 def _warning_is_error(config: pytest.Config, warning: Warning) -> bool:
     """Whether pytest's warning filters (-W, filterwarnings) turn this warning into an error."""
-    try:
-        from _pytest.warnings import apply_warning_filters
-    except ImportError:  # pragma: no cover - pytest keeps it; without it, warnings stay warnings
-        return False
+    try:  # pytest's own filters: in _pytest.config (pytest 9.2 no longer imports it into _pytest.warnings)
+        from _pytest.config import apply_warning_filters
+    except ImportError:  # pragma: no cover - older pytest
+        try:
+            from _pytest.warnings import apply_warning_filters
+        except ImportError:  # without it, warnings stay warnings
+            return False
     with warnings.catch_warnings(record=True):
         apply_warning_filters(config.getini("filterwarnings"), config.known_args_namespace.pythonwarnings or [])
         try:

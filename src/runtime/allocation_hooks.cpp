@@ -86,32 +86,52 @@ struct TypedBlock {
 
 constexpr TypedBlock kUntyped = {0, 0, 0, false};
 
-// `size` bytes for the program, aligned to `alignment` (a power of two), by a
-// function of `family`; null when glibc has no memory.
-__attribute__((always_inline)) inline void* allocate(size_t size, size_t alignment, unsigned family, void* call_site,
-                                                     void* frame, const TypedBlock& typed = kUntyped) {
-  unsigned code;
-  if (!rt::runtime_active() || !header_offset_code(alignment, &code)) return raw_allocate(size, alignment);
-  size_t offset = rt::header_offset(code);
-  if (size > SIZE_MAX - offset) return nullptr;
-  char* base = static_cast<char*>(code ? __libc_memalign(alignment, size + offset) : __libc_malloc(size + offset));
-  if (__builtin_expect(!base, 0)) return nullptr;
-  void* p = base + offset;
+// The runtime's block for `size` bytes at `p` (glibc's allocation at `base`, the
+// header's offset code `code`), recorded. kOrdinary: the caller saw rt::ordinary().
+template <bool kOrdinary>
+__attribute__((always_inline)) inline void* record_block(char* base, void* p, size_t size, unsigned code,
+                                                         unsigned family, void* call_site, void* frame,
+                                                         const TypedBlock& typed) {
   if (__builtin_expect(!rt::mark_block_start(p), 0)) return base;  // beyond the table: no header, not ours
   uintptr_t site = reinterpret_cast<uintptr_t>(call_site), fp = reinterpret_cast<uintptr_t>(frame);
   if (typed.type_tag) {
     uint64_t count = 1;
     if (typed.array) count = size > typed.cookie ? (size - typed.cookie) / typed.elem_size : 0;
     if (__builtin_expect(code == 0, 1))
-      rt::on_typed_block(p, size, family, typed.type_tag, count, site, fp);
+      rt::on_typed_block<kOrdinary>(p, size, family, typed.type_tag, count, site, fp);
     else
       rt::on_typed_aligned_block(p, size, code, family, typed.type_tag, count, site, fp);
   } else if (__builtin_expect(code == 0, 1)) {
-    rt::on_new_block(p, size, family, site, fp);
+    rt::on_new_block<kOrdinary>(p, size, family, site, fp);
   } else {
     rt::on_block(p, size, code, family, site, fp);
   }
   return p;
+}
+
+// allocate() when the runtime is not in its ordinary case (see rt::ordinary()), or the
+// block is over-aligned.
+__attribute__((noinline)) void* allocate_in_general(size_t size, size_t alignment, unsigned family, void* call_site,
+                                                    void* frame, const TypedBlock& typed) {
+  unsigned code;
+  if (!rt::runtime_active() || !header_offset_code(alignment, &code)) return raw_allocate(size, alignment);
+  size_t offset = rt::header_offset(code);
+  if (size > SIZE_MAX - offset) return nullptr;
+  char* base = static_cast<char*>(code ? __libc_memalign(alignment, size + offset) : __libc_malloc(size + offset));
+  if (__builtin_expect(!base, 0)) return nullptr;
+  return record_block<false>(base, base + offset, size, code, family, call_site, frame, typed);
+}
+
+// `size` bytes for the program, aligned to `alignment` (a power of two), by a
+// function of `family`; null when glibc has no memory.
+__attribute__((always_inline)) inline void* allocate(size_t size, size_t alignment, unsigned family, void* call_site,
+                                                     void* frame, const TypedBlock& typed = kUntyped) {
+  if (__builtin_expect(alignment > kDefault || !rt::ordinary(), 0))
+    return allocate_in_general(size, alignment, family, call_site, frame, typed);
+  if (size > SIZE_MAX - rt::kHeaderSize) return nullptr;
+  char* base = static_cast<char*>(__libc_malloc(size + rt::kHeaderSize));
+  if (__builtin_expect(!base, 0)) return nullptr;
+  return record_block<true>(base, base + rt::kHeaderSize, size, 0, family, call_site, frame, typed);
 }
 
 // [new.delete.single]: call the new_handler until it succeeds or there is none.
@@ -187,28 +207,44 @@ __attribute__((noinline)) void mismatched_release(void* p, const rt::BlockHeader
 }
 
 // Releases the block of ours at p (header h, marked at `mark`), for the hook whose
-// frame address is `frame`.
+// frame address is `frame`. kOrdinary: the caller saw rt::ordinary().
+template <bool kOrdinary>
 __attribute__((always_inline)) inline void release_sealed(void* p, rt::BlockHeader* h, unsigned code, uint8_t* mark,
                                                           void* frame) noexcept {
   // false: another thread's block on probation, which its owner releases
-  if (!rt::on_free_block(p, h, reinterpret_cast<uintptr_t>(frame))) return;
-  rt::clear_block_start(mark);           // before glibc may hand the memory out again; a second free
-  if (__builtin_expect(rt::g_keep_released_memory, 0)) return;  // of p is then a foreign free (glibc
-  __libc_free(rt::allocation_base(p, code));                    // reports it)
+  if (!rt::on_free_block<kOrdinary>(p, h, reinterpret_cast<uintptr_t>(frame))) return;
+  rt::clear_block_start(mark);  // before glibc may hand the memory out again; a second free
+                                // of p is then a foreign free (glibc reports it)
+  if (!kOrdinary && __builtin_expect(rt::g_keep_released_memory, 0)) return;
+  __libc_free(rt::allocation_base(p, code));
 }
 
-// Releases the block at p for a function of `family`; `call_site` and `frame` are
-// the release function's own (for a finding's call path).
-__attribute__((always_inline)) inline void release(void* p, unsigned family, void* call_site, void* frame) noexcept {
-  if (!p) return;
-  if (!rt::headers_on()) return __libc_free(p);
+// A block of ours at p, released by a function of `family`. kOrdinary: the caller saw
+// rt::ordinary().
+template <bool kOrdinary>
+__attribute__((always_inline)) inline void release_block(void* p, unsigned family, void* call_site,
+                                                         void* frame) noexcept {
   unsigned code, allocated;
   uint8_t* mark;
   rt::BlockHeader* h = rt::sealed_header(p, &code, &allocated, &mark);
   if (!h) return release_foreign(p, family, call_site, frame);
   if (__builtin_expect(allocated != family && family != rt::kFamilyAny, 0))
     mismatched_release(p, h, allocated, family, call_site, frame);
-  release_sealed(p, h, code, mark, frame);
+  release_sealed<kOrdinary>(p, h, code, mark, frame);
+}
+
+// release() when the runtime is not in its ordinary case (see rt::ordinary()).
+__attribute__((noinline)) void release_in_general(void* p, unsigned family, void* call_site, void* frame) noexcept {
+  if (!rt::headers_on()) return __libc_free(p);
+  release_block<false>(p, family, call_site, frame);
+}
+
+// Releases the block at p for a function of `family`; `call_site` and `frame` are
+// the release function's own (for a finding's call path).
+__attribute__((always_inline)) inline void release(void* p, unsigned family, void* call_site, void* frame) noexcept {
+  if (!p) return;
+  if (__builtin_expect(!rt::ordinary(), 0)) return release_in_general(p, family, call_site, frame);
+  release_block<true>(p, family, call_site, frame);
 }
 
 // The program's bytes of a block of ours: the header's size, or what glibc gives.
@@ -314,12 +350,12 @@ extern "C" {
 HEAPTYPE_EXPORT void* heaptype_typed_new(size_t size, size_t alignment, const void* type_tag, size_t elem_size,
                                          unsigned kind) {
   // The common case inline: one object of default alignment, the memo knows its site.
-  if (__builtin_expect(kind == kSingle && alignment <= kDefault && size && rt::headers_on(), 1)) {
+  if (__builtin_expect(kind == kSingle && alignment <= kDefault && size && rt::ordinary(), 1)) {
     char* base = static_cast<char*>(__libc_malloc(size + rt::kHeaderSize));
     if (__builtin_expect(base != nullptr, 1)) {
       void* p = base + rt::kHeaderSize;
       if (__builtin_expect(!rt::mark_block_start(p), 0)) return base;  // beyond the table: not ours
-      rt::on_typed_block(p, size, rt::kFamilyNew, reinterpret_cast<uintptr_t>(type_tag), 1,
+      rt::on_typed_block<true>(p, size, rt::kFamilyNew, reinterpret_cast<uintptr_t>(type_tag), 1,
                          reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
                          reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
       return p;
@@ -347,7 +383,10 @@ HEAPTYPE_EXPORT void heaptype_typed_delete(void* p, const void* type_tag, size_t
     mismatched_release(p, h, allocated, family, HEAPTYPE_CALLER);
   else if (__builtin_expect(size_disagrees(h, size, kind), 0))
     mismatched_delete(p, h, type_tag, size, HEAPTYPE_CALLER);
-  release_sealed(p, h, code, mark, __builtin_frame_address(0));
+  if (__builtin_expect(rt::ordinary(), 1))
+    release_sealed<true>(p, h, code, mark, __builtin_frame_address(0));
+  else
+    release_sealed<false>(p, h, code, mark, __builtin_frame_address(0));
 }
 
 }  // extern "C"
@@ -402,7 +441,7 @@ HEAPTYPE_EXPORT void* calloc(size_t count, size_t size) {
   if (!base) return nullptr;
   void* p = base + rt::kHeaderSize;
   if (__builtin_expect(!rt::mark_block_start(p), 0)) return base;  // beyond the table: not ours
-  rt::on_new_block(p, bytes, rt::kFamilyMalloc, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
+  rt::on_new_block<false>(p, bytes, rt::kFamilyMalloc, reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
                    reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
   return p;
 }

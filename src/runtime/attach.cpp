@@ -91,6 +91,7 @@ __attribute__((visibility("default"))) int heaptype_detach(void) {
   rt::g_detached = true;
   rt::restore_allocation_hooks();
   rt::g_recording.store(false);
+  rt::refresh_ordinary();
   rt::finish(false);
   rt::writer_close();
   return 1;

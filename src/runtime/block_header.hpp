@@ -16,8 +16,8 @@
 // the runtime never handed out (allocated before profiling started, by
 // __libc_malloc directly, by glibc's own loader, or an object the program placed in
 // its own pool) is passed to glibc untouched, and nothing is ever written before it.
-// The seal then checks the header itself: a hash of the block's address with a
-// per-process secret, whose low 4 bits give the header's offset from the start of
+// The seal then checks the header itself: the block's address under a per-process
+// secret, whose low 4 bits give the header's offset from the start of
 // the glibc allocation and whose next 2 bits the function family that allocated it
 // (malloc, operator new, operator new[]): a free(), delete or delete[] of another
 // family is a finding (see Family).
@@ -91,9 +91,11 @@ inline bool owner_current(uint64_t owner) { return owner && ((owner >> 56) & 15)
 
 extern uint64_t g_seal_secret;
 
-inline uint32_t seal_of(uintptr_t p) {
-  return static_cast<uint32_t>(((p ^ g_seal_secret) * 0x9E3779B97F4A7C15ull) >> 32) & ~uint32_t{63};
-}
+// The address's low 32 bits under the secret's: for a given block a fixed 26-bit
+// value that bytes the program wrote over the header match once in 2^26, as a hash
+// would, in two instructions (the table of block starts, not the seal, decides what
+// is ours).
+inline uint32_t seal_of(uintptr_t p) { return static_cast<uint32_t>(p ^ g_seal_secret) & ~uint32_t{63}; }
 
 inline BlockHeader* header_of(const void* p) {
   return reinterpret_cast<BlockHeader*>(reinterpret_cast<uintptr_t>(p) - kHeaderSize);

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "spinlock.hpp"
+#include "tracker.hpp"
 
 namespace heaptype {
 namespace runtime {
@@ -71,7 +72,10 @@ void spawn_ticker() {
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, 64 * 1024);
   pthread_t thread;
-  if (pthread_create(&thread, &attr, ticker_main, nullptr) != 0) g_ticker_running.store(false);
+  if (pthread_create(&thread, &attr, ticker_main, nullptr) != 0) {
+    g_ticker_running.store(false);
+    refresh_ordinary();
+  }
   pthread_attr_destroy(&attr);
 }
 
@@ -100,6 +104,7 @@ void set_up_clock(uint64_t interval_us, void (*on_tick_second)()) {
 
 void start_clock(uint64_t interval_us, void (*on_tick_second)()) {
   if (g_ticker_running.exchange(true)) return;
+  refresh_ordinary();
   g_deferred.store(false);
   set_up_clock(interval_us, on_tick_second);
   spawn_ticker();
@@ -123,6 +128,7 @@ uint64_t tick_without_ticker(bool* due) noexcept {
 void start_deferred_ticker() {
   if (!g_deferred.exchange(false)) return;  // another thread started it
   g_ticker_running.store(true);
+  refresh_ordinary();
   spawn_ticker();
 }
 
@@ -133,6 +139,7 @@ void clock_after_fork_in_child() {
   g_clock.store(0, std::memory_order_relaxed);
   bool was_deferred = g_deferred.load();
   g_ticker_running.store(false);
+  refresh_ordinary();
   if (was_deferred)
     start_clock_deferred(g_interval_us, g_on_second, g_defer_ns);
   else

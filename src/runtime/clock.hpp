@@ -66,8 +66,10 @@ inline bool clock_running() { return g_ticker_running.load(std::memory_order_rel
 
 // The time of an ordinary event: the ticker's last tick, or while it waits the coarse
 // clock's (published).
+// kOrdinary: the caller saw ordinary() (tracker.hpp), so the ticker runs.
+template <bool kOrdinary = false>
 __attribute__((always_inline)) inline uint64_t event_tick() noexcept {
-  if (__builtin_expect(clock_running(), 1)) return now_tick();
+  if (kOrdinary || __builtin_expect(clock_running(), 1)) return now_tick();
   bool due;
   return tick_without_ticker(&due);
 }

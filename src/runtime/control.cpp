@@ -49,6 +49,20 @@ std::atomic<int> g_state{kUninitialized};
 std::atomic<bool> g_recording{true};
 bool g_keep_released_memory = false;
 bool g_finished = false;
+std::atomic<bool> g_ordinary{false};
+
+// A store after each change of its conditions; two threads that change different ones
+// at once both read them again after their store, so the last store made is of them all.
+void refresh_ordinary() {
+  for (;;) {
+    bool now = g_state.load() == kActive && g_recording.load() && clock_running() && !g_aggregating &&
+               !g_write_addresses && !g_finished && !g_keep_released_memory;
+    g_ordinary.store(now);
+    if ((g_state.load() == kActive && g_recording.load() && clock_running() && !g_aggregating &&
+         !g_write_addresses && !g_finished && !g_keep_released_memory) == now)
+      return;
+  }
+}
 
 namespace {
 
@@ -270,6 +284,7 @@ void fork_child() {
   expand_output_path(g_output_pattern, true, path, sizeof path);
   writer_open_later(path, kClockTickNs);
   g_finished = false;
+  refresh_ordinary();
   g_pid = getpid();
 }
 
@@ -372,7 +387,7 @@ int start_up() {
   note_runtime_only_libraries();
   const char* start = getenv("HEAPTYPE_START");
   if (start && (std::strcmp(start, "stopped") == 0 || std::strcmp(start, "0") == 0))
-    g_recording.store(false);
+    g_recording.store(false);  // refresh_ordinary() follows when the state is set
   set_callstack_mode(callstack_mode_from_env());
   const char* pattern = attach_output() ? attach_output() : getenv("HEAPTYPE_OUTPUT");
   g_output_pattern[0] = '\0';
@@ -450,6 +465,7 @@ int ensure_initialized() {
     keep_children_unprofiled_if_asked();
     tls_initializing = false;
     g_state.store(result, std::memory_order_release);
+    refresh_ordinary();
     return result;
   }
 }
@@ -469,8 +485,10 @@ void finish(bool process_ends, format::EndCause cause) {
   // Nor when libstdc++ is the runtime's alone: its pool was never the profile's.
   if (process_ends && __gnu_cxx::__freeres && !runtime_import_allocations_left_out()) {
     g_keep_released_memory = true;
+    refresh_ordinary();
     __gnu_cxx::__freeres();
     g_keep_released_memory = false;
+    refresh_ordinary();
   }
   if (ThreadState* t = tls_thread_state) {
     // Blocks this thread allocated that other threads freed while they were on
@@ -486,6 +504,7 @@ void finish(bool process_ends, format::EndCause cause) {
   if (aggregating()) aggregate_note_waiting();
   g_aggregating = false;  // what comes after the END chunk is written as events
   g_finished = true;
+  refresh_ordinary();
 }
 
 // exec and _exit are async-signal-safe: a handler may call them while its thread is
@@ -537,11 +556,15 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status) {
 __attribute__((visibility("default"), noreturn)) void _Exit(int status) { _exit(status); }
 
 __attribute__((visibility("default"))) void heaptype_start(void) {
-  if (rt::ensure_initialized() == rt::kActive) rt::g_recording.store(true);
+  if (rt::ensure_initialized() != rt::kActive) return;
+  rt::g_recording.store(true);
+  rt::refresh_ordinary();
 }
 
 __attribute__((visibility("default"))) void heaptype_stop(void) {
-  if (rt::ensure_initialized() == rt::kActive) rt::g_recording.store(false);
+  if (rt::ensure_initialized() != rt::kActive) return;
+  rt::g_recording.store(false);
+  rt::refresh_ordinary();
 }
 
 __attribute__((visibility("default"))) int heaptype_dump(const char* path) {

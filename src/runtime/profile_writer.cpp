@@ -22,6 +22,7 @@
 #include "internal_memory.hpp"
 #include "libc_next.hpp"
 #include "spinlock.hpp"
+#include "tracker.hpp"
 
 // zstd's tracing hooks, weak references in its compressor: defined here, and made local
 // with zstd's own symbols (cmake/PrivateZstd.cmake), so that a program's tracing hooks
@@ -545,6 +546,7 @@ bool writer_open(const char* path, uint64_t clock_tick_ns, bool addresses) {
   LoadCounts loads = load_counts();
   LockGuard guard(g_lock);
   g_write_addresses = addresses;
+  refresh_ordinary();
   return open_locked(path, clock_tick_ns, loads);
 }
 

@@ -266,8 +266,11 @@ inline void stamp(ThreadState* t, uint64_t time) {
 }
 
 // Address mode: the block's address after ALLOC, FREE, FREE_REMOTE and MOVE.
+// kOrdinary (here and below): the caller saw ordinary() (tracker.hpp): full events
+// without addresses, not finished.
+template <bool kOrdinary = false>
 inline void put_address(ThreadState* t, uintptr_t address) {
-  if (__builtin_expect(g_write_addresses, 0))
+  if (!kOrdinary && __builtin_expect(g_write_addresses, 0))
     put_record_varint(t, format::encode_address_delta(address, t->last_address));
 }
 
@@ -278,14 +281,15 @@ __attribute__((always_inline)) inline void note_stack_depth(ThreadState* t, uint
   if (frame < t->stack_deepest && frame >= t->stack.low) t->stack_deepest = frame;
 }
 
+template <bool kOrdinary = false>
 __attribute__((always_inline)) inline void emit_alloc(ThreadState* t, uint32_t site, uintptr_t address,
                                                      uint64_t time) {
-  if (aggregating()) return aggregate_alloc(t, site);
+  if (!kOrdinary && aggregating()) return aggregate_alloc(t, site);
   reserve_record(t);
   stamp(t, time);  // first: the depth of this allocation belongs to its own tick
   note_stack_depth(t, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
   put_record_varint(t, format::alloc_record_head(format::site_distance(t->newest_site, site)));
-  put_address(t, address);
+  put_address<kOrdinary>(t, address);
   t->last_address = address;
   t->last_alloc = {address, site};
   bump(t->allocations, 1);
@@ -293,9 +297,10 @@ __attribute__((always_inline)) inline void emit_alloc(ThreadState* t, uint32_t s
 
 // A free of one of this thread's own blocks: FREE_LAST when it is the block the
 // last ALLOC record named and nothing was allocated since, FREE otherwise.
+template <bool kOrdinary = false>
 __attribute__((always_inline)) inline void emit_local_free(ThreadState* t, uint32_t site, uintptr_t address,
                                                           uint64_t time) {
-  if (aggregating()) return aggregate_free(t, t->number, site);
+  if (!kOrdinary && aggregating()) return aggregate_free(t, t->number, site);
   reserve_record(t);
   stamp(t, time);
   LastAlloc& last = t->last_alloc;
@@ -304,7 +309,7 @@ __attribute__((always_inline)) inline void emit_local_free(ThreadState* t, uint3
     last.address = 0;
   } else {
     put_record_varint(t, format::free_record_head(format::site_distance(t->newest_site, site)));
-    put_address(t, address);
+    put_address<kOrdinary>(t, address);
   }
   bump(t->frees, 1);
 }
@@ -331,9 +336,10 @@ inline void emit_finding(ThreadState* t, format::FindingKind kind, uint32_t thre
 
 // The event's records are complete: collectors may take them (and, once the
 // profile is finished, they go to the file at once).
+template <bool kOrdinary = false>
 inline void end_event(ThreadState* t) {
   t->committed.store(t->used, std::memory_order_release);
-  if (__builtin_expect(g_finished, 0)) flush_own(t);
+  if (!kOrdinary && __builtin_expect(g_finished, 0)) flush_own(t);
 }
 
 // Collector side: writes out what the owner has committed.

@@ -605,7 +605,7 @@ void on_block(void* p, size_t size, unsigned offset_code, unsigned family, uintp
     t->busy = true;
     uintptr_t address = address_of(p);
     uint32_t node = g_contexts_enabled ? allocation_context(t, call_site, frame) : 0;
-    if (!record_known_allocation(t, address, size, call_site, node, &owner))
+    if (!record_known_allocation<false>(t, address, size, call_site, node, &owner))
       owner = record_new_call_site(t, address, size, call_site, node, frame);
     t->busy = false;
   }
@@ -685,7 +685,7 @@ void on_reallocated_away(void* old, const BlockHeader& saved) {
 void on_reallocated(void* old, void* p, const BlockHeader& saved, size_t size, uintptr_t call_site,
                     uintptr_t frame) {
   on_reallocated_away(old, saved);
-  on_new_block(p, size, kFamilyMalloc, call_site, frame);
+  on_new_block<false>(p, size, kFamilyMalloc, call_site, frame);
 }
 
 void on_foreign_release(void* p) {

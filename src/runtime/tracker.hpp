@@ -51,6 +51,14 @@ inline bool runtime_active() {
   return state == kUninitialized || state == kStarting ? ensure_initialized() == kActive : false;
 }
 
+// The hooks' ordinary case, one load instead of one per condition on every allocation
+// and free: the runtime active and recording, the ticker running, full events without
+// addresses, the profile not finished, released memory handed back. Each function that
+// changes one of these calls refresh_ordinary() after the change.
+extern std::atomic<bool> g_ordinary;
+inline bool ordinary() { return g_ordinary.load(std::memory_order_acquire); }
+void refresh_ordinary();
+
 // Whether blocks may carry headers: only once the runtime is active (never before,
 // never when it is disabled), and then until the process ends.
 inline bool headers_on() { return g_state.load(std::memory_order_acquire) == kActive; }

@@ -212,7 +212,7 @@ template <bool kOrdinary>
 __attribute__((always_inline)) inline void release_sealed(void* p, rt::BlockHeader* h, unsigned code, uint8_t* mark,
                                                           void* frame) noexcept {
   // false: another thread's block on probation, which its owner releases
-  if (!rt::on_free_block<kOrdinary>(p, h, reinterpret_cast<uintptr_t>(frame))) return;
+  if (!rt::on_free_block<kOrdinary>(p, h, code, reinterpret_cast<uintptr_t>(frame))) return;
   rt::clear_block_start(mark);  // before glibc may hand the memory out again; a second free
                                 // of p is then a foreign free (glibc reports it)
   if (!kOrdinary && __builtin_expect(rt::g_keep_released_memory, 0)) return;

@@ -12,7 +12,7 @@
 // The table: one byte per 32 bytes of address space. Two blocks' starts are always
 // at least 32 bytes apart (a glibc chunk is at least 32 bytes and a block's start
 // lies 16 or more bytes into it), and every start is 16-byte aligned, so a byte
-// names the block starting in its 32 bytes, if any: 1 at offset 0, 2 at offset 16.
+// names the block starting in its 32 bytes, if any: 1 at offset 0, 17 at offset 16.
 // Plain byte stores need no read-modify-write: a block is unmarked before glibc can
 // hand its memory to another thread, and marked before the program sees it.
 //
@@ -39,7 +39,7 @@ constexpr size_t kLeafBytes = size_t{1} << (kLeafShift - kGranuleShift);
 extern std::atomic<uint8_t*> g_start_leaves[kLeafCount];
 
 // The byte that marks a start at p (16-byte aligned): which half of its 32 bytes.
-inline uint8_t start_mark(uintptr_t p) { return static_cast<uint8_t>(1 + ((p >> 4) & 1)); }
+inline uint8_t start_mark(uintptr_t p) { return static_cast<uint8_t>((p & 16) | 1); }
 
 inline uint8_t* start_byte(uint8_t* leaf, uintptr_t p) {
   return leaf + ((p & ((uintptr_t{1} << kLeafShift) - 1)) >> kGranuleShift);

@@ -102,17 +102,18 @@ __attribute__((always_inline)) inline void on_typed_block(void* p, size_t size, 
   leave_runtime(t);
 }
 
-// The program frees the sealed block at `p`, from the hook whose frame address is
-// `frame`. False when the memory must stay allocated for now (another thread's block
-// on probation: its owner releases it).
+// The program frees the sealed block at `p` (its header's offset code `offset_code`),
+// from the hook whose frame address is `frame`. False when the memory must stay
+// allocated for now (another thread's block on probation: its owner releases it).
 template <bool kOrdinary>
-__attribute__((always_inline)) inline bool on_free_block(void* p, BlockHeader* h, uintptr_t frame) {
+__attribute__((always_inline)) inline bool on_free_block(void* p, BlockHeader* h, unsigned offset_code,
+                                                         uintptr_t frame) {
   ThreadState* t = tls_thread_state;
   uint64_t owner = load_owner(h);
   // This thread's, of this process, not on probation, not over-aligned.
   bool own_plain_block = t && !t->busy &&
                          (owner & (kOwnerThreadAndEpoch | kOwnerProbation | kOwnerFreed)) == t->owner_base &&
-                         !(h->seal & kMaxOffsetCode);
+                         offset_code == 0;
   if (__builtin_expect(!own_plain_block, 0)) return on_release(p, h, frame);
   t->busy = true;
   uintptr_t address = reinterpret_cast<uintptr_t>(p);

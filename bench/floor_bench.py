@@ -10,8 +10,11 @@ exact design can leave out, alone, beside HeapType, in the same interleaved roun
   (bench/header_pad.cpp); a walk of the frame-pointer chain of every allocation to the
   top of its stack and nothing else; both; the header with a table of block starts
   (each block's start marked in a byte table, checked and cleared at its delete: how
-  HeapType knows a block is its own without a guess); the three together; HeapType
-  types only; HeapType default.
+  HeapType knows a block is its own without a guess); the three together; the header,
+  the table and a record of each event (the call site's site number from a per-thread
+  memo, kept in the header, one varint record per allocation and per free into a
+  thread's buffer, a clock checked: the least an exact profile of types over time
+  writes); the four together; HeapType types only; HeapType default.
   Medians of wall time (and of CPU time: HeapType's writer thread compresses on the
   other core), with the rounds' quartiles, as ratios to plain.
 * peak RSS (--loop: bench/long_loop.cpp): plain; the 16-byte header; the header and a
@@ -56,6 +59,10 @@ TIME_VARIANTS = {
     "header + walk": ("both", FRAME_POINTERS, ["-DPAD=16", "-DWALK=1"], None),
     "header + starts": ("and each block's start marked in a byte table", [], ["-DPAD=16", "-DSTARTS=1"], None),
     "header + starts + walk": ("all three", FRAME_POINTERS, ["-DPAD=16", "-DSTARTS=1", "-DWALK=1"], None),
+    "header + starts + record": ("and a site and a record per event", [],
+                                 ["-DPAD=16", "-DSTARTS=1", "-DRECORD=1"], None),
+    "header + starts + record + walk": ("all four", FRAME_POINTERS,
+                                        ["-DPAD=16", "-DSTARTS=1", "-DRECORD=1", "-DWALK=1"], None),
     "HeapType types only": ("heaptype --callstack none", [], None, ["--callstack", "none"]),
     "HeapType default": ("heaptype (frame-pointer call paths)", [], None, []),
 }

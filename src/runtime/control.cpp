@@ -51,16 +51,20 @@ bool g_keep_released_memory = false;
 bool g_finished = false;
 std::atomic<bool> g_ordinary{false};
 
+namespace {
+bool ordinary_now() {
+  return g_state.load() == kActive && g_recording.load() && clock_running() && !g_aggregating && !g_write_addresses &&
+         !g_finished && !g_keep_released_memory;
+}
+}  // namespace
+
 // A store after each change of its conditions; two threads that change different ones
 // at once both read them again after their store, so the last store made is of them all.
 void refresh_ordinary() {
   for (;;) {
-    bool now = g_state.load() == kActive && g_recording.load() && clock_running() && !g_aggregating &&
-               !g_write_addresses && !g_finished && !g_keep_released_memory;
+    bool now = ordinary_now();
     g_ordinary.store(now);
-    if ((g_state.load() == kActive && g_recording.load() && clock_running() && !g_aggregating &&
-         !g_write_addresses && !g_finished && !g_keep_released_memory) == now)
-      return;
+    if (ordinary_now() == now) return;
   }
 }
 

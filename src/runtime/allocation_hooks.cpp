@@ -349,17 +349,11 @@ extern "C" {
 // runtime, with the type and the size together.
 HEAPTYPE_EXPORT void* heaptype_typed_new(size_t size, size_t alignment, const void* type_tag, size_t elem_size,
                                          unsigned kind) {
-  // The common case inline: one object of default alignment, the memo knows its site.
-  if (__builtin_expect(kind == kSingle && alignment <= kDefault && size && rt::ordinary(), 1)) {
-    char* base = static_cast<char*>(__libc_malloc(size + rt::kHeaderSize));
-    if (__builtin_expect(base != nullptr, 1)) {
-      void* p = base + rt::kHeaderSize;
-      if (__builtin_expect(!rt::mark_block_start(p), 0)) return base;  // beyond the table: not ours
-      rt::on_typed_block<true>(p, size, rt::kFamilyNew, reinterpret_cast<uintptr_t>(type_tag), 1,
-                         reinterpret_cast<uintptr_t>(__builtin_return_address(0)),
-                         reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
-      return p;
-    }
+  // The common case inline: one object, allocate()'s ordinary path; the rest (no memory
+  // yet, arrays, nothrow) below.
+  if (__builtin_expect(kind == kSingle && size, 1)) {
+    TypedBlock one = {reinterpret_cast<uintptr_t>(type_tag), elem_size ? elem_size : 1, 0, false};
+    if (void* p = allocate(size, alignment, rt::kFamilyNew, HEAPTYPE_CALLER, one)) return p;
   }
   bool nothrow = kind & kNothrow;
   kind &= ~kNothrow;

@@ -301,8 +301,8 @@ const MergedTree* Analysis::live_tree() {
       if (placed == frame_of_path.end())
         placed = frame_of_path.emplace(path, add_frames(&live_tree_, path, [](uint32_t, uint32_t) {})).first;
       Figures& leaf = live_tree_.node(live_tree_.child(placed->second, MergedTree::kType, p.type_group, false)).total;
-      leaf.live_blocks += p.figures.live_blocks;
-      leaf.live_bytes += p.figures.live_bytes;
+      leaf.live_blocks = Figures::plus(leaf.live_blocks, p.figures.live_blocks);
+      leaf.live_bytes = Figures::plus(leaf.live_bytes, p.figures.live_bytes);
     }
   }
   return &live_tree_;
@@ -363,7 +363,7 @@ std::vector<std::pair<std::string, Figures>> Analysis::untyped_callers() {
       if (!p.known || !p.selected || types_[p.type_group].name != 0) continue;
       Figures& f = by_caller[untyped_caller(p.context, &memo)];
       f.add_counts(p.figures);
-      f.live_bytes += p.figures.live_bytes;
+      f.live_bytes = Figures::plus(f.live_bytes, p.figures.live_bytes);
     }
   }
   std::vector<std::pair<std::string, Figures>> out(by_caller.begin(), by_caller.end());

@@ -22,6 +22,16 @@ struct Figures {
   uint64_t peak_time = 0;            // when that was first reached
   uint64_t temporary_allocations = 0;  // freed as the next allocation event (temporaries.hpp)
 
+  // The live figures are signed, and a damaged profile can make them any size (an
+  // aggregated site's count is any varint): they add in wrapping arithmetic, where a
+  // signed sum could overflow. A sound profile never comes near the limit.
+  static int64_t plus(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  }
+  static int64_t minus(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  }
+
   void allocate(uint64_t size, uint64_t objects_in_block, uint64_t time) {
     ++allocations;
     objects += objects_in_block;
@@ -30,8 +40,8 @@ struct Figures {
   }
 
   void add_live(uint64_t size, uint64_t time) {
-    live_bytes += static_cast<int64_t>(size);
-    ++live_blocks;
+    live_bytes = plus(live_bytes, static_cast<int64_t>(size));
+    live_blocks = plus(live_blocks, 1);
     if (live_bytes > 0 && static_cast<uint64_t>(live_bytes) > peak_bytes) {
       peak_bytes = static_cast<uint64_t>(live_bytes);
       peak_time = time;
@@ -47,8 +57,8 @@ struct Figures {
     objects += a * objects_in_block;
     bytes += a * size;
     int64_t sign = static_cast<int64_t>(2 * a) - 1;
-    live_bytes += sign * static_cast<int64_t>(size);
-    live_blocks += sign;
+    live_bytes = plus(live_bytes, sign * static_cast<int64_t>(size));
+    live_blocks = plus(live_blocks, sign);
     temporary_allocations += temporary && !alloc;
     if (alloc & (live_bytes > 0) & (static_cast<uint64_t>(live_bytes) > peak_bytes)) {
       peak_bytes = static_cast<uint64_t>(live_bytes);
@@ -60,7 +70,7 @@ struct Figures {
   // the live bytes (and the peak) at each event, then the counts the events added,
   // as another group's counts_since() tells them.
   void move_live(int64_t change, bool alloc, uint64_t time) {
-    live_bytes += change;
+    live_bytes = plus(live_bytes, change);
     if (alloc & (live_bytes > 0) & (static_cast<uint64_t>(live_bytes) > peak_bytes)) {
       peak_bytes = static_cast<uint64_t>(live_bytes);
       peak_time = time;
@@ -71,7 +81,7 @@ struct Figures {
     d.allocations = allocations - before.allocations;
     d.objects = objects - before.objects;
     d.bytes = bytes - before.bytes;
-    d.live_blocks = live_blocks - before.live_blocks;
+    d.live_blocks = minus(live_blocks, before.live_blocks);
     d.temporary_allocations = temporary_allocations - before.temporary_allocations;
     return d;
   }
@@ -79,19 +89,19 @@ struct Figures {
     allocations += d.allocations;
     objects += d.objects;
     bytes += d.bytes;
-    live_blocks += d.live_blocks;
+    live_blocks = plus(live_blocks, d.live_blocks);
     temporary_allocations += d.temporary_allocations;
   }
 
   // Live again without a new peak: a free that matched nothing is taken back.
   void restore_live(uint64_t size) {
-    live_bytes += static_cast<int64_t>(size);
-    ++live_blocks;
+    live_bytes = plus(live_bytes, static_cast<int64_t>(size));
+    live_blocks = plus(live_blocks, 1);
   }
 
   void release(uint64_t size, bool temporary) {
-    live_bytes -= static_cast<int64_t>(size);
-    --live_blocks;
+    live_bytes = minus(live_bytes, static_cast<int64_t>(size));
+    live_blocks = minus(live_blocks, 1);
     if (temporary) ++temporary_allocations;
   }
 
@@ -99,7 +109,7 @@ struct Figures {
   // up, the peak being what was live at the heap's peak.
   void add_aggregated(const Figures& site) {
     add_counts(site);
-    live_bytes += site.live_bytes;
+    live_bytes = plus(live_bytes, site.live_bytes);
     if (site.peak_bytes) {
       peak_bytes += site.peak_bytes;
       peak_time = site.peak_time;
@@ -112,8 +122,8 @@ struct Figures {
     --allocations;
     objects -= objects_in_block;
     bytes -= size;
-    live_bytes -= static_cast<int64_t>(size);
-    --live_blocks;
+    live_bytes = minus(live_bytes, static_cast<int64_t>(size));
+    live_blocks = minus(live_blocks, 1);
   }
 };
 

@@ -53,8 +53,8 @@ namespace {
 bool get_entry(const uint8_t** p, const uint8_t* end, bool with_live, CountedSite* previous, CountedSite* counted) {
   uint64_t thread_distance = 0, site_distance = 0;
   if (!get_varint(p, end, &thread_distance) || !get_varint(p, end, &site_distance)) return false;
-  int64_t thread = static_cast<int64_t>(previous->thread) + unzigzag(thread_distance);
-  int64_t site = static_cast<int64_t>(previous->site) + unzigzag(site_distance);
+  int64_t thread = moved_forward(previous->thread, thread_distance);
+  int64_t site = moved_forward(previous->site, site_distance);
   if (thread < 0 || thread > UINT32_MAX || site < 0 || site > UINT32_MAX) return false;
   counted->thread = previous->thread = static_cast<uint32_t>(thread);
   counted->site = previous->site = static_cast<uint32_t>(site);

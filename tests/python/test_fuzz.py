@@ -84,6 +84,11 @@ def hostile_seeds() -> list[bytes]:
         b.raw_chunk(11, 0, b"")
         b.raw_chunk(8, 0, events(5, 16, 1, 16, 5, 1, 0))
         out.append(b.finish())
+    # Survivors whose second entry's distances, 2^63 - 1, overflow a signed sum with the
+    # first entry's thread 5 and site 1.
+    b = _core.ProfileBuilder(addresses=False)
+    b.raw_chunk(10, 0, events(10, 2, 1, 0, 1, 1, 2**64 - 2, 2**64 - 2, 1, 0, 1, 1))
+    out.append(b.finish())
     return out
 
 

@@ -239,7 +239,7 @@ void HeaptrackWriter::write_first_block_free() {
   first_live_ = false;
   if (after_free && holding_ && !held_.empty() && held_max_live_ <= peak_before_held_) {
     held_.insert(held_.begin(), "- 0");  // no temporary there; the peak stays
-    live_ -= static_cast<int64_t>(info_sizes_[0]);
+    live_ = Figures::minus(live_, static_cast<int64_t>(info_sizes_[0]));
     last_allocation_ = kNone;
     return release_held();
   }
@@ -260,11 +260,11 @@ void HeaptrackWriter::event_line(char kind, uint64_t value) {
     held_max_live_ = live_;
   }
   if (kind == '+') {
-    live_ += static_cast<int64_t>(info_sizes_[value]);
+    live_ = Figures::plus(live_, static_cast<int64_t>(info_sizes_[value]));
     peak_ = std::max(peak_, live_);
     last_allocation_ = static_cast<uint32_t>(value);
   } else if (kind == '-') {
-    live_ -= static_cast<int64_t>(info_sizes_[value]);
+    live_ = Figures::minus(live_, static_cast<int64_t>(info_sizes_[value]));
     last_allocation_ = kNone;
   }
   if (!holding_) {  // the common case, written without a string of its own

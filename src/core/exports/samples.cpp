@@ -12,8 +12,8 @@ void add(Figures* into, const Figures& f) {
   into->allocations += f.allocations;
   into->objects += f.objects;
   into->bytes += f.bytes;
-  into->live_bytes += f.live_bytes;
-  into->live_blocks += f.live_blocks;
+  into->live_bytes = Figures::plus(into->live_bytes, f.live_bytes);
+  into->live_blocks = Figures::plus(into->live_blocks, f.live_blocks);
   into->peak_bytes += f.peak_bytes;
   into->temporary_allocations += f.temporary_allocations;
 }

@@ -13,11 +13,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 
 import heaptype
 import pytest
-from conftest import CPP_DIR
+from conftest import CPP_DIR, run_preloaded
 from tooling import require_tool
 
 SITES, ROUNDS = 4000, 4
@@ -31,12 +30,6 @@ def build_without_frame_pointers(tmp_path):
     return exe
 
 
-def run_under_heaptype(exe, output, *args):
-    """`heaptype run -o output -- exe args...`: the runtime preloaded into a plain program."""
-    return subprocess.run([sys.executable, "-m", "heaptype", "run", "-o", str(output), "--", str(exe), *args],
-                          capture_output=True, text=True, timeout=600)
-
-
 def paths_to(output, function):
     """{path of function names without their parameters: allocations} of the paths that
     end in `function`."""
@@ -47,7 +40,7 @@ def paths_to(output, function):
 def test_each_return_address_is_learned_once_and_every_path_is_whole(tmp_path):
     exe = build_without_frame_pointers(tmp_path)
     output = tmp_path / "sites.htp"
-    done = run_under_heaptype(exe, output, str(ROUNDS))
+    done = run_preloaded(exe, output, str(ROUNDS), timeout=600)
     assert done.returncode == 0, done.stderr
     counts = dict(re.findall(r"(\w+)=(\d+)", done.stdout))
     assert (int(counts["sites"]), int(counts["rounds"])) == (SITES, ROUNDS)
@@ -121,7 +114,7 @@ def test_a_threads_first_function_called_deeper_keeps_its_callers(tmp_path):
     subprocess.run([require_tool("g++"), "-std=c++17", "-O2", "-fomit-frame-pointer", "-pthread",
                     str(CPP_DIR / "thread_helper.cpp"), "-o", str(exe)], check=True, capture_output=True, timeout=600)
     output = tmp_path / "thread.htp"
-    done = run_under_heaptype(exe, output)
+    done = run_preloaded(exe, output, timeout=600)
     assert done.returncode == 0, done.stderr
     paths = paths_to(output, "helper")
     assert paths == {("worker", "helper"): 3, ("main", "relay", "worker", "helper"): 3}
@@ -137,7 +130,7 @@ def test_a_stripped_programs_main_is_named(tmp_path):
     subprocess.run([require_tool("g++"), "-std=c++17", "-O2", "-s", str(CPP_DIR / "cut_walk.cpp"), "-o", str(exe)],
                    check=True, capture_output=True, timeout=600)
     output = tmp_path / "stripped.htp"
-    done = run_under_heaptype(exe, output, "200")
+    done = run_preloaded(exe, output, "200", timeout=600)
     assert done.returncode == 0, done.stderr
     loop = [row.path for row in heaptype.load(output).call_paths(infer=False) if row.figures.allocations == 200]
     assert loop and all(path[0] == "main" and re.fullmatch(r"cut_walk\+0x[0-9a-f]+", path[1]) for path in loop), loop
@@ -152,7 +145,7 @@ def test_a_stripped_programs_static_constructors_are_not_main(tmp_path):
     subprocess.run([require_tool("g++"), "-O2", "-s", str(CPP_DIR / "static_init.cpp"), "-o", str(exe)],
                    check=True, capture_output=True, timeout=600)
     output = tmp_path / "static.htp"
-    done = run_under_heaptype(exe, output)
+    done = run_preloaded(exe, output, timeout=600)
     assert done.returncode == 0, done.stderr
     roots = {row.figures.bytes: row.path[0] for row in heaptype.load(output).call_paths(infer=False)
              if row.figures.bytes in (1000, 2000)}
@@ -172,7 +165,7 @@ def test_a_realigned_frame_is_stepped_over_by_its_call_frame_information(tmp_pat
     disassembly = subprocess.run([require_tool("objdump"), "-d", str(exe)], capture_output=True, text=True).stdout
     assert re.search(r"and\s+\$0xffffffffffffffe0,%rsp", disassembly)  # the realignment this is about
     output = tmp_path / "realigned.htp"
-    done = run_under_heaptype(exe, output)
+    done = run_preloaded(exe, output, timeout=600)
     assert done.returncode == 0, done.stderr
     paths = paths_to(output, "make")
     assert paths == {("main", "near_caller", "realigned", "make"): 3,
@@ -194,7 +187,7 @@ def test_a_replayed_walk_follows_the_stack_where_it_changed(tmp_path):
                     str(CPP_DIR / "replayed_walks.cpp"), "-o", str(exe)], check=True, capture_output=True, timeout=600)
     output = tmp_path / "replayed.htp"
     rounds = 50
-    done = run_under_heaptype(exe, output, str(rounds))
+    done = run_preloaded(exe, output, str(rounds), timeout=600)
     assert done.returncode == 0, done.stderr
     # The recursion's innermost frames lay at one address under both callers: the walks
     # did reach a state the last one was in, below where they part.
@@ -241,7 +234,7 @@ def test_a_stripped_programs_function_is_one_function_by_its_start(tmp_path):
     symbols = subprocess.run([require_tool("nm"), "-C", str(full)], capture_output=True, text=True).stdout
     start = next(int(line.split()[0], 16) for line in symbols.splitlines() if line.endswith(" two_sites(int)"))
     output = tmp_path / "two.htp"
-    done = run_under_heaptype(stripped, output)
+    done = run_preloaded(stripped, output, timeout=600)
     assert done.returncode == 0, done.stderr
     rows = {row.function: row.self.allocations for row in heaptype.load(output).by_function()
             if row.function.startswith("two_sites+0x")}

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import heaptype
-from conftest import CXX_STD, profile_chunks, run_profiled
+from conftest import CXX_STD, profile_chunks, run_preloaded, run_profiled
 from heaptype.capture import flags
 from tooling import require_tool
 
@@ -287,11 +287,6 @@ def hostile_plain_debug(tmp_path_factory) -> Path:
     return exe
 
 
-def heaptype_run(program: Path, output: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*HEAPTYPE, "run", "-o", str(output), "--", str(program), *args], capture_output=True,
-                          text=True, timeout=120)
-
-
 def type_rows(profile: heaptype.Profile) -> dict[str, tuple[int, int]]:
     return {row.label: (row.allocations, row.live_blocks) for row in profile.by_type(infer=True)}
 
@@ -316,7 +311,7 @@ def test_a_plain_program_has_no_constructor_threw_rows(hostile_plain_debug, tmp_
     the throwing constructors' blocks are untyped, the promises' as inferred."""
     for scenario, n in (("throw", "6"), ("unwind-free", "10")):
         out = tmp_path / f"{scenario}.htp"
-        done = heaptype_run(hostile_plain_debug, out, scenario, n)
+        done = run_preloaded(hostile_plain_debug, out, scenario, n)
         assert done.returncode == 0, done.stderr
         rows = type_rows(heaptype.load(out))
         assert "heaptype::constructor_threw" not in rows, (scenario, rows)
@@ -331,7 +326,7 @@ def test_the_programs_stack_at_a_throw_has_no_frame_of_the_runtime(hostile, host
     alone = subprocess.run([str(hostile_plain_debug), "uncaught", "5"], capture_output=True, text=True)
     assert alone.returncode == 3 and alone.stdout.startswith("frames="), alone
     linked = run_profiled(hostile, tmp_path / "linked.htp", "uncaught", "5")
-    preloaded = heaptype_run(hostile_plain_debug, tmp_path / "preloaded.htp", "uncaught", "5")
+    preloaded = run_preloaded(hostile_plain_debug, tmp_path / "preloaded.htp", "uncaught", "5")
     assert (linked.returncode, linked.stdout) == (3, alone.stdout), linked.stderr
     assert (preloaded.returncode, preloaded.stdout) == (3, alone.stdout), preloaded.stderr
     assert allocations(heaptype.load(tmp_path / "linked.htp"), "Sig") == (1, 1)  # the thrown object, typed
@@ -416,8 +411,7 @@ def close_all(program: Path, tmp_path: Path, how: str, *, preload: bool):
     files.mkdir()
     output = tmp_path / "close.htp"
     if preload:
-        done = subprocess.run([*HEAPTYPE, "run", "-o", str(output), "--", str(program), "close-all", how, "1000",
-                               str(files)], capture_output=True, text=True, timeout=120)
+        done = run_preloaded(program, output, "close-all", how, "1000", str(files))
     else:
         done = run_profiled(program, output, "close-all", how, "1000", str(files))
     return done, heaptype.load(output), own_files(files)

@@ -172,24 +172,52 @@ uint32_t Analysis::type_group(uint64_t tag, uint32_t context, uint64_t size, uin
     group_of_tag_.emplace(tag, id);
     return id;
   }
-  if (options_.infer && context != kNone) {
-    Context& c = contexts_[context];
-    if (!c.inferred_known) {
-      c.inferred_known = true;
-      if (c.call_site) c.inferred = &inferred_at(c.call_site);
-    }
-    if (c.inferred && !c.inferred->name.empty()) {
-      *objects = c.inferred->objects(1, size);
-      const std::string& row = c.inferred->row(size);
-      if (c.inferred->unnamed_function && row == c.inferred->name)
-        return group_for_name(unnamed_function_name(row, context), false, 0);
-      uint32_t name = strings_.intern(row);
-      if (c.inferred->container_storage)
-        return container_group(name, true, 0, context, objects);
-      return group_for_name(name, !c.inferred->library, 0);
-    }
+  const InferredType* inferred = options_.infer ? inferred_in(context) : nullptr;
+  if (inferred && !inferred->name.empty()) {
+    *objects = inferred->objects(1, size);
+    const std::string& row = inferred->row(size);
+    if (inferred->unnamed_function && row == inferred->name)
+      return group_for_name(unnamed_function_name(row, context), false, 0);
+    uint32_t name = strings_.intern(row);
+    if (inferred->container_storage) return container_group(name, true, 0, context, objects);
+    return group_for_name(name, !inferred->library, 0);
   }
   return group_for_name(0, false, 0);
+}
+
+// The type inferred at the context's call site, if any.
+const InferredType* Analysis::inferred_in(uint32_t context) {
+  if (context == kNone) return nullptr;
+  Context& c = contexts_[context];
+  if (!c.inferred_known) {
+    c.inferred_known = true;
+    if (c.call_site) c.inferred = &inferred_at(c.call_site);
+  }
+  return c.inferred;
+}
+
+// Whether blocks of type `tag` made at the context's call site are members of another
+// object: the call site makes one T a block (std::make_unique<T>), and a type other than
+// T was reported at the block's start. That report came from T's constructor building its
+// first member in place (the new-expression inside make_unique reports nothing: it is
+// compiled without the macro), and the call site may have learned it for its next blocks.
+// Such blocks are untyped, or T's (inferred) where types are inferred.
+bool Analysis::reported_member(uint64_t tag, uint32_t context) {
+  const InferredType* inferred = inferred_in(context);
+  if (!inferred || !inferred->one_object || inferred->name.empty()) return false;
+  auto spaceless = [](std::string name) {
+    name.erase(std::remove(name.begin(), name.end(), ' '), name.end());
+    return name;
+  };
+  return spaceless(strings_.get(tag_name(tag))) != spaceless(inferred->name);
+}
+
+// The tag a site's blocks are counted by: the one reported, but none (one untyped
+// object a block, or an inferred type) where that is a member's (reported_member).
+uint64_t Analysis::block_tag(uint64_t reported, uint32_t context, uint64_t* objects) {
+  if (!reported || !reported_member(reported, context)) return reported;
+  *objects = 1;
+  return 0;
 }
 
 // The type inferred from a call site's frames: the same for every context there.
@@ -420,7 +448,8 @@ bool Analysis::resolve(uint32_t thread, uint32_t site, Placement* p) {
   p->size_bucket = static_cast<uint32_t>(bucket < kSizeBuckets ? bucket : kSizeBuckets - 1);
   p->objects = def.site.count ? def.site.count : 1;
   p->context = context_of(base_thread, base->site.node, base->site.call_site);
-  p->type_group = type_group(def.site.type_tag, p->context, p->size, &p->objects);
+  uint64_t tag = block_tag(def.site.type_tag, p->context, &p->objects);
+  p->type_group = type_group(tag, p->context, p->size, &p->objects);
   p->thread_group = thread_group(base_thread);  // the thread that allocated, whoever named the type
   const TypeGroup& g = types_[p->type_group];
   p->selected = (options_.types.empty() || any_match(options_.types, strings_.get(g.label)) ||
@@ -992,7 +1021,8 @@ void Analysis::collect_findings() {
         f.allocated_bytes = base->site.size;
         uint32_t context = context_of(base_thread, base->site.node, base->site.call_site);
         uint64_t objects = own.site.count ? own.site.count : 1;
-        f.allocated = types_[type_group(own.site.type_tag, context, f.allocated_bytes, &objects)].label;
+        uint64_t tag = block_tag(own.site.type_tag, context, &objects);
+        f.allocated = types_[type_group(tag, context, f.allocated_bytes, &objects)].label;
         f.allocation_path = context_path(context);
       }
       if (def.kind == static_cast<uint64_t>(format::FindingKind::kMismatchedDelete)) {

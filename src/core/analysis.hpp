@@ -293,6 +293,9 @@ class Analysis : public BlockLedger {
   StorageFrame container_frame_at(const PathFrame& frame, std::string* row);
   uint32_t thread_group(uint32_t thread);
   const InferredType& inferred_at(uint64_t call_site);
+  const InferredType* inferred_in(uint32_t context);
+  bool reported_member(uint64_t tag, uint32_t context);
+  uint64_t block_tag(uint64_t reported, uint32_t context, uint64_t* objects);
   uint32_t function_group(uint32_t name);
   void place_in_trees(Placement* p);
   uint32_t tree_frame(uint32_t context);

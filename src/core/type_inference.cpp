@@ -326,6 +326,14 @@ StorageFrame btree_node_row(const NameComponent& tree, std::string* row) {
   return StorageFrame::kContainer;
 }
 
+// std::make_unique<T> and make_unique_for_overwrite<T>: `new T`, one object a block
+// (their T[] forms make arrays).
+bool makes_one_object(const std::vector<NameComponent>& comps, const std::string& type) {
+  std::string function = joined(comps, comps.size());
+  return (function == "std::make_unique" || function == "std::make_unique_for_overwrite") &&
+         type.find('[') == std::string::npos;
+}
+
 }  // namespace
 
 bool container_storage(const std::string& type) {
@@ -391,6 +399,7 @@ InferredType infer_type(const CodeInfo& call_site) {
       if (!out.size) out.size = character_size(out.name);
       if (!copy_on_write_character(comps).empty()) out.header = kCopyOnWriteRepBytes;
       out.container_storage = container_storage(out.name);
+      out.one_object = makes_one_object(comps, out.name);
       return out;
     }
     if (library_row(frame.function, &out.name)) {

@@ -34,6 +34,10 @@ struct InferredType {
   // `name` is "<library>: function without a symbol": the row may be its named caller's
   // in the same library, read from the block's call path (unnamed_function_row below).
   bool unnamed_function = false;
+  // The frame makes one `name` of each block (std::make_unique<T>, T no array): a type
+  // reported at the block's start is then a member the constructor built in place
+  // (kj::Maybe, a union member), not the block's; the block is a T.
+  bool one_object = false;
 
   // How many T `count` blocks of `bytes` in all hold: their bytes after the headers
   // / sizeof(T) when that divides, else one per block.

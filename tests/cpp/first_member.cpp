@@ -6,10 +6,13 @@
 //
 //   first_member N   N times each: new Small[16] (64 B, as a Holder), new Holder (a
 //                    4-byte Small first), new Nested (a Small first, then a new Other
-//                    made in the constructor, between the two reports); all freed.
-//                    Prints "holders=N nested=N arrays=N others=N".
+//                    made in the constructor, between the two reports), and
+//                    std::make_unique<Holder> (whose new-expression, in the standard
+//                    library's header, reports nothing: the member's report alone);
+//                    all freed. Prints "holders=N nested=N arrays=N others=N uniques=N".
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <new>
 
 struct Small {
@@ -59,9 +62,18 @@ __attribute__((noinline)) static long make_all(int n) {
   return sum;
 }
 
+__attribute__((noinline)) static long make_unique_holders(int n) {
+  long sum = 0;
+  for (int i = 0; i < n; ++i) {
+    std::unique_ptr<Holder> h = std::make_unique<Holder>();
+    sum += h->s.v;
+  }
+  return sum;
+}
+
 int main(int argc, char** argv) {
   int n = argc > 1 ? std::atoi(argv[1]) : 10;
-  long sum = make_all(n);
-  std::printf("holders=%d nested=%d arrays=%d others=%d sum=%ld\n", n, n, n, n, sum);
+  long sum = make_all(n) + make_unique_holders(n);
+  std::printf("holders=%d nested=%d arrays=%d others=%d uniques=%d sum=%ld\n", n, n, n, n, n, sum);
   return 0;
 }

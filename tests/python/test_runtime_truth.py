@@ -511,19 +511,28 @@ def test_a_constructors_placement_new_at_the_objects_start_leaves_it_the_objects
     objects a block. Before, every Holder was a Small[16] and the call site learned it.
     In the full profile no type's peak counts a block that was another's for a moment
     between the two reports: Small's is its one live array's (docs/aggregate.md: the
-    aggregated counts follow the moment, and its peak is two blocks)."""
+    aggregated counts follow the moment, and its peak is two blocks).
+
+    std::make_unique<Holder>'s new-expression, in the standard library's header, reports
+    nothing: the member's report is the only one its blocks get, and its call site learns
+    Small from it. The make_unique<Holder> frame says each block is one Holder: they are
+    "Holder (inferred)", one object a block, and untyped where types are not inferred.
+    Before, they were Small, 16 objects a block."""
     output = tmp_path / f"first_member_{mode}.htp"
     n = 50
     done = run_profiled(cpp_programs.program("first_member"), output, str(n), env={"HEAPTYPE_MODE": mode})
-    assert done.returncode == 0 and done.stdout.startswith(f"holders={n} nested={n} arrays={n} others={n} "), \
-        done.stdout + done.stderr
+    assert done.returncode == 0 and \
+        done.stdout.startswith(f"holders={n} nested={n} arrays={n} others={n} uniques={n} "), done.stdout + done.stderr
     profile = heaptype.load(output)
     assert profile.complete and profile.warnings == []
-    rows = {r.type: (r.allocations, r.objects, r.bytes, r.live_blocks) for r in profile.by_type()}
+    rows = {r.label: (r.allocations, r.objects, r.bytes, r.live_blocks) for r in profile.by_type(infer=True)}
     assert rows["Holder"] == (n, n, 64 * n, 0)
+    assert rows["Holder (inferred)"] == (n, n, 64 * n, 0)
     assert rows["Nested"] == (n, n, 64 * n, 0)
     assert rows["Small"] == (n, 16 * n, 64 * n, 0)
     assert rows["Other"] == (n, n, 16 * n, 0)
+    untyped = {r.label: (r.allocations, r.objects) for r in profile.by_type(infer=False)}["(untyped)"]
+    assert untyped[0] >= n and untyped[0] == untyped[1], untyped  # one object a block
     peaks = {r.type: r.peak_bytes for r in profile.by_type() if r.type in ("Holder", "Nested", "Small")}
     assert peaks == {"Holder": 64, "Nested": 64, "Small": 64 if mode == "full" else 128}, peaks
 

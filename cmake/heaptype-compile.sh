@@ -9,10 +9,11 @@
 # there. So when a compile fails on the macro's name:
 #
 # 1. The header where the failing spelling is is read before the macro
-#    (-DHEAPTYPE_FIRST_INCLUDES names a file of #includes written beside the object
-#    file, which new.hpp includes ahead of the macro; the header's include guard keeps
-#    its later inclusions empty), and the file is compiled again; up to four headers.
-#    Only that header's own new-expressions are untyped.
+#    (-DHEAPTYPE_FIRST_INCLUDE_1="header", which new.hpp includes ahead of the macro;
+#    the header's include guard keeps its later inclusions empty), and the file is
+#    compiled again; up to four headers. Only that header's own new-expressions are
+#    untyped. No file is written: a build that checks every file a compile reads
+#    (Bazel) sees only the header, one of the compile's inputs.
 # 2. Else (the spelling is in the source file itself, or such a header cannot be read
 #    on its own) the file is compiled without the macro (-DHEAPTYPE_NO_NEW_MACRO): its
 #    new-expressions are untyped; the standard containers' typed allocator and the
@@ -49,41 +50,45 @@ finish() {
 status=$?
 if [ "$status" -eq 0 ] || ! failed_on_macro; then finish "$status"; fi
 
-# The source file compiled and the object file written.
+# The source file compiled, and whether the compiler looks for quoted includes in the
+# directory it runs in (-iquote ., as Bazel's compiles do).
 source=
-object=
+quotes_here=
 previous=
 for argument in "$@"; do
   is_source "$argument" && [ "$previous" != "-o" ] && source=$argument
-  [ "$previous" = "-o" ] && object=$argument
+  [ "$previous" = "-iquote" ] && [ "$argument" = "." ] && quotes_here=1
+  [ "$argument" = "-iquote." ] && quotes_here=1
   previous=$argument
 done
 
-# 1. The failing headers read before the macro.
-if [ -n "$object" ]; then
-  first_includes="$object.heaptype-first-includes.h"
-  case $first_includes in /*) ;; *) first_includes="$PWD/$first_includes" ;; esac  # new.hpp includes it
-  : > "$first_includes" || first_includes=
-  headers=
-  tries=0
-  while [ -n "$first_includes" ] && [ "$tries" -lt 4 ] && failed_on_macro; do
-    where=$(failing_spelling)
-    header=${where%%:*}
-    if [ -z "$header" ] || [ "$header" = "$source" ] || is_source "$header"; then break; fi
-    case $header in *.c) break ;; esac  # an included C file: not a header to read first
-    case $header in /*) ;; *) header="$PWD/$header" ;; esac  # as the compiler, run here, found it
-    case " $headers " in *" $header "*) break ;; esac
-    headers="$headers $header"
-    printf '#include "%s"\n' "$header" >> "$first_includes"
-    "$@" "-DHEAPTYPE_FIRST_INCLUDES=\"$first_includes\"" 2>"$errors"
-    status=$?
-    if [ "$status" -eq 0 ]; then
-      echo "heaptype: ${source:-a translation unit}: $where spells \`operator new\` by name: read${headers} before the new macro (its own new-expressions are untyped)" >&2
-      finish 0
-    fi
-    tries=$((tries + 1))
-  done
-fi
+# 1. The failing headers read before the macro: "$@" takes one -D more at each try.
+headers=
+tries=0
+while [ "$tries" -lt 4 ] && failed_on_macro; do
+  where=$(failing_spelling)
+  header=${where%%:*}
+  if [ -z "$header" ] || [ "$header" = "$source" ] || is_source "$header"; then break; fi
+  case $header in *.c) break ;; esac  # an included C file: not a header to read first
+  # As the compiler, run here, found it: by the same relative path where new.hpp's
+  # #include finds it so (a build that checks the paths a compile read wants that
+  # one), else by its absolute path.
+  case $header in /*) ;; *) [ -n "$quotes_here" ] || header="$PWD/$header" ;; esac
+  case " $headers " in *" $header "*) break ;; esac
+  headers="$headers $header"
+  tries=$((tries + 1))
+  set -- "$@" "-DHEAPTYPE_FIRST_INCLUDE_$tries=\"$header\""
+  "$@" 2>"$errors"
+  status=$?
+  if [ "$status" -eq 0 ]; then
+    echo "heaptype: ${source:-a translation unit}: $where spells \`operator new\` by name: read${headers} before the new macro (its own new-expressions are untyped)" >&2
+    finish 0
+  fi
+done
+while [ "$tries" -gt 0 ]; do  # for step 2, the headers read first undone: a -U after each -D
+  set -- "$@" -UHEAPTYPE_FIRST_INCLUDE_$tries
+  tries=$((tries - 1))
+done
 
 # 2. Without the macro.
 where=$(failing_spelling)

@@ -81,6 +81,32 @@ PLAIN_SOURCES = {
                     'int main() { std::vector<int> v(10); std::printf("%zu\\n", v.size()); }\n',
 }
 
+# Code that spells `operator new` by name, as abseil's and jsoncpp's do: in a header
+# (raw_allocator.h, included by main.cc) and in a source file (pool.cc's class).
+SPELLED_BUILD = """\
+cc_binary(name = "app", srcs = ["main.cc", "pool.cc", "raw_allocator.h"])
+"""
+SPELLED_SOURCES = {
+    "raw_allocator.h": "#ifndef RAW_ALLOCATOR_H\n#define RAW_ALLOCATOR_H\n#include <cstddef>\n"
+                       "template <class T> T* raw_allocate(std::size_t n) {\n"
+                       "  return static_cast<T*>(::operator new(n * sizeof(T)));\n}\n"
+                       "template <class T> void raw_release(T* p) { ::operator delete(p); }\n#endif\n",
+    "main.cc": '#include "spelled/raw_allocator.h"\n'
+               "struct Widget { int a[4]; };\nstruct Gadget { double d; };\nvoid* make_pooled();\n"
+               "int main() {\n"
+               "  for (int i = 0; i < 7; ++i) { Widget* w = new Widget[3]; delete[] w; }\n"
+               "  for (int i = 0; i < 5; ++i) raw_release(raw_allocate<Gadget>(2));\n"
+               "  for (int i = 0; i < 4; ++i) make_pooled();\n"
+               "}\n",
+    "pool.cc": "#include <cstddef>\n#include <new>\n"
+               "struct Pooled {\n"
+               "  long v[2];\n"
+               "  static void* operator new(std::size_t n) { return ::operator new(n); }\n"
+               "  static void operator delete(void* p) { ::operator delete(p); }\n"
+               "};\n"
+               "void* make_pooled() { return new Pooled{}; }\n",
+}
+
 # heaptype_cc_test, and heaptype_budget_test over a program built WITHOUT HeapType.
 CHECKS_BUILD = """\
 load("@heaptype//:defs.bzl", "heaptype_budget_test", "heaptype_cc_test")
@@ -184,7 +210,8 @@ class Bazel:
         assert 'path = "../cmake-basic/src"' in text
         workspace_file.write_text(text.replace('path = "../cmake-basic/src"', f'path = "{CMAKE_EXAMPLE / "src"}"'))
         for package, build, sources in (("plain", PLAIN_BUILD, PLAIN_SOURCES), ("checks", CHECKS_BUILD, CHECKS_SOURCES),
-                                        ("shards", SHARDS_BUILD, SHARDS_SOURCES)):
+                                        ("shards", SHARDS_BUILD, SHARDS_SOURCES),
+                                        ("spelled", SPELLED_BUILD, SPELLED_SOURCES)):
             (self.workspace / package).mkdir()
             (self.workspace / package / "BUILD.bazel").write_text(build)
             for name, text in sources.items():
@@ -411,6 +438,30 @@ def test_config_heaptype_profiles_an_unmodified_cc_binary(bazel, tmp_path):
     # The build's own tool ran uninstrumented: no runtime, no profile in its sandbox.
     generated = (bin_dir / "plain" / "generated.txt").read_text().split()
     assert generated[0] == "10" and not [name for name in generated if name.endswith(".htp")]
+
+
+def test_config_heaptype_builds_code_that_spells_operator_new_by_name(bazel, tmp_path):
+    """The new macro cannot compile `::operator new(n)` spelled after it, nor a class's own
+    operator new: under --config=heaptype the toolchain's compiler runs behind
+    heaptype-compile.sh, as the CMake package's typed targets do. main.cc compiles again
+    with raw_allocator.h read before the macro (by the relative path Bazel checks its
+    inputs by) and keeps its Widget[3]s typed; pool.cc compiles without the macro (its
+    Pooled blocks untyped). Each says so in the build's output."""
+    done = bazel.run("build", "--config=heaptype", "//spelled:app")
+    said = [line for line in done.stderr.splitlines() if line.startswith("heaptype: ") and "spells" in line]
+    assert len(said) == 2, done.stderr[-4000:]
+    main = next(line for line in said if line.startswith("heaptype: spelled/main.cc: "))
+    # The header as GCC found it, through Bazel's `-iquote .`.
+    assert main.startswith("heaptype: spelled/main.cc: ./spelled/raw_allocator.h:5:") and \
+        "read ./spelled/raw_allocator.h before the new macro" in main, said
+    pool = next(line for line in said if line.startswith("heaptype: spelled/pool.cc: "))
+    assert "compiled without the new macro" in pool, said
+    bin_dir = bazel.info("bazel-bin", "--config=heaptype")
+    profile = run_profiled(bin_dir / "spelled" / "app", tmp_path / "spelled.htp")
+    rows = {row.type: (row.allocations, row.objects, row.bytes) for row in profile.by_type()}
+    assert rows["Widget"] == (7, 21, 7 * 48), rows
+    assert "Gadget" not in rows and "Pooled" not in rows, rows
+    assert rows[None][0] >= 5 + 4, rows  # the raw Gadget blocks and the Pooled ones
 
 
 # --- Bazel and CMake agree --------------------------------------------------------------------

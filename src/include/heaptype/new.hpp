@@ -122,11 +122,20 @@ __attribute__((weak)) char heaptype_built_without_callstack = 1;
 #endif
 
 #if !(defined(HEAPTYPE_TYPE_AWARE) && HEAPTYPE_TYPE_AWARE)
-// Headers that spell `operator new` by name, read before the macro: a file of #includes
-// that cmake/heaptype-compile.sh writes when a compile fails on the macro. Their include
-// guards keep their later inclusions empty.
-#ifdef HEAPTYPE_FIRST_INCLUDES
-#include HEAPTYPE_FIRST_INCLUDES
+// Headers that spell `operator new` by name, read before the macro: cmake/heaptype-
+// compile.sh names them (-DHEAPTYPE_FIRST_INCLUDE_1="path"...) when a compile fails on
+// the macro. Their include guards keep their later inclusions empty.
+#ifdef HEAPTYPE_FIRST_INCLUDE_1
+#include HEAPTYPE_FIRST_INCLUDE_1
+#endif
+#ifdef HEAPTYPE_FIRST_INCLUDE_2
+#include HEAPTYPE_FIRST_INCLUDE_2
+#endif
+#ifdef HEAPTYPE_FIRST_INCLUDE_3
+#include HEAPTYPE_FIRST_INCLUDE_3
+#endif
+#ifdef HEAPTYPE_FIRST_INCLUDE_4
+#include HEAPTYPE_FIRST_INCLUDE_4
 #endif
 #include "define_new.h"
 #endif

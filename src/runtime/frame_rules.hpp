@@ -9,10 +9,12 @@
 // The compiler's call frame information (DWARF CFI) says where such a frame keeps
 // its return address: at a fixed distance from the stack pointer at each
 // instruction, since a function without a frame pointer has no variable-size frame.
-// The runtime asks the unwinder (_Unwind_Backtrace) once per call site and thread,
-// reads that distance and where the function saved the caller's frame pointer, if it
-// used the register, from the function's CFI (call_frame_info.hpp), checks the
-// distance against the unwinder's, and from then on steps over the frame with two loads.
+// The runtime reads that distance and where the function saved the caller's frame
+// pointer, if it used the register, from the function's CFI (call_frame_info.hpp) once
+// per return address and thread, and from then on steps over the frame with two loads.
+// A row the walk cannot follow by itself (a realigned frame, an expression), a return
+// address without CFI, and the frames a thread starts in are learned from the unwinder
+// (_Unwind_Backtrace) instead, whose frames check each rule taken from the CFI.
 #ifndef HEAPTYPE_RUNTIME_FRAME_RULES_HPP
 #define HEAPTYPE_RUNTIME_FRAME_RULES_HPP
 

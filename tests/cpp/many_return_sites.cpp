@@ -1,9 +1,10 @@
 // many_return_sites.cpp: SITES distinct functions (default 4,000), each allocating one
 // block, called ROUNDS times (default 4) through a table, everything built without frame
 // pointers (as a distribution's or a wheel's programs are): the call-path walk needs a
-// frame rule for each of the SITES return addresses, which the runtime learns from the
-// unwinder. The program counts the runtime's calls to _Unwind_Backtrace (it exports its
-// own, which forwards to libgcc's) and prints "sites=N rounds=R backtraces=B".
+// frame rule for each of the SITES return addresses, which the runtime learns from their
+// call frame information or the unwinder. The program counts the runtime's calls to
+// _Unwind_Backtrace and _Unwind_Find_FDE (count_backtraces.hpp) and prints
+// "sites=N rounds=R backtraces=B fde_lookups=F".
 //
 // Usage: many_return_sites [ROUNDS]
 
@@ -46,6 +47,6 @@ int main(int argc, char** argv) {
     for (int i = 0; i < SITES; ++i) blocks[i] = kSites[i]();
     for (Block* b : blocks) delete b;
   }
-  std::printf("sites=%d rounds=%d backtraces=%lu\n", SITES, rounds, g_backtraces);
+  std::printf("sites=%d rounds=%d backtraces=%lu fde_lookups=%lu\n", SITES, rounds, g_backtraces, g_fde_lookups);
   return 0;
 }

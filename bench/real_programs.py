@@ -28,6 +28,11 @@ Cases (each skipped, and named, when its program is missing):
   --program NAME=COMMAND
                     any other program, run in the current directory (a test binary built
                     elsewhere: --program 'perftest=build/bin/perftest --gtest_filter=...')
+  --runtime NAME=PATH
+                    also run each case with the shared runtime at PATH preloaded as
+                    `heaptype run` preloads the package's (LD_PRELOAD, HEAPTYPE_OUTPUT, the
+                    children unprofiled), as a tool of its own: two builds of the runtime
+                    side by side in one interleaved run
 
 Besides time, memory and counts, HeapType's row gives the share of allocations whose call
 path starts where its thread started ("rooted": main on the main thread, the thread's own
@@ -37,7 +42,7 @@ program whose threads allocate puts low: doxygen's two workers made 67% of its
 allocations.)
 
 Usage:  python bench/real_programs.py [--rounds 5] [--cases cmake-configure,clang-compile,gcc-compile,doxygen-docs,...]
-                                      [--program NAME=COMMAND]... [--json OUT]
+                                      [--program NAME=COMMAND]... [--runtime NAME=PATH]... [--json OUT]
 """
 
 import argparse
@@ -171,6 +176,19 @@ def given_programs(specs: list) -> dict:
     return found
 
 
+def given_runtimes(specs: list) -> dict:
+    """--runtime NAME=PATH: {name: absolute path of the shared runtime}."""
+    runtimes = {}
+    for spec in specs:
+        name, _, path = spec.partition("=")
+        if not name or not path or name in ("plain", "heaptype", "heaptrack"):
+            raise SystemExit(f"--runtime {spec!r}: expected NAME=PATH, NAME not plain, heaptype or heaptrack")
+        if not os.path.isfile(path):
+            raise SystemExit(f"--runtime {spec!r}: {path} is no file")
+        runtimes[name] = os.path.abspath(path)
+    return runtimes
+
+
 def build_runner(work: str) -> str:
     """run_bench.py's measuring runner: a process forked from this one would report at
     least this Python process's peak RSS as its own (Linux keeps a process's peak across
@@ -185,17 +203,23 @@ def build_runner(work: str) -> str:
     return runner
 
 
-def run_one(runner: str, tool: str, command: list, work: str, directory: str) -> dict:
-    """One run of `command` plain, under `heaptype run` or under heaptrack: wall seconds,
-    the peak RSS of its largest process (KiB), the profile written (into `directory`)."""
+def run_one(runner: str, tool: str, command: list, work: str, directory: str, runtimes: dict) -> dict:
+    """One run of `command` plain, under `heaptype run`, under heaptrack or with one of
+    `runtimes` (name: shared runtime) preloaded: wall seconds, the peak RSS of its largest
+    process (KiB), the profile written (into `directory`)."""
     out = os.path.join(directory, "profile")
     os.makedirs(out)
-    profile = os.path.join(out, "profile.htp" if tool == "heaptype" else "trace")
-    wrapped = {"plain": command,
-               "heaptype": [sys.executable, "-m", "heaptype", "run", "-o", profile, "--", *command],
-               "heaptrack": [heaptrack_launcher(), "-o", profile, *command]}[tool]
+    profile = os.path.join(out, "trace" if tool == "heaptrack" else "profile.htp")
+    env = clean_env()
+    if tool in runtimes:
+        wrapped = command
+        env.update(LD_PRELOAD=runtimes[tool], HEAPTYPE_OUTPUT=profile, HEAPTYPE_CHILDREN="unprofiled")
+    else:
+        wrapped = {"plain": command,
+                   "heaptype": [sys.executable, "-m", "heaptype", "run", "-o", profile, "--", *command],
+                   "heaptrack": [heaptrack_launcher(), "-o", profile, *command]}[tool]
     result = os.path.join(directory, "rusage")
-    process = subprocess.run([runner, result, *wrapped], cwd=work, env=clean_env(), stdout=subprocess.DEVNULL,
+    process = subprocess.run([runner, result, *wrapped], cwd=work, env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     # The runner's wait4 covers the process and the descendants it waited for: the peak is
     # the largest of them (the program, or the profiler's own process if that is larger).
@@ -212,7 +236,7 @@ def run_one(runner: str, tool: str, command: list, work: str, directory: str) ->
 
 
 def allocations(tool: str, files: list) -> int | None:
-    if tool == "heaptype":
+    if tool != "heaptrack" and tool != "plain":
         import heaptype
 
         return heaptype.load(files[0]).totals.allocations if files else None
@@ -235,7 +259,7 @@ def share_rooted(tool: str, files: list) -> float | None:
     thread's own first function (the one most of its allocations start at) on the others,
     and on a main thread whose paths never start at main (a main that tail-calls, as
     clang-tidy's `return clangTidyMain(...)`: main is not on the stack)."""
-    if tool != "heaptype" or not files:
+    if tool in ("plain", "heaptrack") or not files:
         return None
     import heaptype
 
@@ -262,11 +286,14 @@ def main() -> int:
     parser.add_argument("--cases", help="comma-separated case names (default: all found)")
     parser.add_argument("--program", action="append", default=[], metavar="NAME=COMMAND",
                         help="also run this program (in the current directory), as a case of its own")
+    parser.add_argument("--runtime", action="append", default=[], metavar="NAME=PATH",
+                        help="also run each case with this shared runtime preloaded, as a tool of its own")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     given = given_programs(args.program)
+    runtimes = given_runtimes(args.runtime)
     invoked_in = os.getcwd()
-    tools = ["plain", "heaptype"] + (["heaptrack"] if shutil.which("heaptrack") else [])
+    tools = ["plain", "heaptype", *runtimes] + (["heaptrack"] if shutil.which("heaptrack") else [])
     if "heaptrack" not in tools:
         print("heaptrack is not installed (apt-get install heaptrack): HeapType and plain only", file=sys.stderr)
     results = []
@@ -286,7 +313,7 @@ def main() -> int:
                 for tool in tools:
                     directory = tempfile.mkdtemp(dir=work)
                     runs[tool].append(run_one(runner, tool, found[name](directory),
-                                              invoked_in if name in given else work, directory))
+                                              invoked_in if name in given else work, directory, runtimes))
                     print(f"  {name} {tool}: {runs[tool][-1]['wall']:.2f} s", file=sys.stderr)
         after = load_average()
         for name, runs in all_runs.items():

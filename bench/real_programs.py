@@ -210,16 +210,16 @@ def run_one(runner: str, tool: str, command: list, work: str, directory: str, ru
     out = os.path.join(directory, "profile")
     os.makedirs(out)
     profile = os.path.join(out, "trace" if tool == "heaptrack" else "profile.htp")
-    env = clean_env()
     if tool in runtimes:
-        wrapped = command
-        env.update(LD_PRELOAD=runtimes[tool], HEAPTYPE_OUTPUT=profile, HEAPTYPE_CHILDREN="unprofiled")
+        # Through env(1), so that the measuring runner does not load the runtime too.
+        wrapped = ["env", f"LD_PRELOAD={runtimes[tool]}", f"HEAPTYPE_OUTPUT={profile}",
+                   "HEAPTYPE_CHILDREN=unprofiled", *command]
     else:
         wrapped = {"plain": command,
                    "heaptype": [sys.executable, "-m", "heaptype", "run", "-o", profile, "--", *command],
                    "heaptrack": [heaptrack_launcher(), "-o", profile, *command]}[tool]
     result = os.path.join(directory, "rusage")
-    process = subprocess.run([runner, result, *wrapped], cwd=work, env=env, stdout=subprocess.DEVNULL,
+    process = subprocess.run([runner, result, *wrapped], cwd=work, env=clean_env(), stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     # The runner's wait4 covers the process and the descendants it waited for: the peak is
     # the largest of them (the program, or the profiler's own process if that is larger).
@@ -288,13 +288,15 @@ def main() -> int:
                         help="also run this program (in the current directory), as a case of its own")
     parser.add_argument("--runtime", action="append", default=[], metavar="NAME=PATH",
                         help="also run each case with this shared runtime preloaded, as a tool of its own")
+    parser.add_argument("--no-heaptrack", action="store_true", help="leave heaptrack out (its figures are known)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     given = given_programs(args.program)
     runtimes = given_runtimes(args.runtime)
     invoked_in = os.getcwd()
-    tools = ["plain", "heaptype", *runtimes] + (["heaptrack"] if shutil.which("heaptrack") else [])
-    if "heaptrack" not in tools:
+    tools = ["plain", "heaptype", *runtimes] + (["heaptrack"] if shutil.which("heaptrack") and not args.no_heaptrack
+                                                else [])
+    if "heaptrack" not in tools and not args.no_heaptrack:
         print("heaptrack is not installed (apt-get install heaptrack): HeapType and plain only", file=sys.stderr)
     results = []
     with tempfile.TemporaryDirectory(prefix="real-programs-") as work:

@@ -222,54 +222,45 @@ FrameRule calibrate(FrameRules& rules, uintptr_t pc) {
   return first;
 }
 
-// A return address in the program's own code (built with frame pointers) whose CFI
-// says its function keeps a frame record there: CFA = rbp + 16, the caller's rbp at
-// CFA - 16. The walk follows its frame pointer, the rule a backtrace would teach it
-// (rule_of: the unwinder computes the CFA from the same CFI), and no backtrace is
-// taken: the walk meets each of the program's call sites once, and the unwinder's
-// backtrace of a test suite's deep stacks cost ~50,000 instructions each, a CFI read
-// ~3,000 (yaml-cpp's tests: 2,469 of 2,584 backtraces were for such call sites). A
-// function of that module built without frame pointers (a prebuilt static library)
-// says otherwise in its CFI, and is calibrated.
-bool keeps_frame_record(uintptr_t pc, FrameRule* rule) {
-  if (!in_framed_code(pc)) return false;
-  FrameCfi cfi = {CfaBase::kUnknown, SavedRbp::kUnknown, 0, 0};
-  if (!read_frame_cfi(pc, &cfi)) return false;
-  constexpr int32_t kFrameRecord = 2 * sizeof(uintptr_t);
-  if (cfi.cfa_base != CfaBase::kFramePointer || cfi.cfa_offset != kFrameRecord || cfi.rbp != SavedRbp::kAtCfa ||
-      cfi.rbp_offset != -kFrameRecord)
-    return false;
-  *rule = {pc, 0, kRbpKept, FrameKind::kFramePointer, false};
-  return true;
-}
-
-// A return address outside the framed module and the code threads start in, whose CFI
-// row says exactly how to step over its function: its CFA from the stack pointer
-// (kStackOffset) or from rbp (a frame record: kFramePointer; at another distance:
-// kRbpOffset), the caller's rbp saved at a fixed place from the CFA or left in the
-// register. The rule is the one a backtrace would teach (rule_of reads the same CFI
-// row, and the unwinder computes the CFA and the caller's rbp from it), without the
-// backtrace: a program built without frame pointers meets a new return address at
-// every new function on its paths, and nlohmann/json's parser tests took 1,511
-// backtraces of ~43,000 instructions each, a CFI read ~6,000. Rows the walk cannot
-// follow alone (a realigned frame's, an expression's, a signal frame's, none), and the
-// frames a thread starts in (only a backtrace sees where the stack ends), are calibrated.
+// The rule of a return address, read from its function's CFI row alone, without a
+// backtrace, where the row says exactly how to step over the frame. It is the rule a
+// backtrace would teach (rule_of reads the same row, and the unwinder computes the CFA
+// and the caller's rbp from it).
+// - In the program's own code (built with frame pointers, the module the runtime is
+//   linked into), a frame record: CFA = rbp + 16, the caller's rbp at CFA - 16. The
+//   unwinder's backtrace of a test suite's deep stacks cost ~50,000 instructions each,
+//   a CFI read ~3,000 (yaml-cpp's tests: 2,469 of 2,584 backtraces were for such call
+//   sites). A function of that module built without frame pointers (a prebuilt static
+//   library) says otherwise in its CFI, and is calibrated.
+// - Elsewhere, but for the code threads start in: also a CFA from the stack pointer
+//   (kStackOffset) or from rbp at another distance (kRbpOffset), the caller's rbp saved
+//   at a fixed place from the CFA or left in the register. A program built without frame
+//   pointers meets a new return address at every new function on its paths, and
+//   nlohmann/json's parser tests took 1,511 backtraces of ~43,000 instructions each, a
+//   CFI read ~6,000.
+// Rows the walk cannot follow alone (a realigned frame's, an expression's, a signal
+// frame's, none), and the frames a thread starts in (only a backtrace sees where the
+// stack ends), are calibrated.
 bool rule_from_cfi(uintptr_t pc, FrameRule* rule) {
-  if (in_framed_code(pc) || in_start_code(pc)) return false;
+  const bool framed = in_framed_code(pc);
+  if (!framed && in_start_code(pc)) return false;
   FrameCfi cfi = {CfaBase::kUnknown, SavedRbp::kUnknown, 0, 0};
   if (!read_frame_cfi(pc, &cfi)) return false;
-  if (cfi.rbp != SavedRbp::kAtCfa && cfi.rbp != SavedRbp::kKept) return false;
-  *rule = {pc, cfi.cfa_offset, cfi.rbp == SavedRbp::kAtCfa ? cfi.rbp_offset : kRbpKept, FrameKind::kStackOffset,
-           false};
   constexpr int32_t kFrameRecord = 2 * sizeof(uintptr_t);
-  if (cfi.cfa_base == CfaBase::kStackPointer) return cfi.cfa_offset > 0;
-  if (cfi.cfa_base != CfaBase::kFramePointer || cfi.rbp != SavedRbp::kAtCfa) return false;
-  if (cfi.cfa_offset == kFrameRecord && cfi.rbp_offset == -kFrameRecord) {
+  if (cfi.cfa_base == CfaBase::kFramePointer && cfi.cfa_offset == kFrameRecord && cfi.rbp == SavedRbp::kAtCfa &&
+      cfi.rbp_offset == -kFrameRecord) {
     *rule = {pc, 0, kRbpKept, FrameKind::kFramePointer, false};
     return true;
   }
-  rule->kind = FrameKind::kRbpOffset;
-  return cfi.cfa_offset > 0;
+  if (framed || (cfi.rbp != SavedRbp::kAtCfa && cfi.rbp != SavedRbp::kKept) || cfi.cfa_offset <= 0) return false;
+  int32_t saved_rbp = cfi.rbp == SavedRbp::kAtCfa ? cfi.rbp_offset : kRbpKept;
+  if (cfi.cfa_base == CfaBase::kStackPointer) {
+    *rule = {pc, cfi.cfa_offset, saved_rbp, FrameKind::kStackOffset, false};
+    return true;
+  }
+  if (cfi.cfa_base != CfaBase::kFramePointer || cfi.rbp != SavedRbp::kAtCfa) return false;
+  *rule = {pc, cfi.cfa_offset, saved_rbp, FrameKind::kRbpOffset, false};
+  return true;
 }
 
 }  // namespace
@@ -290,7 +281,7 @@ FrameRule find_frame_rule(FrameRules& rules, uintptr_t pc) {
   if (found->pc == pc) return *found;
   ++rules.epoch;  // rules learned (or not kept: learned again, perhaps otherwise)
   FrameRule known;
-  if (keeps_frame_record(pc, &known) || rule_from_cfi(pc, &known)) {
+  if (rule_from_cfi(pc, &known)) {
     store(rules, known);
     return known;
   }

@@ -298,17 +298,16 @@ inline uint64_t free_record_head(uint64_t site) { return site << 2; }
 inline uint64_t site_distance(uint32_t newest, uint32_t site) {
   return zigzag(static_cast<int64_t>(newest) - static_cast<int64_t>(site));
 }
-// A 32-bit number moved by a zigzag distance, forward or back. A damaged distance may
-// be any 64-bit value, so the sum is taken in wrapping arithmetic, where a signed one
-// could overflow; every result in the 32-bit range is still the true sum, and every
-// other result is out of it.
+// A 32-bit number moved by a zigzag distance, forward (moved_forward) or back
+// (site_from_distance). A damaged distance may be any 64-bit value, so the sum is taken
+// in wrapping arithmetic, where a signed one could overflow; every result in the 32-bit
+// range is still the true sum, and every other result is out of it.
 inline int64_t moved_forward(uint32_t base, uint64_t distance) {
   return static_cast<int64_t>(uint64_t{base} + static_cast<uint64_t>(unzigzag(distance)));
 }
-inline int64_t moved_back(uint32_t base, uint64_t distance) {
-  return static_cast<int64_t>(uint64_t{base} - static_cast<uint64_t>(unzigzag(distance)));
+inline int64_t site_from_distance(uint32_t newest, uint64_t distance) {
+  return static_cast<int64_t>(uint64_t{newest} - static_cast<uint64_t>(unzigzag(distance)));
 }
-inline int64_t site_from_distance(uint32_t newest, uint64_t distance) { return moved_back(newest, distance); }
 
 // The values a thread's stream numbers from (writer and reader keep the same).
 struct StreamDeltas {
